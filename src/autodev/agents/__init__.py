@@ -1,0 +1,1 @@
+"""Agent roles: the ``AgentSpec`` registry and the role prompts (issue 3)."""

@@ -1,0 +1,187 @@
+"""The one error tree of AutoDev.
+
+Every failure a user can cause, or must act on, is an ``AutodevError`` with a one-line message that says
+what is wrong and how to fix it. The CLI prints that line and exits with ``exit_code``; it never prints a
+traceback for these. Errors from below (``OSError``, ``ValidationError``, ``CalledProcessError``) are
+translated at the boundary with ``raise ... from exc``.
+
+::
+
+    AutodevError                      exit 2 unless noted
+    ├── ConfigError                   bad or unknown configuration key/value (file, key, allowed values)
+    ├── PlanParseError                plan markdown that cannot be parsed (line number)
+    ├── PlanNotFoundError             a command needs a plan and there is none
+    ├── PlanExistsError               a new plan would replace one that is still in use
+    ├── TaskNotFoundError             a task id that is not in the plan
+    ├── InvalidTransitionError        a task status change the state machine forbids
+    ├── PathEscapeError               a path that resolves outside the repository
+    ├── StateError                    the .autodev/ state cannot be read or written
+    │   ├── LedgerCorruptError        the hash chain is broken (line number)
+    │   ├── SnapshotError             plan.json cannot be written
+    │   ├── EvidenceError             an evidence file cannot be written or read
+    │   └── InlineStateError          inline-state.json is malformed
+    ├── LockHeldError                 another process holds the .autodev lock (holder's pid)
+    └── GuardrailExceededError        a per-task or per-plan limit was reached (exit 1)
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AutodevError",
+    "ConfigError",
+    "EvidenceError",
+    "GuardrailExceededError",
+    "InlineStateError",
+    "InvalidTransitionError",
+    "LedgerCorruptError",
+    "LockHeldError",
+    "PathEscapeError",
+    "PlanExistsError",
+    "PlanNotFoundError",
+    "PlanParseError",
+    "SnapshotError",
+    "StateError",
+    "TaskNotFoundError",
+]
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_SUSPENDED = 3
+
+
+class AutodevError(Exception):
+    """Root of every error AutoDev raises on purpose.
+
+    ``message`` is a single line meant for a person: what is wrong, where, and what to do about it.
+    """
+
+    exit_code: int = EXIT_USAGE
+
+    def __init__(self, message: str) -> None:
+        # A multi-line message would break the one-line contract of the CLI; fold it here once.
+        self.message = " ".join(message.split())
+        super().__init__(self.message)
+
+
+class ConfigError(AutodevError):
+    """A configuration source holds an unknown key or a value outside the allowed range."""
+
+    def __init__(self, message: str, *, source: str | None = None, key: str | None = None) -> None:
+        self.source = source
+        self.key = key
+        prefix = ""
+        if source:
+            prefix += f"{source}: "
+        if key:
+            prefix += f"{key}: "
+        super().__init__(prefix + message)
+
+
+class PlanParseError(AutodevError):
+    """Plan markdown that does not follow the canonical format; ``line`` is 1-based when known."""
+
+    def __init__(self, message: str, *, line: int | None = None, source: str | None = None) -> None:
+        self.line = line
+        self.source = source
+        where = source or "plan"
+        if line is not None:
+            where += f", line {line}"
+        super().__init__(f"{where}: {message}")
+
+
+class PlanNotFoundError(AutodevError):
+    """A command needs a saved plan and the repository has none."""
+
+
+class PlanExistsError(AutodevError):
+    """Saving a new plan would silently replace a plan that still has work recorded against it."""
+
+
+class TaskNotFoundError(AutodevError):
+    """A task id that the current plan does not contain."""
+
+    def __init__(self, task_id: str) -> None:
+        self.task_id = task_id
+        super().__init__(f"task {task_id!r} is not in the plan; `autodev status` lists the task ids")
+
+
+class InvalidTransitionError(AutodevError):
+    """A task status change that ``TASK_TRANSITIONS`` does not allow."""
+
+    def __init__(self, task_id: str | None, current: str, target: str, allowed: list[str]) -> None:
+        self.task_id = task_id
+        self.current = current
+        self.target = target
+        self.allowed = allowed
+        subject = f"task {task_id}" if task_id else "task"
+        options = ", ".join(allowed) if allowed else "none (terminal status)"
+        super().__init__(
+            f"{subject}: cannot move from {current!r} to {target!r}; allowed from {current!r}: {options}"
+        )
+
+
+class PathEscapeError(AutodevError):
+    """A path given by a user or an agent that would resolve outside the repository root."""
+
+    def __init__(self, path: str, root: str, *, context: str = "") -> None:
+        self.path = path
+        self.root = root
+        where = f"{context}: " if context else ""
+        super().__init__(
+            f"{where}path {path!r} resolves outside the repository {root}; use a path relative to the "
+            "repository root without '..' or links that leave it"
+        )
+
+
+class StateError(AutodevError):
+    """The ``.autodev/`` state cannot be read or written."""
+
+
+class LedgerCorruptError(StateError):
+    """The ledger's hash chain is broken somewhere other than a torn final line."""
+
+    def __init__(self, message: str, *, path: str, line: int | None = None) -> None:
+        self.path = path
+        self.line = line
+        where = path if line is None else f"{path}, line {line}"
+        super().__init__(
+            f"{where}: {message}; the ledger was not modified. Restore it from a backup or move it aside "
+            "to start over (`autodev ledger verify` re-checks it)"
+        )
+
+
+class SnapshotError(StateError):
+    """``plan.json`` could not be written."""
+
+
+class EvidenceError(StateError):
+    """An evidence file could not be written or read back."""
+
+
+class InlineStateError(StateError):
+    """``inline-state.json`` exists but cannot be read as an inline suspend state."""
+
+
+class LockHeldError(AutodevError):
+    """Another process holds the ``.autodev`` lock."""
+
+    def __init__(self, lock_path: str, holder_pid: int | None, waited_s: float) -> None:
+        self.lock_path = lock_path
+        self.holder_pid = holder_pid
+        who = f"process {holder_pid}" if holder_pid is not None else "another process"
+        super().__init__(
+            f"{lock_path} is held by {who} (waited {waited_s:.1f}s); wait for it to finish or stop it, "
+            "then try again"
+        )
+
+
+class GuardrailExceededError(AutodevError):
+    """A per-task or per-plan limit was reached."""
+
+    exit_code = EXIT_FAILED
+
+    def __init__(self, message: str, *, task_id: str | None = None, limit: str | None = None) -> None:
+        self.task_id = task_id
+        self.limit = limit
+        super().__init__(message)

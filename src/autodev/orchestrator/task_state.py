@@ -1,0 +1,9 @@
+"""The task state machine under the seed's module name (seed 001, section 3.4).
+
+The table is defined in ``autodev.state.transitions`` so that ``PlanManager`` can enforce it without the
+state layer importing the orchestrator.
+"""
+
+from autodev.state.transitions import TASK_TRANSITIONS, assert_transition, can_transition
+
+__all__ = ["TASK_TRANSITIONS", "assert_transition", "can_transition"]

@@ -1,0 +1,70 @@
+"""Evidence files: one JSON record per step and attempt, plus the developer's patch, written atomically.
+
+The attempt number is part of the file name (``<task>-<kind>-<attempt>.json``) so a retry never overwrites
+what an earlier attempt proved or failed to prove.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pydantic import TypeAdapter, ValidationError
+
+from autodev.errors import EvidenceError
+from autodev.state.atomic import atomic_write_bytes
+from autodev.state.hashing import sha256_hex
+from autodev.state.paths import AutodevPaths
+from autodev.state.schemas import Evidence
+
+__all__ = ["WrittenFile", "read_evidence", "write_evidence", "write_patch"]
+
+_EVIDENCE_ADAPTER: TypeAdapter[Evidence] = TypeAdapter(Evidence)
+
+
+@dataclass(frozen=True, slots=True)
+class WrittenFile:
+    """A file AutoDev wrote, with the sha256 of its bytes (recorded in the ledger)."""
+
+    path: Path
+    sha256: str
+    size: int
+
+
+def _write(path: Path, data: bytes) -> WrittenFile:
+    try:
+        atomic_write_bytes(path, data)
+    except OSError as exc:
+        raise EvidenceError(f"cannot write evidence {path}: {exc.strerror or exc}") from exc
+    return WrittenFile(path, sha256_hex(data), len(data))
+
+
+def write_evidence(paths: AutodevPaths, evidence: Evidence) -> WrittenFile:
+    """Write ``evidence`` to ``evidence/<task>-<kind>-<attempt>.json``; fills ``created_at`` if empty."""
+    if not evidence.created_at:
+        evidence = evidence.model_copy(
+            update={"created_at": datetime.now(UTC).isoformat(timespec="seconds")}
+        )
+    target = paths.evidence_file(evidence.task_id, evidence.kind, evidence.attempt)
+    data = evidence.model_dump_json(indent=2).encode("utf-8") + b"\n"
+    return _write(target, data)
+
+
+def write_patch(paths: AutodevPaths, task_id: str, diff: str) -> WrittenFile:
+    """Write the task's current change as ``evidence/<task>.patch`` (the latest attempt's diff)."""
+    return _write(paths.patch_file(task_id), diff.encode("utf-8", errors="surrogateescape"))
+
+
+def read_evidence(path: Path) -> Evidence:
+    """Read and validate one evidence file."""
+    try:
+        return _EVIDENCE_ADAPTER.validate_json(path.read_bytes())
+    except FileNotFoundError as exc:
+        raise EvidenceError(f"evidence file {path} does not exist") from exc
+    except OSError as exc:
+        raise EvidenceError(f"cannot read evidence {path}: {exc.strerror}") from exc
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "(root)"
+        raise EvidenceError(f"{path} is not valid evidence: {where}: {first['msg']}") from exc

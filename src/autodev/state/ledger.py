@@ -1,0 +1,295 @@
+"""The append-only, hash-chained ledger: the one source of truth for plan state.
+
+Each line of ``.autodev/ledger.jsonl`` is one JSON object with the keys, in this order,
+``seq``, ``ts``, ``op``, ``payload``, ``prev`` and ``hash``. ``hash`` is the sha256 of the line's
+canonical bytes without the ``hash`` key (``{"seq":..,"ts":..,"op":..,"payload":..,"prev":".."}``), and
+``prev`` is the previous line's hash (64 zeros for the first line). Because the layout is fixed, the chain
+is verified on raw bytes, without decoding JSON: opening a 100,000-line ledger costs one read and one
+sha256 per line.
+
+An append writes one whole line with ``O_APPEND``, then ``fdatasync``: O(1) in the ledger's size. A crash
+can leave only the final line incomplete (no trailing newline); ``open`` truncates that torn tail and logs
+it. Any other damage raises ``LedgerCorruptError`` naming the line. The caller (``PlanManager``) serialises
+appends across processes with the ``.autodev/lock`` file lock and calls ``sync`` under it to pick up
+lines another process appended.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+from array import array
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from autodev.errors import LedgerCorruptError, StateError
+
+__all__ = ["GENESIS_HASH", "Ledger", "LedgerEntry", "LedgerHead"]
+
+GENESIS_HASH = "0" * 64
+
+_HASH_SUFFIX = b',"hash":"'
+_PREV_KEY = b',"prev":"'
+# A line ends with ',"hash":"<64 hex>"}': 9 + 64 + 2 bytes after the canonical body's closing brace.
+_SUFFIX_LEN = len(_HASH_SUFFIX) + 64 + 2
+_SEQ_PREFIX = b'{"seq":'
+
+_log = structlog.get_logger("autodev.ledger")
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerEntry:
+    """One decoded ledger line."""
+
+    seq: int
+    ts: str
+    op: str
+    payload: dict[str, Any]
+    prev: str
+    hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerHead:
+    """Where the verified part of the ledger ends: last ``seq``, its hash, and the byte offset after it."""
+
+    seq: int
+    hash: str
+    offset: int
+
+
+def _canonical_body(seq: int, ts: str, op: str, payload: dict[str, Any], prev: str) -> bytes:
+    payload_json = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return (
+        f'{{"seq":{seq},"ts":{json.dumps(ts)},"op":{json.dumps(op)},'
+        f'"payload":{payload_json},"prev":"{prev}"}}'
+    ).encode("ascii")
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+class Ledger:
+    """Append-only hash-chained JSONL file. Not thread-safe and not locked: ``PlanManager`` owns both."""
+
+    def __init__(self, path: Path, *, readonly: bool = False) -> None:
+        self.path = path
+        self.readonly = readonly
+        self._head = LedgerHead(0, GENESIS_HASH, 0)
+        self._line_ends = array("q")
+        self._fd: int | None = None
+        self.torn_tail_bytes = 0
+
+    # --- reading ------------------------------------------------------------------------------------
+
+    @property
+    def head(self) -> LedgerHead:
+        return self._head
+
+    def open(self) -> LedgerHead:
+        """Read and verify the whole chain; truncate a torn final line (writable mode only)."""
+        self._head = LedgerHead(0, GENESIS_HASH, 0)
+        self._line_ends = array("q")
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return self._head
+        except OSError as exc:
+            raise StateError(f"cannot read {self.path}: {exc.strerror}") from exc
+        complete_end = data.rfind(b"\n") + 1
+        if complete_end < len(data):
+            self._handle_torn_tail(len(data) - complete_end, complete_end)
+        self._verify(data, 0, complete_end, self._head)
+        return self._head
+
+    def sync(self) -> list[LedgerEntry]:
+        """Verify and return the lines appended (by another process) since the last open/sync/append."""
+        try:
+            size = os.stat(self.path).st_size
+        except FileNotFoundError:
+            if self._head.seq:
+                raise LedgerCorruptError("the ledger disappeared while in use", path=str(self.path))
+            return []
+        start = self._head.offset
+        if size == start:
+            return []
+        if size < start:
+            raise LedgerCorruptError(
+                f"the ledger shrank from {start} to {size} bytes while in use", path=str(self.path)
+            )
+        with open(self.path, "rb") as handle:
+            handle.seek(start)
+            data = handle.read(size - start)
+        complete = data.rfind(b"\n") + 1
+        if complete < len(data):
+            # Appends happen only under the lock the caller holds, so bytes without a newline here were
+            # left by a writer that died mid-append.
+            self._handle_torn_tail(len(data) - complete, start + complete)
+        previous = self._head
+        self._verify(data, start, complete, previous)
+        return list(self._decode_lines(data[:complete], previous.seq + 1))
+
+    def entries(self, after_seq: int = 0) -> Iterator[LedgerEntry]:
+        """Decode the verified lines with ``seq > after_seq`` (reads only that tail of the file)."""
+        if after_seq >= self._head.seq:
+            return
+        start = 0 if after_seq == 0 else self._line_ends[after_seq - 1]
+        end = self._head.offset
+        with open(self.path, "rb") as handle:
+            handle.seek(start)
+            data = handle.read(end - start)
+        yield from self._decode_lines(data, after_seq + 1)
+
+    def hash_at(self, seq: int) -> str | None:
+        """The hash of line ``seq``, or None when there is no such verified line."""
+        if seq < 1 or seq > self._head.seq:
+            return None
+        end = self._line_ends[seq - 1]
+        with open(self.path, "rb") as handle:
+            handle.seek(end - _SUFFIX_LEN - 1)
+            tail = handle.read(_SUFFIX_LEN)
+        return tail[len(_HASH_SUFFIX) : len(_HASH_SUFFIX) + 64].decode("ascii")
+
+    def offset_after(self, seq: int) -> int:
+        return 0 if seq == 0 else self._line_ends[seq - 1]
+
+    # --- writing ------------------------------------------------------------------------------------
+
+    def append(self, op: str, payload: dict[str, Any]) -> LedgerEntry:
+        """Append one entry and make it durable before returning. The caller holds the lock and has synced."""
+        if self.readonly:
+            raise StateError(f"{self.path} is open read-only")
+        head = self._head
+        seq = head.seq + 1
+        ts = _now()
+        body = _canonical_body(seq, ts, op, payload, head.hash)
+        digest = hashlib.sha256(body).hexdigest()
+        line = body[:-1] + _HASH_SUFFIX + digest.encode("ascii") + b'"}\n'
+        fd = self._writer()
+        try:
+            written = os.write(fd, line)
+            if written != len(line):
+                raise OSError(errno.ENOSPC, "short write")
+            os.fdatasync(fd)
+        except OSError as exc:
+            self._undo_partial_append(fd, head.offset)
+            raise StateError(
+                f"cannot append to {self.path}: {exc.strerror or exc}; the ledger is unchanged "
+                "(free disk space or fix permissions, then retry)"
+            ) from exc
+        new_offset = head.offset + len(line)
+        self._line_ends.append(new_offset)
+        self._head = LedgerHead(seq, digest, new_offset)
+        return LedgerEntry(seq, ts, op, payload, head.hash, digest)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    # --- internals ----------------------------------------------------------------------------------
+
+    def _writer(self) -> int:
+        if self._fd is None:
+            created = not self.path.exists()
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            if created:
+                dir_fd = os.open(self.path.parent, os.O_RDONLY | os.O_DIRECTORY)
+                try:
+                    os.fsync(dir_fd)
+                finally:
+                    os.close(dir_fd)
+        return self._fd
+
+    def _undo_partial_append(self, fd: int, offset: int) -> None:
+        # A failed write may have left part of the line behind; cutting it keeps the chain valid.
+        try:
+            if os.fstat(fd).st_size > offset:
+                os.ftruncate(fd, offset)
+                os.fsync(fd)
+        except OSError:
+            _log.warning("ledger.partial_append_left", path=str(self.path), offset=offset)
+
+    def _handle_torn_tail(self, torn_bytes: int, keep: int) -> None:
+        self.torn_tail_bytes = torn_bytes
+        if self.readonly:
+            # A writer may be in the middle of an append; readers simply stop at the last full line.
+            return
+        _log.warning("ledger.torn_tail_truncated", path=str(self.path), bytes=torn_bytes, kept=keep)
+        try:
+            with open(self.path, "r+b") as handle:
+                handle.truncate(keep)
+                handle.flush()
+                os.fsync(handle.fileno())
+        except OSError as exc:
+            raise StateError(
+                f"cannot truncate the torn last line of {self.path}: {exc.strerror}"
+            ) from exc
+
+    def _verify(self, data: bytes, base: int, limit: int, start: LedgerHead) -> None:
+        """Check seq continuity and the hash chain of ``data[:limit]``, which starts at file offset ``base``."""
+        seq, prev_hash = start.seq, start.hash
+        position = 0
+        sha256 = hashlib.sha256
+        path = str(self.path)
+        line_ends = self._line_ends
+        while position < limit:
+            newline = data.index(b"\n", position)
+            line = data[position:newline]
+            seq += 1
+            if len(line) <= _SUFFIX_LEN + len(_SEQ_PREFIX) or line[-_SUFFIX_LEN:][:9] != _HASH_SUFFIX:
+                raise LedgerCorruptError("not a ledger entry (no hash field)", path=path, line=seq)
+            body = line[:-_SUFFIX_LEN] + b"}"
+            recorded = line[-_SUFFIX_LEN + 9 : -2]
+            if sha256(body).hexdigest().encode("ascii") != recorded:
+                raise LedgerCorruptError(
+                    "hash mismatch (the entry was modified)", path=path, line=seq
+                )
+            if body[-75:-66] != _PREV_KEY or body[-66:-2].decode("ascii") != prev_hash:
+                raise LedgerCorruptError(
+                    "chain broken (prev does not match the previous entry's hash)",
+                    path=path,
+                    line=seq,
+                )
+            comma = body.find(b",", len(_SEQ_PREFIX))
+            if not body.startswith(_SEQ_PREFIX) or body[len(_SEQ_PREFIX) : comma] != str(
+                seq
+            ).encode("ascii"):
+                raise LedgerCorruptError(
+                    f"sequence gap (expected seq {seq})", path=path, line=seq
+                )
+            prev_hash = recorded.decode("ascii")
+            position = newline + 1
+            line_ends.append(base + position)
+        self._head = LedgerHead(seq, prev_hash, base + position)
+
+    def _decode_lines(self, data: bytes, first_seq: int) -> Iterator[LedgerEntry]:
+        seq = first_seq
+        for raw in data.splitlines():
+            try:
+                obj = json.loads(raw)
+                entry = LedgerEntry(
+                    seq=obj["seq"],
+                    ts=obj["ts"],
+                    op=obj["op"],
+                    payload=obj["payload"],
+                    prev=obj["prev"],
+                    hash=obj["hash"],
+                )
+            except (ValueError, KeyError, TypeError) as exc:
+                raise LedgerCorruptError(
+                    f"entry is not valid JSON of the ledger format ({exc})",
+                    path=str(self.path),
+                    line=seq,
+                ) from exc
+            yield entry
+            seq += 1

@@ -1,0 +1,158 @@
+"""The ``.autodev/`` layout in one place, and the check that keeps repository paths inside the repository."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from autodev.errors import PathEscapeError
+
+__all__ = [
+    "STATE_DIR_NAME",
+    "AutodevPaths",
+    "ensure_state_dir",
+    "find_repo_root",
+    "normalize_repo_path",
+]
+
+STATE_DIR_NAME = ".autodev"
+
+
+@dataclass(frozen=True, slots=True)
+class AutodevPaths:
+    """Where every piece of AutoDev state lives, relative to one repository root."""
+
+    repo_root: Path
+
+    @property
+    def state_dir(self) -> Path:
+        return self.repo_root / STATE_DIR_NAME
+
+    @property
+    def ledger(self) -> Path:
+        return self.state_dir / "ledger.jsonl"
+
+    @property
+    def snapshot(self) -> Path:
+        return self.state_dir / "plan.json"
+
+    @property
+    def lock(self) -> Path:
+        return self.state_dir / "lock"
+
+    @property
+    def lock_owner(self) -> Path:
+        return self.state_dir / "lock.owner"
+
+    @property
+    def config(self) -> Path:
+        return self.state_dir / "config.toml"
+
+    @property
+    def spec(self) -> Path:
+        return self.state_dir / "spec.md"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.state_dir / "logs"
+
+    @property
+    def log_file(self) -> Path:
+        return self.logs_dir / "autodev.jsonl"
+
+    @property
+    def evidence_dir(self) -> Path:
+        return self.state_dir / "evidence"
+
+    @property
+    def delegations_dir(self) -> Path:
+        return self.state_dir / "delegations"
+
+    @property
+    def responses_dir(self) -> Path:
+        return self.state_dir / "responses"
+
+    @property
+    def transcripts_dir(self) -> Path:
+        return self.state_dir / "transcripts"
+
+    @property
+    def tournaments_dir(self) -> Path:
+        return self.state_dir / "tournaments"
+
+    @property
+    def worktrees_dir(self) -> Path:
+        return self.state_dir / "worktrees"
+
+    @property
+    def inline_state(self) -> Path:
+        return self.state_dir / "inline-state.json"
+
+    def evidence_file(self, task_id: str, kind: str, attempt: int) -> Path:
+        return self.evidence_dir / f"{task_id}-{kind}-{attempt}.json"
+
+    def patch_file(self, task_id: str) -> Path:
+        return self.evidence_dir / f"{task_id}.patch"
+
+    def delegation_file(self, task_id: str, role: str) -> Path:
+        return self.delegations_dir / f"{task_id}-{role}.md"
+
+    def response_file(self, task_id: str, role: str) -> Path:
+        return self.responses_dir / f"{task_id}-{role}.json"
+
+
+def find_repo_root(start: Path) -> Path:
+    """The nearest directory at or above ``start`` holding ``.autodev/`` or ``.git``; else ``start``.
+
+    Walking the tree is cheaper than asking git, and it also works for repositories git does not know yet.
+    """
+    start = start.resolve()
+    for candidate in (start, *start.parents):
+        if (candidate / STATE_DIR_NAME).is_dir() or (candidate / ".git").exists():
+            return candidate
+    return start
+
+
+def normalize_repo_path(path: str, repo_root: Path | None = None, *, context: str = "") -> str:
+    """Return ``path`` as a clean, relative POSIX path inside the repository, or raise ``PathEscapeError``.
+
+    Rejects absolute paths and ``..`` that climb out. With ``repo_root`` given, existing symlinks are
+    resolved too, so a link that points outside the repository is rejected as well.
+    """
+    raw = path.strip()
+    root_text = str(repo_root) if repo_root is not None else "<repository>"
+    if not raw or "\x00" in raw:
+        raise PathEscapeError(path, root_text, context=context)
+    pure = PurePosixPath(raw.replace("\\", "/"))
+    if pure.is_absolute() or (len(raw) > 1 and raw[1] == ":"):
+        raise PathEscapeError(path, root_text, context=context)
+    parts: list[str] = []
+    for part in pure.parts:
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if not parts:
+                raise PathEscapeError(path, root_text, context=context)
+            parts.pop()
+            continue
+        parts.append(part)
+    if not parts:
+        raise PathEscapeError(path, root_text, context=context)
+    clean = "/".join(parts)
+    if repo_root is not None:
+        root = repo_root.resolve()
+        resolved = Path(os.path.realpath(root / clean))
+        if resolved != root and root not in resolved.parents:
+            raise PathEscapeError(path, str(root), context=context)
+    return clean
+
+
+def ensure_state_dir(paths: AutodevPaths) -> Path:
+    """Create ``.autodev/`` with a ``.gitignore`` so AutoDev's own state never lands in a user's commit."""
+    state_dir = paths.state_dir
+    state_dir.mkdir(parents=True, exist_ok=True)
+    ignore = state_dir / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("# AutoDev state: local to this checkout, never committed.\n*\n")
+    return state_dir

@@ -1,0 +1,710 @@
+"""``PlanManager``: the only writer of plan state.
+
+Every change is validated, appended to the ledger (fsync'd, under the ``.autodev/lock`` file lock) and then
+applied to the in-memory state by the same function that replays the ledger, so the live object and a
+replay can never disagree. ``plan.json`` is a snapshot of that state tagged with the ledger position it
+reflects; it is written on ``checkpoint()``/``close()``, never per transition, and rebuilt from the ledger
+whenever it is missing, stale or corrupt.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Callable, Collection, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+import structlog
+from filelock import FileLock, Timeout
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from autodev.errors import (
+    LedgerCorruptError,
+    LockHeldError,
+    PlanExistsError,
+    PlanNotFoundError,
+    SnapshotError,
+    StateError,
+    TaskNotFoundError,
+)
+from autodev.state.atomic import atomic_write_bytes
+from autodev.state.evidence import write_evidence, write_patch
+from autodev.state.hashing import plan_content_hash, sha256_hex
+from autodev.state.ledger import Ledger, LedgerEntry, LedgerHead
+from autodev.state.paths import AutodevPaths, ensure_state_dir
+from autodev.state.schemas import (
+    TASK_STATUSES,
+    TERMINAL_STATUSES,
+    Evidence,
+    Plan,
+    Task,
+    TaskStatus,
+)
+from autodev.state.transitions import assert_transition
+from autodev.state.validation import validate_plan
+
+__all__ = ["EvidenceRef", "PlanManager", "PlanState"]
+
+SNAPSHOT_FORMAT = 1
+_STATE_KEY = b'"state":'
+# Ops that record what happened without changing plan state; replay accepts and skips them.
+_AUDIT_OPS = frozenset(
+    {
+        "note",
+        "speculative_started",
+        "speculative_rolled_back",
+        "speculative_committed",
+        "plan_tournament_complete",
+        "impl_tournament_complete",
+    }
+)
+# Tasks that can be re-queued by revert_task_to_pending; finished work is never silently undone.
+_REVERTIBLE = frozenset(TASK_STATUSES) - {"complete", "skipped"}
+
+_log = structlog.get_logger("autodev.plan_manager")
+
+
+class EvidenceRef(BaseModel):
+    """Where one evidence file is and what its bytes hashed to when it was recorded."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: str
+    attempt: int
+    path: str
+    sha256: str
+
+
+class PlanState(BaseModel):
+    """Everything the ledger replays into; ``plan.json`` stores exactly this."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    plan: Plan | None = None
+    session_id: str | None = None
+    evidence: dict[str, list[EvidenceRef]] = Field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class _LockOwner:
+    pid: int | None
+
+
+class PlanManager:
+    """Crash-safe plan state for one repository. Use as a context manager or call ``close()``.
+
+    ``readonly=True`` never takes the lock and never writes (``autodev status`` runs beside a live run).
+    """
+
+    def __init__(
+        self,
+        repo_root: Path,
+        *,
+        lock_timeout_s: float = 10.0,
+        readonly: bool = False,
+        use_snapshot: bool = True,
+    ) -> None:
+        self.use_snapshot = use_snapshot
+        self.paths = AutodevPaths(Path(repo_root))
+        self.readonly = readonly
+        self.lock_timeout_s = lock_timeout_s
+        self._ledger = Ledger(self.paths.ledger, readonly=readonly)
+        self._file_lock = FileLock(str(self.paths.lock), timeout=lock_timeout_s)
+        self._thread_lock = threading.RLock()
+        self._depth = 0
+        self._owner_fd: int | None = None
+        self._loaded = False
+        self._state = PlanState()
+        self._tasks: dict[str, Task] = {}
+        self._children: dict[str, list[str]] = {}
+        self._snapshot_seq = -1
+        # Whether load() could use plan.json (False: missing, stale beyond repair, or corrupt).
+        self.snapshot_usable = False
+        self._appliers: dict[str, Callable[[LedgerEntry], None]] = {
+            "plan_init": self._apply_plan_init,
+            "session_started": self._apply_session_started,
+            "task_status": self._apply_task_status,
+            "task_retry": self._apply_task_retry,
+            "task_escalated": self._apply_task_escalated,
+            "task_reverted": self._apply_task_reverted,
+            "tasks_blocked": self._apply_tasks_blocked,
+            "evidence_recorded": self._apply_evidence_recorded,
+        }
+
+    # --- lifecycle ----------------------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls, repo_root: Path, *, lock_timeout_s: float = 10.0, readonly: bool = False
+    ) -> PlanManager:
+        """Construct and ``load()`` in one step."""
+        manager = cls(repo_root, lock_timeout_s=lock_timeout_s, readonly=readonly)
+        manager.load()
+        return manager
+
+    def __enter__(self) -> Self:
+        if not self._loaded:
+            self.load()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def load(self) -> Plan | None:
+        """Verify the ledger, restore state from the snapshot plus the ledger tail, return the plan."""
+        with self._thread_lock:
+            if self.readonly:
+                self._load_unlocked()
+            else:
+                with self._locked(sync=False):
+                    self._load_unlocked()
+            return self._state.plan.model_copy(deep=True) if self._state.plan else None
+
+    def close(self) -> None:
+        """Write the snapshot if it is behind the ledger, then release file handles."""
+        with self._thread_lock:
+            if self._loaded and not self.readonly and self._snapshot_seq != self._ledger.head.seq:
+                with self._locked():
+                    self._write_snapshot()
+            self._ledger.close()
+            if self._owner_fd is not None:
+                os.close(self._owner_fd)
+                self._owner_fd = None
+
+    def checkpoint(self) -> None:
+        """Write ``plan.json`` now (the orchestrator calls this at phase boundaries)."""
+        self._require_writable()
+        with self._locked():
+            self._write_snapshot()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Hold the file lock across several changes (one acquisition instead of one per change)."""
+        self._require_writable()
+        with self._locked():
+            yield
+
+    def refresh(self) -> None:
+        """Read-only managers: pick up what a writer appended since the last load or refresh."""
+        with self._thread_lock:
+            for entry in self._ledger.sync():
+                self._apply(entry)
+
+    # --- queries ------------------------------------------------------------------------------------
+
+    @property
+    def plan(self) -> Plan:
+        """A copy of the current plan; ``PlanNotFoundError`` when none was saved."""
+        return self._require_plan().model_copy(deep=True)
+
+    @property
+    def has_plan(self) -> bool:
+        return self._state.plan is not None
+
+    @property
+    def session_id(self) -> str | None:
+        return self._state.session_id
+
+    @property
+    def ledger_head(self) -> LedgerHead:
+        return self._ledger.head
+
+    @property
+    def ledger(self) -> Ledger:
+        return self._ledger
+
+    @property
+    def snapshot_seq(self) -> int:
+        """The ledger seq that plan.json reflects (0 when it was missing or unusable at load)."""
+        return max(self._snapshot_seq, 0)
+
+    def state_copy(self) -> PlanState:
+        """A deep copy of everything the ledger replays into (for verification and tests)."""
+        return self._state.model_copy(deep=True)
+
+    def get_task(self, task_id: str) -> Task:
+        return self._task(task_id).model_copy(deep=True)
+
+    def tasks(self) -> list[Task]:
+        """Copies of every task in plan order."""
+        return [task.model_copy(deep=True) for task in self._require_plan().iter_tasks()]
+
+    def evidence_for(self, task_id: str) -> list[EvidenceRef]:
+        return [ref.model_copy() for ref in self._state.evidence.get(task_id, [])]
+
+    def next_pending_tasks(self, limit: int, in_flight: Collection[str] = ()) -> list[Task]:
+        """Up to ``limit`` pending tasks that may start now, in a deterministic order.
+
+        A task is ready when every dependency is complete or skipped, and its ``files`` overlap neither an
+        in-flight task's files nor those of a task picked earlier in the same call.
+        """
+        plan = self._require_plan()
+        busy_files: set[str] = set()
+        for task_id in in_flight:
+            busy_files.update(self._task(task_id).files)
+        picked: list[Task] = []
+        for task in self._pick_order(plan):
+            if len(picked) >= limit:
+                break
+            if task.status != "pending" or task.id in in_flight:
+                continue
+            if any(self._tasks[dep].status not in ("complete", "skipped") for dep in task.depends_on):
+                continue
+            if busy_files.intersection(task.files):
+                continue
+            busy_files.update(task.files)
+            picked.append(task.model_copy(deep=True))
+        return picked
+
+    def status(self) -> dict[str, Any]:
+        """The JSON object of ``autodev status --json`` (seed 001, section 11.3)."""
+        totals: dict[str, int] = dict.fromkeys(TASK_STATUSES, 0)
+        plan = self._state.plan
+        if plan is None:
+            totals["total"] = 0
+            return {"plan": None, "session_id": self._state.session_id, "tasks": [], "totals": totals}
+        dumped = plan.model_dump(mode="json")
+        tasks = [task for phase in dumped["phases"] for task in phase["tasks"]]
+        for task in tasks:
+            totals[task["status"]] += 1
+        totals["total"] = len(tasks)
+        return {
+            "plan": {
+                "plan_id": plan.plan_id,
+                "spec_hash": plan.spec_hash,
+                "phases": len(plan.phases),
+                "title": plan.title,
+                "created_at": plan.created_at,
+                "updated_at": plan.updated_at,
+            },
+            "session_id": self._state.session_id,
+            "tasks": tasks,
+            "totals": totals,
+        }
+
+    # --- changes ------------------------------------------------------------------------------------
+
+    def init_plan(self, plan: Plan, *, session_id: str | None = None, replace: bool = False) -> Plan:
+        """Save ``plan`` as the current plan (all tasks as given, normally pending).
+
+        Replacing a plan on which work was recorded needs ``replace=True``: the old plan stays in the ledger
+        history, but the new one becomes current.
+        """
+        validate_plan(plan)
+        if not plan.content_hash:
+            plan = plan.model_copy(update={"content_hash": plan_content_hash(plan)})
+        with self._locked():
+            current = self._state.plan
+            if current is not None and not replace:
+                started = [t.id for t in current.iter_tasks() if t.status != "pending"]
+                if started:
+                    raise PlanExistsError(
+                        f"plan {current.plan_id} already has work recorded on tasks "
+                        f"{', '.join(started[:5])}{'...' if len(started) > 5 else ''}; "
+                        "pass --replace to start over with the new plan"
+                    )
+            self._append(
+                "plan_init", {"plan": plan.model_dump(mode="json"), "session_id": session_id}
+            )
+            self._write_snapshot()
+        _log.info("plan.saved", plan_id=plan.plan_id, tasks=len(self._tasks))
+        return self.plan
+
+    def record_session(self, session_id: str) -> None:
+        """Record which run is driving the plan now (shown by ``autodev status``)."""
+        with self._locked():
+            self._append("session_started", {"session_id": session_id})
+
+    def update_task_status(
+        self, task_id: str, status: TaskStatus, *, reason: str | None = None
+    ) -> Task:
+        """Move a task along ``TASK_TRANSITIONS``; ``reason`` is kept as ``blocked_reason`` when blocking."""
+        with self._locked():
+            task = self._task(task_id)
+            assert_transition(task.status, status, task_id=task_id)
+            payload: dict[str, Any] = {"task_id": task_id, "from": task.status, "to": status}
+            if reason is not None:
+                payload["reason"] = reason
+            self._append("task_status", payload)
+            return task.model_copy(deep=True)
+
+    def mark_task_retry(self, task_id: str) -> int:
+        """Count one more failed attempt; returns the new retry count."""
+        with self._locked():
+            task = self._task(task_id)
+            self._append("task_retry", {"task_id": task_id, "retry_count": task.retry_count + 1})
+            return task.retry_count
+
+    def mark_escalated(self, task_id: str, reason: str) -> Task:
+        """Flag a task as escalated to the critic (it is blocked separately, with the critic's reason)."""
+        with self._locked():
+            task = self._task(task_id)
+            self._append("task_escalated", {"task_id": task_id, "reason": reason})
+            return task.model_copy(deep=True)
+
+    def revert_task_to_pending(self, task_id: str, reason: str) -> Task:
+        """Re-queue a task as pending with a fresh retry budget: the one sanctioned bypass of the FSM.
+
+        Used only to roll back a speculatively started task. Idempotent: a task that is already pending
+        with nothing to reset records nothing. Complete or skipped tasks are never reverted.
+        """
+        with self._locked():
+            task = self._task(task_id)
+            if task.status == "pending" and task.retry_count == 0 and not task.escalated:
+                return task.model_copy(deep=True)
+            if task.status not in _REVERTIBLE:
+                raise StateError(
+                    f"task {task_id} is {task.status}; only unfinished tasks can be re-queued"
+                )
+            self._append(
+                "task_reverted", {"task_id": task_id, "from": task.status, "reason": reason}
+            )
+            return task.model_copy(deep=True)
+
+    def mark_blocked_descendants(self, task_id: str, reason: str) -> list[str]:
+        """Block every unfinished task that depends, directly or not, on ``task_id``; one ledger op.
+
+        Returns the ids newly blocked, in plan order.
+        """
+        with self._locked():
+            self._task(task_id)
+            seen: set[str] = set()
+            frontier = [task_id]
+            while frontier:
+                current = frontier.pop()
+                for child in self._children.get(current, ()):
+                    if child not in seen:
+                        seen.add(child)
+                        frontier.append(child)
+            order = {task.id: index for index, task in enumerate(self._require_plan().iter_tasks())}
+            blocked = [
+                {"id": tid, "from": self._tasks[tid].status}
+                for tid in sorted(seen, key=order.__getitem__)
+                if self._tasks[tid].status not in TERMINAL_STATUSES
+            ]
+            if blocked:
+                self._append(
+                    "tasks_blocked",
+                    {
+                        "cause": task_id,
+                        "reason": f"dependency {task_id} is blocked: {reason}",
+                        "tasks": blocked,
+                    },
+                )
+            return [item["id"] for item in blocked]
+
+    def record_evidence(self, evidence: Evidence) -> Path:
+        """Write the evidence file atomically, then record its path and hash in the ledger."""
+        if evidence.task_id != "plan":
+            self._task(evidence.task_id)
+        with self._locked():
+            written = write_evidence(self.paths, evidence)
+            self._append(
+                "evidence_recorded",
+                {
+                    "task_id": evidence.task_id,
+                    "kind": evidence.kind,
+                    "attempt": evidence.attempt,
+                    "path": self._relative(written.path),
+                    "sha256": written.sha256,
+                },
+            )
+            return written.path
+
+    def record_patch(self, task_id: str, diff: str, *, attempt: int = 1) -> Path:
+        """Write ``evidence/<task>.patch`` and record it in the ledger."""
+        self._task(task_id)
+        with self._locked():
+            written = write_patch(self.paths, task_id, diff)
+            self._append(
+                "evidence_recorded",
+                {
+                    "task_id": task_id,
+                    "kind": "patch",
+                    "attempt": attempt,
+                    "path": self._relative(written.path),
+                    "sha256": written.sha256,
+                },
+            )
+            return written.path
+
+    def record_event(self, op: str, payload: dict[str, Any]) -> None:
+        """Append an audit-only op (tournament results, speculative bookkeeping, notes)."""
+        if op not in _AUDIT_OPS:
+            raise StateError(f"{op!r} is not an audit op; allowed: {', '.join(sorted(_AUDIT_OPS))}")
+        with self._locked():
+            self._append(op, payload)
+
+    # --- internals: locking -------------------------------------------------------------------------
+
+    @contextmanager
+    def _locked(self, *, sync: bool = True) -> Iterator[None]:
+        self._require_writable()
+        with self._thread_lock:
+            if self._depth == 0:
+                self._acquire_file_lock()
+                try:
+                    if sync and self._loaded:
+                        for entry in self._ledger.sync():
+                            self._apply(entry)
+                except BaseException:
+                    self._file_lock.release()
+                    raise
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+                if self._depth == 0:
+                    self._file_lock.release()
+
+    def _acquire_file_lock(self) -> None:
+        ensure_state_dir(self.paths)
+        try:
+            self._file_lock.acquire(timeout=self.lock_timeout_s, poll_interval=0.005)
+        except Timeout:
+            raise LockHeldError(
+                str(self.paths.lock), self._read_owner().pid, self.lock_timeout_s
+            ) from None
+        self._write_owner()
+
+    def _write_owner(self) -> None:
+        # Written on every acquisition so a process that times out can name the holder; a fixed-width
+        # pwrite on a kept descriptor costs microseconds.
+        if self._owner_fd is None:
+            self._owner_fd = os.open(self.paths.lock_owner, os.O_RDWR | os.O_CREAT, 0o644)
+        os.pwrite(self._owner_fd, f"{os.getpid():>12}\n".encode("ascii"), 0)
+
+    def _read_owner(self) -> _LockOwner:
+        try:
+            text = self.paths.lock_owner.read_text(encoding="ascii").strip()
+            return _LockOwner(int(text))
+        except (OSError, ValueError):
+            return _LockOwner(None)
+
+    def _require_writable(self) -> None:
+        if self.readonly:
+            raise StateError("this PlanManager is read-only; open it without readonly=True to change it")
+
+    # --- internals: loading and snapshots -----------------------------------------------------------
+
+    def _load_unlocked(self) -> None:
+        head = self._ledger.open()
+        self._state = PlanState()
+        self._reindex()
+        restored_seq = self._restore_snapshot(head) if self.use_snapshot else None
+        self.snapshot_usable = restored_seq is not None
+        if restored_seq is None:
+            restored_seq = 0
+            self._state = PlanState()
+            self._reindex()
+        for entry in self._ledger.entries(after_seq=restored_seq):
+            self._apply(entry)
+        self._snapshot_seq = restored_seq
+        self._loaded = True
+        if not self.readonly and restored_seq != head.seq and head.seq > 0:
+            self._write_snapshot()
+
+    def _restore_snapshot(self, head: LedgerHead) -> int | None:
+        """Load ``plan.json`` when it matches the ledger; return its seq, or None to replay from zero."""
+        path = self.paths.snapshot
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            _log.warning("snapshot.unreadable", path=str(path), error=str(exc))
+            return None
+        try:
+            header_end = data.index(_STATE_KEY)
+            header = json.loads(data[:header_end].rstrip().rstrip(b",") + b"}")
+            state_bytes = data[header_end + len(_STATE_KEY) :].rstrip().removesuffix(b"}")
+            seq, recorded_hash = int(header["ledger_seq"]), str(header["ledger_hash"])
+            if header.get("format") != SNAPSHOT_FORMAT:
+                raise ValueError(f"unknown snapshot format {header.get('format')!r}")
+            if sha256_hex(state_bytes) != header["content_hash"]:
+                raise ValueError("content hash mismatch")
+        except (ValueError, KeyError, TypeError) as exc:
+            _log.warning("snapshot.rebuilt", path=str(path), reason=str(exc))
+            return None
+        if seq > head.seq:
+            raise LedgerCorruptError(
+                f"plan.json reflects entry {seq} but the ledger ends at entry {head.seq} "
+                "(entries were lost)",
+                path=str(self.paths.ledger),
+            )
+        if seq > 0 and self._ledger.hash_at(seq) != recorded_hash:
+            _log.warning("snapshot.rebuilt", path=str(path), reason="ledger hash differs")
+            return None
+        try:
+            self._state = PlanState.model_validate_json(state_bytes)
+        except ValidationError as exc:
+            _log.warning("snapshot.rebuilt", path=str(path), reason=str(exc.errors()[0]["msg"]))
+            return None
+        self._reindex()
+        return seq
+
+    def _write_snapshot(self) -> None:
+        head = self._ledger.head
+        state_bytes = self._state.model_dump_json().encode("utf-8")
+        header = json.dumps(
+            {
+                "format": SNAPSHOT_FORMAT,
+                "ledger_seq": head.seq,
+                "ledger_hash": head.hash,
+                "ledger_offset": head.offset,
+                "written_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                "content_hash": sha256_hex(state_bytes),
+            }
+        )
+        data = header[:-1].encode("ascii") + b", " + _STATE_KEY + state_bytes + b"}\n"
+        try:
+            # Not fsync'd: a lost snapshot is rebuilt from the (fsync'd) ledger on the next open.
+            atomic_write_bytes(self.paths.snapshot, data, durable=False)
+        except OSError as exc:
+            raise SnapshotError(
+                f"cannot write {self.paths.snapshot}: {exc.strerror}; the ledger is intact"
+            ) from exc
+        self._snapshot_seq = head.seq
+
+    # --- internals: applying ops --------------------------------------------------------------------
+
+    def _append(self, op: str, payload: dict[str, Any]) -> None:
+        self._apply(self._ledger.append(op, payload))
+
+    def _apply(self, entry: LedgerEntry) -> None:
+        applier = self._appliers.get(entry.op)
+        if applier is None:
+            if entry.op in _AUDIT_OPS:
+                return
+            raise LedgerCorruptError(
+                f"unknown op {entry.op!r} (written by a newer AutoDev?)",
+                path=str(self.paths.ledger),
+                line=entry.seq,
+            )
+        try:
+            applier(entry)
+        except (KeyError, TypeError, ValueError, ValidationError) as exc:
+            raise LedgerCorruptError(
+                f"op {entry.op!r} cannot be applied ({exc})",
+                path=str(self.paths.ledger),
+                line=entry.seq,
+            ) from exc
+        plan = self._state.plan
+        if plan is not None:
+            plan.updated_at = entry.ts
+
+    def _apply_plan_init(self, entry: LedgerEntry) -> None:
+        self._state = PlanState(
+            plan=Plan.model_validate(entry.payload["plan"]),
+            session_id=entry.payload.get("session_id"),
+        )
+        self._reindex()
+
+    def _apply_session_started(self, entry: LedgerEntry) -> None:
+        self._state.session_id = entry.payload["session_id"]
+
+    def _replayed_task(self, entry: LedgerEntry, task_id: str, expected: str | None) -> Task:
+        task = self._tasks.get(task_id)
+        if task is None:
+            raise KeyError(f"task {task_id!r} is not in the plan")
+        if expected is not None and task.status != expected:
+            raise ValueError(f"task {task_id} is {task.status!r}, entry says {expected!r}")
+        return task
+
+    def _apply_task_status(self, entry: LedgerEntry) -> None:
+        payload = entry.payload
+        task = self._replayed_task(entry, payload["task_id"], payload["from"])
+        target = payload["to"]
+        if target not in TASK_STATUSES:
+            raise ValueError(f"unknown status {target!r}")
+        task.status = target
+        task.blocked_reason = payload.get("reason") if target == "blocked" else None
+
+    def _apply_task_retry(self, entry: LedgerEntry) -> None:
+        task = self._replayed_task(entry, entry.payload["task_id"], None)
+        task.retry_count = int(entry.payload["retry_count"])
+
+    def _apply_task_escalated(self, entry: LedgerEntry) -> None:
+        task = self._replayed_task(entry, entry.payload["task_id"], None)
+        task.escalated = True
+
+    def _apply_task_reverted(self, entry: LedgerEntry) -> None:
+        payload = entry.payload
+        task = self._replayed_task(entry, payload["task_id"], payload["from"])
+        task.status = "pending"
+        task.retry_count = 0
+        task.escalated = False
+        task.blocked_reason = None
+
+    def _apply_tasks_blocked(self, entry: LedgerEntry) -> None:
+        reason = entry.payload["reason"]
+        for item in entry.payload["tasks"]:
+            task = self._replayed_task(entry, item["id"], item["from"])
+            task.status = "blocked"
+            task.blocked_reason = reason
+
+    def _apply_evidence_recorded(self, entry: LedgerEntry) -> None:
+        payload = entry.payload
+        task_id = payload["task_id"]
+        ref = EvidenceRef(
+            kind=payload["kind"],
+            attempt=payload["attempt"],
+            path=payload["path"],
+            sha256=payload["sha256"],
+        )
+        self._state.evidence.setdefault(task_id, []).append(ref)
+        task = self._tasks.get(task_id)
+        if task is not None:
+            task.evidence_bundle = ref.path
+
+    # --- internals: helpers -------------------------------------------------------------------------
+
+    def _reindex(self) -> None:
+        plan = self._state.plan
+        self._tasks = {task.id: task for task in plan.iter_tasks()} if plan else {}
+        children: dict[str, list[str]] = {}
+        for task in self._tasks.values():
+            for dep in task.depends_on:
+                children.setdefault(dep, []).append(task.id)
+        self._children = children
+
+    def _require_plan(self) -> Plan:
+        if self._state.plan is None:
+            raise PlanNotFoundError(
+                f"no plan in {self.paths.state_dir}; create one with "
+                "`autodev plan --from-markdown FILE`"
+            )
+        return self._state.plan
+
+    def _task(self, task_id: str) -> Task:
+        self._require_plan()
+        task = self._tasks.get(task_id)
+        if task is None:
+            raise TaskNotFoundError(task_id)
+        return task
+
+    @staticmethod
+    def _pick_order(plan: Plan) -> list[Task]:
+        """The order in which ready tasks are offered: plan order (phase, then position).
+
+        Kept in one place so a scheduling policy (priority, unblock-first) can replace it.
+        """
+        return plan.iter_tasks()
+
+    def _relative(self, path: Path) -> str:
+        try:
+            return path.relative_to(self.paths.repo_root).as_posix()
+        except ValueError:
+            return str(path)

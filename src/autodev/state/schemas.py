@@ -1,0 +1,191 @@
+"""Persisted data: the plan hierarchy and the evidence records (seed 001, section 3.3).
+
+Everything here is read from or written to disk, so every model forbids unknown keys: a typo in a
+hand-edited file is an error, not a silently ignored field.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+TaskStatus = Literal[
+    "pending",
+    "in_progress",
+    "coded",
+    "auto_gated",
+    "reviewed",
+    "tested",
+    "tournamented",
+    "complete",
+    "blocked",
+    "skipped",
+]
+
+TASK_STATUSES: tuple[TaskStatus, ...] = (
+    "pending",
+    "in_progress",
+    "coded",
+    "auto_gated",
+    "reviewed",
+    "tested",
+    "tournamented",
+    "complete",
+    "blocked",
+    "skipped",
+)
+
+# A task in one of these will never run again on its own; `blocked` is terminal for scheduling
+# (only an explicit resume moves it back to in_progress).
+TERMINAL_STATUSES: frozenset[TaskStatus] = frozenset({"complete", "skipped", "blocked"})
+
+
+class _Persisted(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class AcceptanceCriterion(_Persisted):
+    """One checkable statement of what "done" means for a task (`- [ ]` / `- [x]` in plan markdown)."""
+
+    description: str
+    met: bool = False
+
+
+class Task(_Persisted):
+    """One unit of work; ``id`` is unique across the whole plan."""
+
+    id: str
+    phase_id: str
+    title: str
+    description: str = ""
+    status: TaskStatus = "pending"
+    files: list[str] = Field(default_factory=list)
+    acceptance: list[AcceptanceCriterion] = Field(default_factory=list)
+    depends_on: list[str] = Field(default_factory=list)
+    retry_count: int = 0
+    escalated: bool = False
+    assigned_agent: str | None = None
+    evidence_bundle: str | None = None
+    blocked_reason: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class Phase(_Persisted):
+    """An ordered group of tasks; a later phase normally builds on the previous one."""
+
+    id: str
+    title: str
+    description: str = ""
+    tasks: list[Task]
+    baseline_commit: str | None = None
+    end_checkpoint_commit: str | None = None
+
+
+class Plan(_Persisted):
+    """The whole plan. ``content_hash`` covers everything except itself and ``updated_at``."""
+
+    plan_id: str
+    spec_hash: str
+    title: str = ""
+    description: str = ""
+    phases: list[Phase]
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: str
+    updated_at: str
+    content_hash: str = ""
+
+    def iter_tasks(self) -> list[Task]:
+        """Every task in plan order (phase order, then task order within the phase)."""
+        return [task for phase in self.phases for task in phase.tasks]
+
+
+# --- Evidence -------------------------------------------------------------------------------------
+
+ReviewVerdict = Literal["APPROVED", "NEEDS_CHANGES", "REJECTED"]
+CriticVerdict = Literal["APPROVED", "NEEDS_REVISION", "REJECTED"]
+Confidence = Literal["HIGH", "MEDIUM", "LOW"]
+
+
+class _EvidenceBase(_Persisted):
+    task_id: str
+    attempt: int = Field(default=1, ge=1)
+    created_at: str = ""
+    role: str | None = None
+    session_id: str | None = None
+    cost_usd: float | None = None
+
+
+class CoderEvidence(_EvidenceBase):
+    """What a developer run changed, read from git, and what it said."""
+
+    kind: Literal["developer"] = "developer"
+    diff: str = ""
+    files_changed: list[str] = Field(default_factory=list)
+    output_text: str = ""
+    duration_s: float = 0.0
+    success: bool = False
+
+
+class ReviewEvidence(_EvidenceBase):
+    kind: Literal["review"] = "review"
+    verdict: ReviewVerdict
+    issues: list[str] = Field(default_factory=list)
+
+
+class TestEvidence(_EvidenceBase):
+    """What the test engineer reported, checked against a real test run."""
+
+    # The name starts with "Test": keep pytest (ours and our users') from collecting it as a test class.
+    __test__ = False
+
+    kind: Literal["test"] = "test"
+    passed: int = Field(ge=0)
+    failed: int = Field(ge=0)
+    total: int = Field(ge=0)
+    coverage_pct: float | None = None
+
+
+class ExploreEvidence(_EvidenceBase):
+    kind: Literal["explore"] = "explore"
+    findings: str = ""
+    files_referenced: list[str] = Field(default_factory=list)
+
+
+class SMEEvidence(_EvidenceBase):
+    kind: Literal["domain_expert"] = "domain_expert"
+    topic: str = ""
+    findings: str = ""
+    confidence: Confidence = "MEDIUM"
+
+
+class CriticEvidence(_EvidenceBase):
+    kind: Literal["critic"] = "critic"
+    verdict: CriticVerdict
+    issues: list[str] = Field(default_factory=list)
+
+
+class TournamentEvidence(_EvidenceBase):
+    kind: Literal["tournament"] = "tournament"
+    tournament_id: str
+    phase: Literal["plan", "impl"]
+    passes: int = Field(ge=0)
+    winner: str
+    converged: bool
+    history: list[dict[str, Any]] = Field(default_factory=list)
+
+
+Evidence = Annotated[
+    CoderEvidence
+    | ReviewEvidence
+    | TestEvidence
+    | ExploreEvidence
+    | SMEEvidence
+    | CriticEvidence
+    | TournamentEvidence,
+    Field(discriminator="kind"),
+]
+
+EvidenceKind = Literal[
+    "developer", "review", "test", "explore", "domain_expert", "critic", "tournament"
+]

@@ -1,0 +1,270 @@
+"""PlanManager: validated changes, snapshots rebuilt from the ledger, scheduling queries."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from support import make_plan
+
+from autodev.errors import (
+    InvalidTransitionError,
+    LedgerCorruptError,
+    PlanExistsError,
+    PlanNotFoundError,
+    PlanParseError,
+    StateError,
+    TaskNotFoundError,
+)
+from autodev.state.evidence import read_evidence
+from autodev.state.plan_manager import PlanManager
+from autodev.state.schemas import ReviewEvidence, TestEvidence
+
+
+def _walk_to_complete(pm: PlanManager, task_id: str) -> None:
+    for status in ("in_progress", "coded", "auto_gated", "reviewed", "tested", "tournamented"):
+        pm.update_task_status(task_id, status)
+    pm.update_task_status(task_id, "complete")
+
+
+def test_init_and_transitions_survive_reopen(repo: Path) -> None:
+    with PlanManager(repo) as pm:
+        pm.init_plan(make_plan(3), session_id="sess-1")
+        _walk_to_complete(pm, "1.1")
+        pm.update_task_status("1.2", "in_progress")
+    with PlanManager(repo) as again:
+        assert [t.status for t in again.tasks()] == ["complete", "in_progress", "pending"]
+        assert again.session_id == "sess-1"
+
+
+def test_illegal_transition_is_refused_and_nothing_is_recorded(repo: Path) -> None:
+    with PlanManager(repo) as pm:
+        pm.init_plan(make_plan(2))
+        head = pm.ledger_head
+        with pytest.raises(InvalidTransitionError, match=r"task 1.1: cannot move from 'pending'"):
+            pm.update_task_status("1.1", "complete")
+        assert pm.ledger_head == head
+        assert pm.get_task("1.1").status == "pending"
+
+
+def test_unknown_task_and_missing_plan_are_typed_errors(repo: Path) -> None:
+    with PlanManager(repo) as pm:
+        with pytest.raises(PlanNotFoundError, match="autodev plan --from-markdown"):
+            pm.get_task("1.1")
+        pm.init_plan(make_plan(1))
+        with pytest.raises(TaskNotFoundError, match="'9.9'"):
+            pm.update_task_status("9.9", "in_progress")
+
+
+def test_invalid_plans_are_rejected_before_anything_is_written(repo: Path) -> None:
+    plan = make_plan(2)
+    plan.phases[0].tasks[1].depends_on = ["7.7"]
+    with PlanManager(repo) as pm:
+        with pytest.raises(PlanParseError, match=r"depends on '7.7'"):
+            pm.init_plan(plan)
+        assert pm.ledger_head.seq == 0
+    cyclic = make_plan(2)
+    cyclic.phases[0].tasks[0].depends_on = ["1.2"]
+    cyclic.phases[0].tasks[1].depends_on = ["1.1"]
+    with PlanManager(repo) as pm, pytest.raises(PlanParseError, match="cycle"):
+        pm.init_plan(cyclic)
+
+
+def test_replacing_a_started_plan_needs_replace(repo: Path) -> None:
+    with PlanManager(repo) as pm:
+        pm.init_plan(make_plan(2))
+        pm.init_plan(make_plan(3, plan_id="plan-second"))  # nothing started yet: allowed
+        pm.update_task_status("1.1", "in_progress")
+        with pytest.raises(PlanExistsError, match="--replace"):
+            pm.init_plan(make_plan(1, plan_id="plan-third"))
+        pm.init_plan(make_plan(1, plan_id="plan-third"), replace=True)
+        assert pm.plan.plan_id == "plan-third"
+        assert pm.get_task("1.1").status == "pending"
+
+
+def test_retry_escalate_and_block_with_reason(repo: Path) -> None:
+    with PlanManager(repo) as pm:
+        pm.init_plan(make_plan(4, chain=True))
+        pm.update_task_status("1.1", "in_progress")
+        assert pm.mark_task_retry("1.1") == 1
+        assert pm.mark_task_retry("1.1") == 2
+        pm.mark_escalated("1.1", "critic: wrong approach")
+        pm.update_task_status("1.1", "blocked", reason="retries exhausted")
+        blocked = pm.mark_blocked_descendants("1.1", "retries exhausted")
+        assert blocked == ["1.2", "1.3", "1.4"]
+        task = pm.get_task("1.1")
+        assert (task.retry_count, task.escalated, task.blocked_reason) == (
+            2,
+            True,
+            "retries exhausted",
+        )
+        assert pm.get_task("1.3").blocked_reason == "dependency 1.1 is blocked: retries exhausted"
+        # Already blocked descendants are not blocked twice.
+        assert pm.mark_blocked_descendants("1.1", "again") == []
+        # Explicit resume clears the reason.
+        pm.update_task_status("1.1", "in_progress")
+        assert pm.get_task("1.1").blocked_reason is None
+
+
+def test_revert_to_pending_is_its_own_op_and_idempotent(repo: Path) -> None:
+    with PlanManager(repo) as pm:
+        pm.init_plan(make_plan(2))
+        pm.update_task_status("1.2", "in_progress")
+        pm.update_task_status("1.2", "coded")
+        pm.mark_task_retry("1.2")
+        pm.revert_task_to_pending("1.2", "parent 1.1 failed")
+        task = pm.get_task("1.2")
+        assert (task.status, task.retry_count) == ("pending", 0)
+        head = pm.ledger_head.seq
+        pm.revert_task_to_pending("1.2", "again")
+        assert pm.ledger_head.seq == head
+        ops = [entry.op for entry in pm.ledger.entries()]
+        assert ops.count("task_reverted") == 1
+        _walk_to_complete(pm, "1.1")
+        with pytest.raises(StateError, match="complete"):
+            pm.revert_task_to_pending("1.1", "no")
+
+
+def test_next_pending_respects_dependencies_and_file_overlap(repo: Path) -> None:
+    plan = make_plan(5)
+    tasks = plan.phases[0].tasks
+    tasks[1].files = ["shared.py"]
+    tasks[2].files = ["shared.py", "c.py"]
+    tasks[3].depends_on = ["1.1"]
+    with PlanManager(repo) as pm:
+        pm.init_plan(plan)
+        assert [t.id for t in pm.next_pending_tasks(10)] == ["1.1", "1.2", "1.5"]
+        assert [t.id for t in pm.next_pending_tasks(2)] == ["1.1", "1.2"]
+        pm.update_task_status("1.2", "in_progress")
+        assert [t.id for t in pm.next_pending_tasks(10, in_flight=["1.2"])] == ["1.1", "1.5"]
+        _walk_to_complete(pm, "1.1")
+        assert [t.id for t in pm.next_pending_tasks(10, in_flight=["1.2"])] == ["1.4", "1.5"]
+
+
+def test_blocked_dependency_does_not_release_children(repo: Path) -> None:
+    with PlanManager(repo) as pm:
+        pm.init_plan(make_plan(2, chain=True))
+        pm.update_task_status("1.1", "blocked", reason="x")
+        assert pm.next_pending_tasks(5) == []
+
+
+def test_evidence_is_written_per_attempt_and_recorded(repo: Path) -> None:
+    with PlanManager(repo) as pm:
+        pm.init_plan(make_plan(1))
+        first = pm.record_evidence(
+            ReviewEvidence(task_id="1.1", attempt=1, verdict="NEEDS_CHANGES", issues=["no tests"])
+        )
+        second = pm.record_evidence(ReviewEvidence(task_id="1.1", attempt=2, verdict="APPROVED"))
+        patch = pm.record_patch("1.1", "diff --git a/x b/x\n")
+        assert first.name == "1.1-review-1.json" and second.name == "1.1-review-2.json"
+        assert read_evidence(first).verdict == "NEEDS_CHANGES"  # type: ignore[union-attr]
+        assert patch.read_text().startswith("diff --git")
+        refs = pm.evidence_for("1.1")
+        assert [(r.kind, r.attempt) for r in refs] == [("review", 1), ("review", 2), ("patch", 1)]
+        assert pm.get_task("1.1").evidence_bundle == ".autodev/evidence/1.1.patch"
+
+
+def test_snapshot_missing_stale_or_corrupt_is_rebuilt_from_the_ledger(repo: Path) -> None:
+    with PlanManager(repo) as pm:
+        pm.init_plan(make_plan(3))
+        pm.record_evidence(TestEvidence(task_id="1.1", passed=1, failed=0, total=1))
+        pm.update_task_status("1.1", "in_progress")
+    expected = PlanManager.open(repo, readonly=True).state_copy()
+    snapshot = repo / ".autodev" / "plan.json"
+
+    snapshot.unlink()
+    assert PlanManager.open(repo, readonly=True).state_copy() == expected
+
+    with PlanManager(repo):
+        pass  # a writable open rewrites the missing snapshot
+    assert snapshot.exists()
+    data = json.loads(snapshot.read_text())
+    assert data["ledger_seq"] == 3
+
+    snapshot.write_text(snapshot.read_text().replace('"in_progress"', '"complete"'))
+    reopened = PlanManager.open(repo, readonly=True)
+    assert not reopened.snapshot_usable
+    assert reopened.state_copy() == expected
+
+    snapshot.write_text("{ not json")
+    assert PlanManager.open(repo, readonly=True).state_copy() == expected
+
+
+def test_stale_snapshot_is_used_and_the_tail_replayed(repo: Path) -> None:
+    with PlanManager(repo) as pm:
+        pm.init_plan(make_plan(2))
+    stale = (repo / ".autodev" / "plan.json").read_bytes()
+    with PlanManager(repo) as pm:
+        pm.update_task_status("1.1", "in_progress")
+        pm.update_task_status("1.1", "coded")
+    (repo / ".autodev" / "plan.json").write_bytes(stale)
+    reader = PlanManager.open(repo, readonly=True)
+    assert reader.snapshot_usable and reader.snapshot_seq == 1
+    assert reader.get_task("1.1").status == "coded"
+
+
+def test_snapshot_ahead_of_the_ledger_means_lost_entries(repo: Path) -> None:
+    with PlanManager(repo) as pm:
+        pm.init_plan(make_plan(1))
+        pm.update_task_status("1.1", "in_progress")
+    ledger = repo / ".autodev" / "ledger.jsonl"
+    ledger.write_bytes(ledger.read_bytes().splitlines(keepends=True)[0])
+    with pytest.raises(LedgerCorruptError, match="entries were lost"):
+        PlanManager.open(repo, readonly=True)
+
+
+def test_readonly_manager_sees_writer_progress_and_cannot_write(repo: Path) -> None:
+    with PlanManager(repo) as writer:
+        writer.init_plan(make_plan(2))
+        reader = PlanManager.open(repo, readonly=True)
+        writer.update_task_status("1.2", "in_progress")
+        reader.refresh()
+        assert reader.get_task("1.2").status == "in_progress"
+        with pytest.raises(StateError, match="read-only"):
+            reader.update_task_status("1.1", "in_progress")
+
+
+def test_two_managers_in_one_process_interleave_without_losing_ops(repo: Path) -> None:
+    first = PlanManager.open(repo)
+    first.init_plan(make_plan(2))
+    second = PlanManager.open(repo)
+    first.update_task_status("1.1", "in_progress")
+    second.update_task_status("1.2", "in_progress")  # syncs the first's op before appending
+    first.update_task_status("1.2", "coded")  # sees the second's op
+    first.close()
+    second.close()
+    final = PlanManager.open(repo, readonly=True)
+    assert [t.status for t in final.tasks()] == ["in_progress", "coded"]
+
+
+def test_status_object_matches_the_seed_shape(repo: Path) -> None:
+    with PlanManager(repo) as pm:
+        empty = pm.status()
+        assert empty["plan"] is None and empty["totals"]["total"] == 0
+        pm.init_plan(make_plan(3), session_id="sess-abc")
+        pm.update_task_status("1.1", "in_progress")
+        data = pm.status()
+    assert set(data) == {"plan", "session_id", "tasks", "totals"}
+    assert set(data["plan"]) == {
+        "plan_id",
+        "spec_hash",
+        "phases",
+        "title",
+        "created_at",
+        "updated_at",
+    }
+    assert data["plan"]["phases"] == 1
+    assert data["session_id"] == "sess-abc"
+    assert [t["id"] for t in data["tasks"]] == ["1.1", "1.2", "1.3"]
+    assert data["tasks"][0]["status"] == "in_progress"
+    assert data["totals"]["pending"] == 2
+    assert data["totals"]["in_progress"] == 1
+    assert data["totals"]["total"] == 3
+    json.dumps(data)
+
+
+def test_state_dir_is_git_ignored(repo: Path) -> None:
+    with PlanManager(repo) as pm:
+        pm.init_plan(make_plan(1))
+    assert (repo / ".autodev" / ".gitignore").read_text().splitlines()[-1] == "*"
