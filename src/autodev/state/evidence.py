@@ -43,9 +43,7 @@ def _write(path: Path, data: bytes) -> WrittenFile:
 def write_evidence(paths: AutodevPaths, evidence: Evidence) -> WrittenFile:
     """Write ``evidence`` to ``evidence/<task>-<kind>-<attempt>.json``; fills ``created_at`` if empty."""
     if not evidence.created_at:
-        evidence = evidence.model_copy(
-            update={"created_at": datetime.now(UTC).isoformat(timespec="seconds")}
-        )
+        evidence = evidence.model_copy(update={"created_at": datetime.now(UTC).isoformat(timespec="seconds")})
     target = paths.evidence_file(evidence.task_id, evidence.kind, evidence.attempt)
     data = evidence.model_dump_json(indent=2).encode("utf-8") + b"\n"
     return _write(target, data)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from autodev.state.schemas import Plan
+if TYPE_CHECKING:
+    from autodev.state.schemas import Plan
 
 __all__ = ["canonical_json", "plan_content_hash", "sha256_hex"]
 
@@ -22,6 +23,4 @@ def sha256_hex(data: bytes | str) -> str:
 
 def plan_content_hash(plan: Plan) -> str:
     """sha256 of the plan without ``content_hash`` and ``updated_at`` (which change with every save)."""
-    return sha256_hex(
-        canonical_json(plan.model_dump(mode="json", exclude={"content_hash", "updated_at"}))
-    )
+    return sha256_hex(canonical_json(plan.model_dump(mode="json", exclude={"content_hash", "updated_at"})))

@@ -27,9 +27,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import structlog
-
 from autodev.errors import LedgerCorruptError, StateError
+from autodev.logging import get_logger
 
 __all__ = ["GENESIS_HASH", "Ledger", "LedgerEntry", "LedgerHead"]
 
@@ -41,7 +40,7 @@ _PREV_KEY = b',"prev":"'
 _SUFFIX_LEN = len(_HASH_SUFFIX) + 64 + 2
 _SEQ_PREFIX = b'{"seq":'
 
-_log = structlog.get_logger("autodev.ledger")
+_log = get_logger("autodev.ledger")
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +115,7 @@ class Ledger:
             size = os.stat(self.path).st_size
         except FileNotFoundError:
             if self._head.seq:
-                raise LedgerCorruptError("the ledger disappeared while in use", path=str(self.path))
+                raise LedgerCorruptError("the ledger disappeared while in use", path=str(self.path)) from None
             return []
         start = self._head.offset
         if size == start:
@@ -231,12 +230,10 @@ class Ledger:
                 handle.flush()
                 os.fsync(handle.fileno())
         except OSError as exc:
-            raise StateError(
-                f"cannot truncate the torn last line of {self.path}: {exc.strerror}"
-            ) from exc
+            raise StateError(f"cannot truncate the torn last line of {self.path}: {exc.strerror}") from exc
 
     def _verify(self, data: bytes, base: int, limit: int, start: LedgerHead) -> None:
-        """Check seq continuity and the hash chain of ``data[:limit]``, which starts at file offset ``base``."""
+        """Check seq continuity and the hash chain of ``data[:limit]``; ``data`` starts at offset ``base``."""
         seq, prev_hash = start.seq, start.hash
         position = 0
         sha256 = hashlib.sha256
@@ -251,9 +248,7 @@ class Ledger:
             body = line[:-_SUFFIX_LEN] + b"}"
             recorded = line[-_SUFFIX_LEN + 9 : -2]
             if sha256(body).hexdigest().encode("ascii") != recorded:
-                raise LedgerCorruptError(
-                    "hash mismatch (the entry was modified)", path=path, line=seq
-                )
+                raise LedgerCorruptError("hash mismatch (the entry was modified)", path=path, line=seq)
             if body[-75:-66] != _PREV_KEY or body[-66:-2].decode("ascii") != prev_hash:
                 raise LedgerCorruptError(
                     "chain broken (prev does not match the previous entry's hash)",
@@ -261,12 +256,8 @@ class Ledger:
                     line=seq,
                 )
             comma = body.find(b",", len(_SEQ_PREFIX))
-            if not body.startswith(_SEQ_PREFIX) or body[len(_SEQ_PREFIX) : comma] != str(
-                seq
-            ).encode("ascii"):
-                raise LedgerCorruptError(
-                    f"sequence gap (expected seq {seq})", path=path, line=seq
-                )
+            if not body.startswith(_SEQ_PREFIX) or body[len(_SEQ_PREFIX) : comma] != str(seq).encode("ascii"):
+                raise LedgerCorruptError(f"sequence gap (expected seq {seq})", path=path, line=seq)
             prev_hash = recorded.decode("ascii")
             position = newline + 1
             line_ends.append(base + position)

@@ -9,18 +9,15 @@ whenever it is missing, stale or corrupt.
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-import structlog
 from filelock import FileLock, Timeout
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -33,9 +30,10 @@ from autodev.errors import (
     StateError,
     TaskNotFoundError,
 )
+from autodev.logging import get_logger
 from autodev.state.atomic import atomic_write_bytes
 from autodev.state.evidence import write_evidence, write_patch
-from autodev.state.hashing import plan_content_hash, sha256_hex
+from autodev.state.hashing import plan_content_hash
 from autodev.state.ledger import Ledger, LedgerEntry, LedgerHead
 from autodev.state.paths import AutodevPaths, ensure_state_dir
 from autodev.state.schemas import (
@@ -46,13 +44,13 @@ from autodev.state.schemas import (
     Task,
     TaskStatus,
 )
+from autodev.state.snapshot import decode_snapshot, encode_snapshot
+from autodev.state.status import status_from_state
 from autodev.state.transitions import assert_transition
 from autodev.state.validation import validate_plan
 
 __all__ = ["EvidenceRef", "PlanManager", "PlanState"]
 
-SNAPSHOT_FORMAT = 1
-_STATE_KEY = b'"state":'
 # Ops that record what happened without changing plan state; replay accepts and skips them.
 _AUDIT_OPS = frozenset(
     {
@@ -67,7 +65,7 @@ _AUDIT_OPS = frozenset(
 # Tasks that can be re-queued by revert_task_to_pending; finished work is never silently undone.
 _REVERTIBLE = frozenset(TASK_STATUSES) - {"complete", "skipped"}
 
-_log = structlog.get_logger("autodev.plan_manager")
+_log = get_logger("autodev.plan_manager")
 
 
 class EvidenceRef(BaseModel):
@@ -140,9 +138,7 @@ class PlanManager:
     # --- lifecycle ----------------------------------------------------------------------------------
 
     @classmethod
-    def open(
-        cls, repo_root: Path, *, lock_timeout_s: float = 10.0, readonly: bool = False
-    ) -> PlanManager:
+    def open(cls, repo_root: Path, *, lock_timeout_s: float = 10.0, readonly: bool = False) -> PlanManager:
         """Construct and ``load()`` in one step."""
         manager = cls(repo_root, lock_timeout_s=lock_timeout_s, readonly=readonly)
         manager.load()
@@ -161,15 +157,14 @@ class PlanManager:
     ) -> None:
         self.close()
 
-    def load(self) -> Plan | None:
-        """Verify the ledger, restore state from the snapshot plus the ledger tail, return the plan."""
+    def load(self) -> None:
+        """Verify the ledger and restore state from the snapshot plus the ledger tail."""
         with self._thread_lock:
             if self.readonly:
                 self._load_unlocked()
             else:
                 with self._locked(sync=False):
                     self._load_unlocked()
-            return self._state.plan.model_copy(deep=True) if self._state.plan else None
 
     def close(self) -> None:
         """Write the snapshot if it is behind the ledger, then release file handles."""
@@ -269,29 +264,7 @@ class PlanManager:
 
     def status(self) -> dict[str, Any]:
         """The JSON object of ``autodev status --json`` (seed 001, section 11.3)."""
-        totals: dict[str, int] = dict.fromkeys(TASK_STATUSES, 0)
-        plan = self._state.plan
-        if plan is None:
-            totals["total"] = 0
-            return {"plan": None, "session_id": self._state.session_id, "tasks": [], "totals": totals}
-        dumped = plan.model_dump(mode="json")
-        tasks = [task for phase in dumped["phases"] for task in phase["tasks"]]
-        for task in tasks:
-            totals[task["status"]] += 1
-        totals["total"] = len(tasks)
-        return {
-            "plan": {
-                "plan_id": plan.plan_id,
-                "spec_hash": plan.spec_hash,
-                "phases": len(plan.phases),
-                "title": plan.title,
-                "created_at": plan.created_at,
-                "updated_at": plan.updated_at,
-            },
-            "session_id": self._state.session_id,
-            "tasks": tasks,
-            "totals": totals,
-        }
+        return status_from_state(self._state.model_dump(mode="json", exclude={"evidence"}))
 
     # --- changes ------------------------------------------------------------------------------------
 
@@ -314,9 +287,7 @@ class PlanManager:
                         f"{', '.join(started[:5])}{'...' if len(started) > 5 else ''}; "
                         "pass --replace to start over with the new plan"
                     )
-            self._append(
-                "plan_init", {"plan": plan.model_dump(mode="json"), "session_id": session_id}
-            )
+            self._append("plan_init", {"plan": plan.model_dump(mode="json"), "session_id": session_id})
             self._write_snapshot()
         _log.info("plan.saved", plan_id=plan.plan_id, tasks=len(self._tasks))
         return self.plan
@@ -326,9 +297,7 @@ class PlanManager:
         with self._locked():
             self._append("session_started", {"session_id": session_id})
 
-    def update_task_status(
-        self, task_id: str, status: TaskStatus, *, reason: str | None = None
-    ) -> Task:
+    def update_task_status(self, task_id: str, status: TaskStatus, *, reason: str | None = None) -> Task:
         """Move a task along ``TASK_TRANSITIONS``; ``reason`` is kept as ``blocked_reason`` when blocking."""
         with self._locked():
             task = self._task(task_id)
@@ -364,12 +333,8 @@ class PlanManager:
             if task.status == "pending" and task.retry_count == 0 and not task.escalated:
                 return task.model_copy(deep=True)
             if task.status not in _REVERTIBLE:
-                raise StateError(
-                    f"task {task_id} is {task.status}; only unfinished tasks can be re-queued"
-                )
-            self._append(
-                "task_reverted", {"task_id": task_id, "from": task.status, "reason": reason}
-            )
+                raise StateError(f"task {task_id} is {task.status}; only unfinished tasks can be re-queued")
+            self._append("task_reverted", {"task_id": task_id, "from": task.status, "reason": reason})
             return task.model_copy(deep=True)
 
     def mark_blocked_descendants(self, task_id: str, reason: str) -> list[str]:
@@ -474,9 +439,7 @@ class PlanManager:
         try:
             self._file_lock.acquire(timeout=self.lock_timeout_s, poll_interval=0.005)
         except Timeout:
-            raise LockHeldError(
-                str(self.paths.lock), self._read_owner().pid, self.lock_timeout_s
-            ) from None
+            raise LockHeldError(str(self.paths.lock), self._read_owner().pid, self.lock_timeout_s) from None
         self._write_owner()
 
     def _write_owner(self) -> None:
@@ -520,35 +483,23 @@ class PlanManager:
         """Load ``plan.json`` when it matches the ledger; return its seq, or None to replay from zero."""
         path = self.paths.snapshot
         try:
-            data = path.read_bytes()
+            snapshot = decode_snapshot(path.read_bytes())
         except FileNotFoundError:
             return None
-        except OSError as exc:
-            _log.warning("snapshot.unreadable", path=str(path), error=str(exc))
-            return None
-        try:
-            header_end = data.index(_STATE_KEY)
-            header = json.loads(data[:header_end].rstrip().rstrip(b",") + b"}")
-            state_bytes = data[header_end + len(_STATE_KEY) :].rstrip().removesuffix(b"}")
-            seq, recorded_hash = int(header["ledger_seq"]), str(header["ledger_hash"])
-            if header.get("format") != SNAPSHOT_FORMAT:
-                raise ValueError(f"unknown snapshot format {header.get('format')!r}")
-            if sha256_hex(state_bytes) != header["content_hash"]:
-                raise ValueError("content hash mismatch")
-        except (ValueError, KeyError, TypeError) as exc:
+        except (OSError, ValueError) as exc:
             _log.warning("snapshot.rebuilt", path=str(path), reason=str(exc))
             return None
+        seq = snapshot.ledger_seq
         if seq > head.seq:
             raise LedgerCorruptError(
-                f"plan.json reflects entry {seq} but the ledger ends at entry {head.seq} "
-                "(entries were lost)",
+                f"plan.json reflects entry {seq} but the ledger ends at entry {head.seq} (entries were lost)",
                 path=str(self.paths.ledger),
             )
-        if seq > 0 and self._ledger.hash_at(seq) != recorded_hash:
+        if seq > 0 and self._ledger.hash_at(seq) != snapshot.ledger_hash:
             _log.warning("snapshot.rebuilt", path=str(path), reason="ledger hash differs")
             return None
         try:
-            self._state = PlanState.model_validate_json(state_bytes)
+            self._state = PlanState.model_validate_json(snapshot.state_bytes)
         except ValidationError as exc:
             _log.warning("snapshot.rebuilt", path=str(path), reason=str(exc.errors()[0]["msg"]))
             return None
@@ -557,18 +508,7 @@ class PlanManager:
 
     def _write_snapshot(self) -> None:
         head = self._ledger.head
-        state_bytes = self._state.model_dump_json().encode("utf-8")
-        header = json.dumps(
-            {
-                "format": SNAPSHOT_FORMAT,
-                "ledger_seq": head.seq,
-                "ledger_hash": head.hash,
-                "ledger_offset": head.offset,
-                "written_at": datetime.now(UTC).isoformat(timespec="seconds"),
-                "content_hash": sha256_hex(state_bytes),
-            }
-        )
-        data = header[:-1].encode("ascii") + b", " + _STATE_KEY + state_bytes + b"}\n"
+        data = encode_snapshot(head, self._state.model_dump_json().encode("utf-8"))
         try:
             # Not fsync'd: a lost snapshot is rebuilt from the (fsync'd) ledger on the next open.
             atomic_write_bytes(self.paths.snapshot, data, durable=False)
@@ -683,8 +623,7 @@ class PlanManager:
     def _require_plan(self) -> Plan:
         if self._state.plan is None:
             raise PlanNotFoundError(
-                f"no plan in {self.paths.state_dir}; create one with "
-                "`autodev plan --from-markdown FILE`"
+                f"no plan in {self.paths.state_dir}; create one with `autodev plan --from-markdown FILE`"
             )
         return self._state.plan
 

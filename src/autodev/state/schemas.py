@@ -186,6 +186,4 @@ Evidence = Annotated[
     Field(discriminator="kind"),
 ]
 
-EvidenceKind = Literal[
-    "developer", "review", "test", "explore", "domain_expert", "critic", "tournament"
-]
+EvidenceKind = Literal["developer", "review", "test", "explore", "domain_expert", "critic", "tournament"]

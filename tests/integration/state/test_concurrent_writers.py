@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -57,14 +58,12 @@ def test_two_processes_appending_concurrently(repo: Path, tmp_path: Path) -> Non
     head = ledger.open()  # raises if the chain is broken anywhere
     entries = list(ledger.entries())
     assert head.seq == len(entries) == 1 + 2 * count + 2
-    notes = Counter(
-        (e.payload["writer"], e.payload["i"]) for e in entries if e.op == "note"
-    )
+    notes = Counter((e.payload["writer"], e.payload["i"]) for e in entries if e.op == "note")
     assert set(notes.values()) == {1}
     assert len(notes) == 2 * count
     writers_seen = [e.payload["writer"] for e in entries if e.op == "note"]
     # Interleaving is what makes this a concurrency test; a serial run would show one switch.
-    switches = sum(1 for x, y in zip(writers_seen, writers_seen[1:], strict=False) if x != y)
+    switches = sum(1 for x, y in itertools.pairwise(writers_seen) if x != y)
     assert switches >= 1
 
     final = PlanManager.open(repo, readonly=True)

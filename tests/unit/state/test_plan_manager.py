@@ -53,7 +53,7 @@ def test_unknown_task_and_missing_plan_are_typed_errors(repo: Path) -> None:
         with pytest.raises(PlanNotFoundError, match="autodev plan --from-markdown"):
             pm.get_task("1.1")
         pm.init_plan(make_plan(1))
-        with pytest.raises(TaskNotFoundError, match="'9.9'"):
+        with pytest.raises(TaskNotFoundError, match=r"'9\.9'"):
             pm.update_task_status("9.9", "in_progress")
 
 
