@@ -1,0 +1,395 @@
+"""The configuration model: every setting AutoDev reads, its default and meaning (seed 001, 5.11).
+
+``AutodevConfig`` is the root. Every model forbids unknown keys, so a typo in a config file is an
+error rather than a setting that silently does nothing. The ``description`` of each field is what
+``autodev init`` writes above the setting in ``.autodev/config.toml``; ``examples`` supplies the
+sample value shown for settings that are unset by default.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, get_args
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+
+__all__ = [
+    "AGENT_CLIS",
+    "CAPABILITY_TIERS",
+    "PLATFORMS",
+    "ROLE_NAMES",
+    "AgentCLI",
+    "AutodevConfig",
+    "CapabilityTier",
+    "GateSettings",
+    "GuardrailSettings",
+    "ModelPrice",
+    "Platform",
+    "QAGatesSettings",
+    "RoleName",
+    "RoleSettings",
+    "TierModels",
+    "TournamentSettings",
+    "TournamentsSettings",
+]
+
+Platform = Literal["auto", "claude_code", "codex", "cursor", "opencode", "gemini", "inline", "scripted"]
+AgentCLI = Literal["claude_code", "codex", "cursor", "opencode", "gemini"]
+CapabilityTier = Literal["fast", "standard", "strong"]
+RoleName = Literal[
+    "explorer",
+    "domain_expert",
+    "architect",
+    "developer",
+    "reviewer",
+    "test_engineer",
+    "critic_sounding_board",
+    "critic_t",
+    "architect_b",
+    "synthesizer",
+    "judge",
+]
+
+PLATFORMS: tuple[Platform, ...] = get_args(Platform)
+AGENT_CLIS: tuple[AgentCLI, ...] = get_args(AgentCLI)
+CAPABILITY_TIERS: tuple[CapabilityTier, ...] = get_args(CapabilityTier)
+ROLE_NAMES: tuple[RoleName, ...] = get_args(RoleName)
+
+
+def _require_text(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty or blank")
+    return value
+
+
+NonBlankStr = Annotated[str, AfterValidator(_require_text)]
+
+
+class _Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TournamentSettings(_Settings):
+    """One tournament (plan or implementation): rounds of critique, rewrite, synthesis, judging."""
+
+    enabled: bool = Field(
+        default=True,
+        description="Run this tournament. Each round adds at least one critic_t, one "
+        "architect_b, one synthesizer and num_judges judge calls.",
+    )
+    num_judges: int = Field(default=3, ge=1, description="Judges that vote in each round.")
+    convergence_k: int = Field(
+        default=2,
+        ge=1,
+        description="The tournament stops once the same candidate wins this many rounds in a row.",
+    )
+    max_rounds: int = Field(
+        default=5, ge=1, description="Upper bound on rounds, whether or not the vote converged."
+    )
+    min_margin: int = Field(
+        default=0,
+        ge=0,
+        description="Votes by which a round's winner must lead the runner-up for the win to count "
+        "toward convergence; 0 counts every win.",
+    )
+    quorum: int | None = Field(
+        default=None,
+        ge=1,
+        description="Judge votes a round needs to be decided; unset means a simple majority of "
+        "num_judges. Must not exceed num_judges.",
+        examples=[2],
+    )
+    model: str | None = Field(
+        default=None,
+        description="Model for the tournament roles (critic_t, architect_b, synthesizer, judge): "
+        "a capability tier (fast, standard, strong) or a model name; unset keeps each role's own "
+        "model.",
+        examples=["standard"],
+    )
+
+    @field_validator("model")
+    @classmethod
+    def _model_not_blank(cls, value: str | None) -> str | None:
+        return None if value is None else _require_text(value)
+
+    @model_validator(mode="after")
+    def _quorum_within_judges(self) -> TournamentSettings:
+        if self.quorum is not None and self.quorum > self.num_judges:
+            raise ValueError(
+                f"quorum ({self.quorum}) cannot exceed num_judges ({self.num_judges}); lower "
+                "quorum or add judges"
+            )
+        return self
+
+    @property
+    def effective_quorum(self) -> int:
+        """``quorum`` when set, else a simple majority of ``num_judges``."""
+        return self.quorum if self.quorum is not None else self.num_judges // 2 + 1
+
+
+class TournamentsSettings(_Settings):
+    """Plan and implementation tournaments, and the parallelism knobs of the execute phase."""
+
+    max_parallel_subprocesses: int = Field(
+        default=3,
+        ge=1,
+        description="Agent subprocesses a tournament runs at once (judges vote in parallel).",
+    )
+    auto_disable_for_models: list[NonBlankStr] = Field(
+        default_factory=lambda: ["opus"],
+        description="Tournaments are skipped when the model in use contains one of these "
+        "substrings, so expensive models are not multiplied by a tournament.",
+    )
+    execute_max_parallel_tasks: int | None = Field(
+        default=None,
+        ge=1,
+        description="Tasks the execute phase runs at once; unset derives it from the machine's resources.",
+        examples=[4],
+    )
+    seed: int = Field(
+        default=0,
+        description="Seed for the tournament's random choices (such as the order candidates are "
+        "shown to judges), so a rerun makes the same choices.",
+    )
+    plan: TournamentSettings = Field(
+        default_factory=TournamentSettings,
+        description="Plan tournament: competing rewrites of the architect's plan, judged in rounds.",
+    )
+    impl: TournamentSettings = Field(
+        default_factory=lambda: TournamentSettings(enabled=False),
+        description="Implementation tournament: competing implementations of a completed task, "
+        "judged in rounds.",
+    )
+
+
+class GuardrailSettings(_Settings):
+    """Limits that stop a runaway agent or plan."""
+
+    max_tool_calls_per_task: int = Field(
+        default=60, ge=1, description="Tool calls one task may make before it is stopped."
+    )
+    max_duration_s_per_task: float = Field(
+        default=900.0,
+        gt=0,
+        description="Seconds one task may run before it is stopped (900 is 15 minutes).",
+    )
+    max_diff_bytes: int = Field(
+        default=5_242_880,
+        ge=1,
+        description="Size in bytes of a task's diff above which AutoDev warns (5 MiB).",
+    )
+    cost_budget_usd_per_plan: float | None = Field(
+        default=None,
+        gt=0,
+        description="US dollars all agent calls of one plan may cost before the run stops; unset "
+        "means no cost cap.",
+        examples=[5.0],
+    )
+    loop_detection_threshold: int = Field(
+        default=3,
+        ge=2,
+        description="Repeats of the same tool call after which an agent is treated as stuck in a loop.",
+    )
+
+
+class GateSettings(_Settings):
+    """One QA gate: whether it runs, which command it runs, and for how long."""
+
+    enabled: bool = Field(default=True, description="Run this gate on every task's change.")
+    command: list[NonBlankStr] | None = Field(
+        default=None,
+        description="Command to run instead of the detected tool, as an argv list (program, then "
+        "arguments); it is never passed to a shell. Unset uses the tool detected for the "
+        "repository's language.",
+        examples=[["pytest", "-q"]],
+    )
+    timeout_s: float = Field(
+        default=300.0, gt=0, description="Seconds the gate may run before it counts as failed."
+    )
+
+    @field_validator("command", mode="before")
+    @classmethod
+    def _command_is_argv(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            raise ValueError('must be an argv list such as ["ruff", "check", "."], not a shell string')
+        if isinstance(value, list) and not value:
+            raise ValueError('must name a program, e.g. ["pytest", "-q"]; an empty list runs nothing')
+        return value
+
+
+class QAGatesSettings(_Settings):
+    """The automatic checks a task's change must pass before review."""
+
+    on_missing_tool: Literal["error", "skip"] = Field(
+        default="error",
+        description='What a gate does when its tool is not installed: "error" fails the gate, '
+        '"skip" records it as skipped. A gate that could not run never counts as passed.',
+    )
+    syntax: GateSettings = Field(
+        default_factory=GateSettings, description="Syntax gate: every changed file must parse."
+    )
+    lint: GateSettings = Field(
+        default_factory=GateSettings, description="Lint gate: the linter must report no errors."
+    )
+    build: GateSettings = Field(
+        default_factory=GateSettings, description="Build gate: the project must build."
+    )
+    test: GateSettings = Field(
+        default_factory=GateSettings, description="Test gate: the test suite must pass."
+    )
+    secretscan: GateSettings = Field(
+        default_factory=GateSettings,
+        description="Secret-scan gate: the change must not add credentials or keys.",
+    )
+
+
+class RoleSettings(_Settings):
+    """Overrides for one agent role; unset fields keep the role's built-in defaults."""
+
+    model: str | None = Field(
+        default=None,
+        description="Capability tier (fast, standard, strong), mapped through model_tiers, or a "
+        "model name passed to the agent CLI as is.",
+        examples=["strong"],
+    )
+    max_turns: int | None = Field(
+        default=None, ge=1, description="Agent turns the role may take per call.", examples=[40]
+    )
+
+    @field_validator("model")
+    @classmethod
+    def _model_not_blank(cls, value: str | None) -> str | None:
+        return None if value is None else _require_text(value)
+
+
+class TierModels(_Settings):
+    """The model names one agent CLI uses for each capability tier; unset lets the CLI choose."""
+
+    fast: str | None = Field(
+        default=None, description="Model for quick, cheap work.", examples=["model-name"]
+    )
+    standard: str | None = Field(
+        default=None, description="Model for everyday work.", examples=["model-name"]
+    )
+    strong: str | None = Field(
+        default=None, description="Model for the hardest work.", examples=["model-name"]
+    )
+
+    @field_validator("fast", "standard", "strong")
+    @classmethod
+    def _name_not_blank(cls, value: str | None) -> str | None:
+        return None if value is None else _require_text(value)
+
+    def for_tier(self, tier: CapabilityTier) -> str | None:
+        """The model name configured for ``tier``."""
+        return {"fast": self.fast, "standard": self.standard, "strong": self.strong}[tier]
+
+
+def _default_model_tiers() -> dict[AgentCLI, TierModels]:
+    # Only names verified against each CLI are defaults; cursor and opencode have no name that works
+    # without the user's own provider setup, so they keep the CLI's default model.
+    return {
+        "claude_code": TierModels(fast="haiku", standard="sonnet", strong="opus"),
+        "codex": TierModels(fast="gpt-5.5", standard="gpt-5.5", strong="gpt-5.5"),
+        "cursor": TierModels(),
+        "opencode": TierModels(),
+        "gemini": TierModels(fast="gemini-2.5-flash", standard="gemini-2.5-flash", strong="gemini-2.5-pro"),
+    }
+
+
+class ModelPrice(_Settings):
+    """What one model costs, in US dollars per million tokens."""
+
+    input_per_mtok: float = Field(ge=0, description="Dollars per million input tokens.", examples=[3.0])
+    output_per_mtok: float = Field(ge=0, description="Dollars per million output tokens.", examples=[15.0])
+    cached_input_per_mtok: float = Field(
+        default=0.0,
+        ge=0,
+        description="Dollars per million input tokens served from the provider's cache.",
+        examples=[0.3],
+    )
+
+
+class AutodevConfig(_Settings):
+    """Every setting of one AutoDev run, as ``autodev.config.load_config`` builds it."""
+
+    platform: Platform = Field(
+        default="auto",
+        description="Agent platform to drive: claude_code, codex, cursor, opencode or gemini "
+        "(agent CLIs); inline (write delegation files for a person or a host agent, then suspend); "
+        "scripted (deterministic answers, for tests); auto (the first agent CLI found on PATH, "
+        "else inline).",
+    )
+    qa_retry_limit: int = Field(
+        default=3,
+        ge=1,
+        description="Attempts a task gets (developer, QA gates, review, tests) before it is "
+        "escalated and blocked.",
+    )
+    auto_commit: bool = Field(
+        default=True, description="Commit each task's change to git as soon as the task completes."
+    )
+    require_plan_approval: bool = Field(
+        default=False, description="Stop after planning until the plan is approved."
+    )
+    lock_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="Seconds to wait for another AutoDev process to release the .autodev lock.",
+    )
+    worktree_pool_enabled: bool = Field(
+        default=False,
+        description="Create the execute phase's git worktrees up front and recycle them between "
+        "tasks; adds a few seconds at start, saves time on plans with many tasks.",
+    )
+    cross_phase_parallelism_enabled: bool = Field(
+        default=False,
+        description="Let tasks of the next phase start while the current phase is finishing, when "
+        "their dependencies are done and their files do not overlap.",
+    )
+    speculative_execution_enabled: bool = Field(
+        default=False,
+        description="Start one child task per phase before its parent finishes; it is rolled back "
+        "and requeued if the parent fails. Requires cross_phase_parallelism_enabled to matter.",
+    )
+    tournaments: TournamentsSettings = Field(
+        default_factory=TournamentsSettings,
+        description="Tournaments and execute-phase parallelism.",
+    )
+    guardrails: GuardrailSettings = Field(
+        default_factory=GuardrailSettings, description="Per-task and per-plan limits."
+    )
+    qa_gates: QAGatesSettings = Field(
+        default_factory=QAGatesSettings,
+        description="QA gates: the checks a change must pass before review.",
+    )
+    roles: dict[RoleName, RoleSettings] = Field(
+        default_factory=dict,
+        description="Per-role overrides, one table per role: explorer, domain_expert, architect, "
+        "developer, reviewer, test_engineer, critic_sounding_board, critic_t, architect_b, "
+        "synthesizer, judge. Roles not listed keep their built-in model and turn limit.",
+        examples=["developer"],
+    )
+    model_tiers: dict[AgentCLI, TierModels] = Field(
+        default_factory=_default_model_tiers,
+        description="Model names behind the capability tiers, one table per agent CLI "
+        "(claude_code, codex, cursor, opencode, gemini).",
+    )
+    price_table: dict[NonBlankStr, ModelPrice] = Field(
+        default_factory=dict,
+        description="Prices per model name, used to compute the cost of agent CLIs that report "
+        "token counts but no cost.",
+        examples=["my-model"],
+    )
+
+    def resolve_model(self, platform: Platform, requested: str | None) -> str | None:
+        """The model name to hand to ``platform`` for ``requested``.
+
+        A capability tier (``fast``, ``standard``, ``strong``) is looked up in ``model_tiers``; a
+        platform without a tier table (inline, scripted, auto) or an unset tier gives ``None``,
+        which means "let the platform use its default model". Any other name is returned unchanged.
+        """
+        tier = next((tier for tier in CAPABILITY_TIERS if tier == requested), None)
+        if tier is None:
+            return requested
+        tiers = next((t for name, t in self.model_tiers.items() if name == platform), None)
+        return None if tiers is None else tiers.for_tier(tier)
