@@ -87,23 +87,26 @@ def validate_plan(plan: Plan, *, source: str | None = None) -> None:
     """Ids valid and unique, every task in its phase, and a valid dependency graph."""
     if not plan.phases:
         raise PlanParseError("no phases found", source=source)
+    # Compared ignoring case: ids become file names, and "A" and "a" collide on case-insensitive file systems.
     phase_ids: set[str] = set()
     task_ids: set[str] = set()
     for phase in plan.phases:
         check_id("phase", phase.id, source=source)
-        if phase.id in phase_ids:
+        if phase.id.lower() in phase_ids:
             raise PlanParseError(f"duplicate phase id {phase.id!r}", source=source)
-        phase_ids.add(phase.id)
+        phase_ids.add(phase.id.lower())
         if not phase.tasks:
             raise PlanParseError(f"phase {phase.id} has no tasks", source=source)
         for task in phase.tasks:
             check_id("task", task.id, source=source)
-            if task.id in task_ids:
-                raise PlanParseError(f"duplicate task id {task.id!r}", source=source)
+            if task.id.lower() in task_ids:
+                raise PlanParseError(
+                    f"duplicate task id {task.id!r} (ids are compared ignoring case)", source=source
+                )
             if task.phase_id != phase.id:
                 raise PlanParseError(
                     f"task {task.id} says phase {task.phase_id!r} but sits in phase {phase.id!r}",
                     source=source,
                 )
-            task_ids.add(task.id)
+            task_ids.add(task.id.lower())
     validate_dag(plan.iter_tasks(), source=source)
