@@ -1,0 +1,39 @@
+# Two entry points (see README): `make demo` and `make test`. Both create .venv when it is missing.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: demo test lint typecheck bench clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev,qa]'
+	@touch $(STAMP)
+
+# The offline example: a scratch repository, a hand-written plan saved through the ledger, its status.
+DEMO_REPO ?= demo-repo
+demo: $(STAMP)
+	$(BIN)/autodev --help
+	rm -rf $(DEMO_REPO) && mkdir -p $(DEMO_REPO) && git -C $(DEMO_REPO) init --quiet
+	$(BIN)/autodev -C $(DEMO_REPO) init
+	$(BIN)/autodev -C $(DEMO_REPO) plan --from-markdown examples/plan.md
+	$(BIN)/autodev -C $(DEMO_REPO) status
+	$(BIN)/autodev -C $(DEMO_REPO) ledger verify
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+test: lint $(STAMP)
+	$(BIN)/pytest
+
+bench: $(STAMP)
+	$(BIN)/python bench/ledger_scaling.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis

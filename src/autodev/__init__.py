@@ -1,0 +1,107 @@
+"""AutoDev: turn a plain-language intent into a reviewed, tested change in a git repository.
+
+The public API is re-exported here and imported lazily, so that ``autodev --help`` (which imports this
+package) does not pay for pydantic and the state layer it never uses.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+from autodev._version import __version__
+
+if TYPE_CHECKING:
+    from autodev.config import AutodevConfig, load_config
+    from autodev.errors import (
+        AutodevError,
+        ConfigError,
+        EvidenceError,
+        GuardrailExceededError,
+        InlineStateError,
+        InvalidTransitionError,
+        LedgerCorruptError,
+        LockHeldError,
+        PathEscapeError,
+        PlanExistsError,
+        PlanNotFoundError,
+        PlanParseError,
+        SnapshotError,
+        StateError,
+        TaskNotFoundError,
+    )
+    from autodev.orchestrator import (
+        DelegationEnvelope,
+        InlineSuspendState,
+        parse_plan_markdown,
+        render_plan_markdown,
+    )
+    from autodev.state import (
+        AcceptanceCriterion,
+        Phase,
+        Plan,
+        PlanManager,
+        Task,
+        TaskStatus,
+    )
+
+__all__ = [
+    "AcceptanceCriterion",
+    "AutodevConfig",
+    "AutodevError",
+    "ConfigError",
+    "DelegationEnvelope",
+    "EvidenceError",
+    "GuardrailExceededError",
+    "InlineStateError",
+    "InlineSuspendState",
+    "InvalidTransitionError",
+    "LedgerCorruptError",
+    "LockHeldError",
+    "PathEscapeError",
+    "Phase",
+    "Plan",
+    "PlanExistsError",
+    "PlanManager",
+    "PlanNotFoundError",
+    "PlanParseError",
+    "SnapshotError",
+    "StateError",
+    "Task",
+    "TaskNotFoundError",
+    "TaskStatus",
+    "__version__",
+    "load_config",
+    "parse_plan_markdown",
+    "render_plan_markdown",
+]
+
+_LAZY: dict[str, str] = {
+    "AcceptanceCriterion": "autodev.state",
+    "AutodevConfig": "autodev.config",
+    "DelegationEnvelope": "autodev.orchestrator",
+    "InlineSuspendState": "autodev.orchestrator",
+    "Phase": "autodev.state",
+    "Plan": "autodev.state",
+    "PlanManager": "autodev.state",
+    "Task": "autodev.state",
+    "TaskStatus": "autodev.state",
+    "load_config": "autodev.config",
+    "parse_plan_markdown": "autodev.orchestrator",
+    "render_plan_markdown": "autodev.orchestrator",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None and name in __all__:
+        module = "autodev.errors"
+    if module is None:
+        raise AttributeError(f"module 'autodev' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
