@@ -87,6 +87,9 @@ class PlanState(BaseModel):
     plan: Plan | None = None
     session_id: str | None = None
     evidence: dict[str, list[EvidenceRef]] = Field(default_factory=dict)
+    cost_usd_total: float = 0.0
+    cost_usd_by_task: dict[str, float] = Field(default_factory=dict)
+    plan_approved: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +136,8 @@ class PlanManager:
             "task_reverted": self._apply_task_reverted,
             "tasks_blocked": self._apply_tasks_blocked,
             "evidence_recorded": self._apply_evidence_recorded,
+            "cost_recorded": self._apply_cost_recorded,
+            "plan_approved": self._apply_plan_approved,
         }
 
     # --- lifecycle ----------------------------------------------------------------------------------
@@ -235,6 +240,18 @@ class PlanManager:
         """Copies of every task in plan order."""
         return [task.model_copy(deep=True) for task in self._require_plan().iter_tasks()]
 
+    @property
+    def cost_usd_total(self) -> float:
+        """Dollars spent on agent calls for the current plan, as recorded in the ledger (survives resume)."""
+        return self._state.cost_usd_total
+
+    @property
+    def plan_approved(self) -> bool:
+        return self._state.plan_approved
+
+    def cost_usd_for(self, task_id: str) -> float:
+        return self._state.cost_usd_by_task.get(task_id, 0.0)
+
     def evidence_for(self, task_id: str) -> list[EvidenceRef]:
         return [ref.model_copy() for ref in self._state.evidence.get(task_id, [])]
 
@@ -268,11 +285,19 @@ class PlanManager:
 
     # --- changes ------------------------------------------------------------------------------------
 
-    def init_plan(self, plan: Plan, *, session_id: str | None = None, replace: bool = False) -> Plan:
+    def init_plan(
+        self,
+        plan: Plan,
+        *,
+        session_id: str | None = None,
+        replace: bool = False,
+        plan_phase_cost_usd: float = 0.0,
+    ) -> Plan:
         """Save ``plan`` as the current plan (all tasks as given, normally pending).
 
         Replacing a plan on which work was recorded needs ``replace=True``: the old plan stays in the ledger
-        history, but the new one becomes current.
+        history, but the new one becomes current. ``plan_phase_cost_usd`` carries what producing the plan
+        cost into the new plan's budget (costs are counted per plan).
         """
         validate_plan(plan)
         if not plan.content_hash:
@@ -287,7 +312,10 @@ class PlanManager:
                         f"{', '.join(started[:5])}{'...' if len(started) > 5 else ''}; "
                         "pass --replace to start over with the new plan"
                     )
-            self._append("plan_init", {"plan": plan.model_dump(mode="json"), "session_id": session_id})
+            payload: dict[str, Any] = {"plan": plan.model_dump(mode="json"), "session_id": session_id}
+            if plan_phase_cost_usd:
+                payload["plan_phase_cost_usd"] = plan_phase_cost_usd
+            self._append("plan_init", payload)
             self._write_snapshot()
         _log.info("plan.saved", plan_id=plan.plan_id, tasks=len(self._tasks))
         return self.plan
@@ -403,6 +431,21 @@ class PlanManager:
                 },
             )
             return written.path
+
+    def record_cost(self, task_id: str, role: str, cost_usd: float) -> float:
+        """Add one agent call's cost to the plan's running total; returns the new total."""
+        if cost_usd < 0:
+            raise StateError(f"cost must not be negative (got {cost_usd})")
+        with self._locked():
+            self._append("cost_recorded", {"task_id": task_id, "role": role, "cost_usd": cost_usd})
+            return self._state.cost_usd_total
+
+    def approve_plan(self) -> None:
+        """Record the user's approval of the current plan (``autodev approve``); idempotent."""
+        with self._locked():
+            plan = self._require_plan()
+            if not self._state.plan_approved:
+                self._append("plan_approved", {"plan_id": plan.plan_id})
 
     def record_event(self, op: str, payload: dict[str, Any]) -> None:
         """Append an audit-only op (tournament results, speculative bookkeeping, notes)."""
@@ -546,9 +589,12 @@ class PlanManager:
             plan.updated_at = entry.ts
 
     def _apply_plan_init(self, entry: LedgerEntry) -> None:
+        carried = float(entry.payload.get("plan_phase_cost_usd", 0.0))
         self._state = PlanState(
             plan=Plan.model_validate(entry.payload["plan"]),
             session_id=entry.payload.get("session_id"),
+            cost_usd_total=carried,
+            cost_usd_by_task={"plan": carried} if carried else {},
         )
         self._reindex()
 
@@ -608,6 +654,19 @@ class PlanManager:
         task = self._tasks.get(task_id)
         if task is not None:
             task.evidence_bundle = ref.path
+
+    def _apply_cost_recorded(self, entry: LedgerEntry) -> None:
+        payload = entry.payload
+        cost = float(payload["cost_usd"])
+        self._state.cost_usd_total += cost
+        task_id = str(payload["task_id"])
+        self._state.cost_usd_by_task[task_id] = self._state.cost_usd_by_task.get(task_id, 0.0) + cost
+
+    def _apply_plan_approved(self, entry: LedgerEntry) -> None:
+        plan = self._state.plan
+        if plan is None or plan.plan_id != entry.payload["plan_id"]:
+            raise ValueError("approval for a plan that is not the current one")
+        self._state.plan_approved = True
 
     # --- internals: helpers -------------------------------------------------------------------------
 

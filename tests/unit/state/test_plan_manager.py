@@ -268,3 +268,32 @@ def test_state_dir_is_git_ignored(repo: Path) -> None:
     with PlanManager(repo) as pm:
         pm.init_plan(make_plan(1))
     assert (repo / ".autodev" / ".gitignore").read_text().splitlines()[-1] == "*"
+
+
+def test_cost_accumulates_in_the_ledger_and_survives_reopen(repo: Path) -> None:
+    with PlanManager(repo) as pm:
+        pm.init_plan(make_plan(2), plan_phase_cost_usd=0.25)
+        pm.record_cost("1.1", "developer", 0.5)
+        assert pm.record_cost("1.2", "reviewer", 0.125) == 0.875
+        with pytest.raises(StateError, match="negative"):
+            pm.record_cost("1.1", "developer", -1.0)
+    again = PlanManager.open(repo, readonly=True)
+    assert again.cost_usd_total == 0.875
+    assert again.cost_usd_for("1.1") == 0.5 and again.cost_usd_for("plan") == 0.25
+    with PlanManager(repo) as pm:
+        pm.init_plan(make_plan(1, plan_id="plan-next"), replace=True)
+        assert pm.cost_usd_total == 0.0  # budgets are per plan
+
+
+def test_plan_approval_is_recorded_once_and_reset_by_a_new_plan(repo: Path) -> None:
+    with PlanManager(repo) as pm:
+        pm.init_plan(make_plan(1))
+        assert not pm.plan_approved
+        pm.approve_plan()
+        head = pm.ledger_head.seq
+        pm.approve_plan()
+        assert pm.plan_approved and pm.ledger_head.seq == head
+    assert PlanManager.open(repo, readonly=True).plan_approved
+    with PlanManager(repo) as pm:
+        pm.init_plan(make_plan(2, plan_id="plan-other"))
+        assert not pm.plan_approved
