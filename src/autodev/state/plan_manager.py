@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -325,22 +325,41 @@ class PlanManager:
         with self._locked():
             self._append("session_started", {"session_id": session_id})
 
-    def update_task_status(self, task_id: str, status: TaskStatus, *, reason: str | None = None) -> Task:
-        """Move a task along ``TASK_TRANSITIONS``; ``reason`` is kept as ``blocked_reason`` when blocking."""
+    def update_task_status(
+        self,
+        task_id: str,
+        status: TaskStatus,
+        *,
+        reason: str | None = None,
+        base_commit: str | None = None,
+        commit: str | None = None,
+    ) -> Task:
+        """Move a task along ``TASK_TRANSITIONS``.
+
+        ``reason`` is kept as ``blocked_reason`` when blocking; ``base_commit`` records the commit a developer
+        starts from, ``commit`` the commit that completed the task.
+        """
         with self._locked():
             task = self._task(task_id)
             assert_transition(task.status, status, task_id=task_id)
             payload: dict[str, Any] = {"task_id": task_id, "from": task.status, "to": status}
             if reason is not None:
                 payload["reason"] = reason
+            if base_commit is not None:
+                payload["base_commit"] = base_commit
+            if commit is not None:
+                payload["commit"] = commit
             self._append("task_status", payload)
             return task.model_copy(deep=True)
 
-    def mark_task_retry(self, task_id: str) -> int:
-        """Count one more failed attempt; returns the new retry count."""
+    def mark_task_retry(self, task_id: str, issues: Sequence[str] = ()) -> int:
+        """Count one more failed attempt and keep its concrete failures for the next one; new count."""
         with self._locked():
             task = self._task(task_id)
-            self._append("task_retry", {"task_id": task_id, "retry_count": task.retry_count + 1})
+            self._append(
+                "task_retry",
+                {"task_id": task_id, "retry_count": task.retry_count + 1, "issues": list(issues)},
+            )
             return task.retry_count
 
     def mark_escalated(self, task_id: str, reason: str) -> Task:
@@ -617,10 +636,15 @@ class PlanManager:
             raise ValueError(f"unknown status {target!r}")
         task.status = target
         task.blocked_reason = payload.get("reason") if target == "blocked" else None
+        if "base_commit" in payload:
+            task.base_commit = payload["base_commit"]
+        if "commit" in payload:
+            task.commit = payload["commit"]
 
     def _apply_task_retry(self, entry: LedgerEntry) -> None:
         task = self._replayed_task(entry, entry.payload["task_id"], None)
         task.retry_count = int(entry.payload["retry_count"])
+        task.last_issues = [str(issue) for issue in entry.payload.get("issues", [])]
 
     def _apply_task_escalated(self, entry: LedgerEntry) -> None:
         task = self._replayed_task(entry, entry.payload["task_id"], None)
@@ -633,6 +657,8 @@ class PlanManager:
         task.retry_count = 0
         task.escalated = False
         task.blocked_reason = None
+        task.last_issues = []
+        task.base_commit = None
 
     def _apply_tasks_blocked(self, entry: LedgerEntry) -> None:
         reason = entry.payload["reason"]

@@ -69,6 +69,11 @@ class Task(_Persisted):
     evidence_bundle: str | None = None
     blocked_reason: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+    # Execution facts recorded in the ledger (not in plan markdown): the commit the developer started from,
+    # the concrete failures the next attempt must fix, and the commit that completed the task.
+    base_commit: str | None = None
+    last_issues: list[str] = Field(default_factory=list)
+    commit: str | None = None
 
 
 class Phase(_Persisted):
@@ -134,7 +139,7 @@ class ReviewEvidence(_EvidenceBase):
 
 
 class TestEvidence(_EvidenceBase):
-    """What the test engineer reported, checked against a real test run."""
+    """What the test engineer claimed (``passed``/``failed``/``total``) and what AutoDev's own run showed."""
 
     # The name starts with "Test": keep pytest (ours and our users') from collecting it as a test class.
     __test__ = False
@@ -144,6 +149,37 @@ class TestEvidence(_EvidenceBase):
     failed: int = Field(ge=0)
     total: int = Field(ge=0)
     coverage_pct: float | None = None
+    claim_found: bool = True
+    run_status: str | None = None
+    run_exit_code: int | None = None
+    run_passed: int | None = None
+    run_failed: int | None = None
+    run_total: int | None = None
+    agrees: bool | None = None
+    output_text: str = ""
+
+
+class GateCheck(_Persisted):
+    """One QA gate's outcome as recorded in evidence."""
+
+    gate: str
+    status: str
+    counts_as_pass: bool
+    language: str | None = None
+    argv: list[str] = Field(default_factory=list)
+    exit_code: int | None = None
+    duration_s: float = 0.0
+    output_sha256: str | None = None
+    output_excerpt: str = ""
+    reason: str | None = None
+
+
+class GateEvidence(_EvidenceBase):
+    """The QA gates run on one attempt's change."""
+
+    kind: Literal["gates"] = "gates"
+    passed: bool
+    checks: list[GateCheck] = Field(default_factory=list)
 
 
 class ExploreEvidence(_EvidenceBase):
@@ -177,6 +213,7 @@ class TournamentEvidence(_EvidenceBase):
 
 Evidence = Annotated[
     CoderEvidence
+    | GateEvidence
     | ReviewEvidence
     | TestEvidence
     | ExploreEvidence

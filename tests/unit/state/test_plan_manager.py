@@ -297,3 +297,18 @@ def test_plan_approval_is_recorded_once_and_reset_by_a_new_plan(repo: Path) -> N
     with PlanManager(repo) as pm:
         pm.init_plan(make_plan(2, plan_id="plan-other"))
         assert not pm.plan_approved
+
+
+def test_execution_facts_are_recorded_and_replayed(repo: Path) -> None:
+    with PlanManager(repo) as pm:
+        pm.init_plan(make_plan(1))
+        pm.update_task_status("1.1", "in_progress", base_commit="abc123")
+        pm.update_task_status("1.1", "coded")
+        pm.mark_task_retry("1.1", ["lint: E501 line too long", "test: 1 failed"])
+        pm.update_task_status("1.1", "in_progress")
+    replay = PlanManager(repo, readonly=True, use_snapshot=False)
+    replay.load()
+    task = replay.get_task("1.1")
+    assert task.base_commit == "abc123"
+    assert task.last_issues == ["lint: E501 line too long", "test: 1 failed"]
+    assert task.retry_count == 1

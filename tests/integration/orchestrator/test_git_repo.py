@@ -1,0 +1,77 @@
+"""GitRepo on real repositories: diffs include untracked files, never .autodev/, never touch the index."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from autodev.orchestrator.git import GitError, GitRepo
+from autodev.state.paths import AutodevPaths, ensure_state_dir
+
+
+def _git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def git_repo(tmp_path: Path) -> Path:
+    root = tmp_path / "r"
+    root.mkdir()
+    _git(root, "init", "-q")
+    (root / "kept.py").write_text("a = 1\n")
+    _git(root, "add", "kept.py")
+    _git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
+    ensure_state_dir(AutodevPaths(root))
+    return root
+
+
+@pytest.mark.asyncio
+async def test_diff_covers_modified_new_and_deleted_files_but_not_state(git_repo: Path) -> None:
+    repo = GitRepo(git_repo)
+    base = await repo.ensure_base_commit()
+    (git_repo / "kept.py").write_text("a = 2\n")
+    (git_repo / "new.py").write_text("b = 1\n")
+    (git_repo / ".autodev" / "ledger.jsonl").write_text("{}\n")
+    index_before = (git_repo / ".git" / "index").read_bytes()
+    diff = await repo.diff_against(base)
+    assert diff.files == ("kept.py", "new.py")
+    assert "+b = 1" in diff.patch and "-a = 1" in diff.patch
+    assert ".autodev" not in diff.patch
+    assert (git_repo / ".git" / "index").read_bytes() == index_before
+    (git_repo / "kept.py").unlink()
+    assert "kept.py" in (await repo.diff_against(base)).files
+
+
+@pytest.mark.asyncio
+async def test_commit_all_commits_everything_once(git_repo: Path) -> None:
+    repo = GitRepo(git_repo)
+    base = await repo.ensure_base_commit()
+    assert await repo.commit_all("autodev: nothing") is None
+    (git_repo / "new.py").write_text("b = 1\n")
+    sha = await repo.commit_all("autodev: 1.1 Add new")
+    assert sha is not None and sha != base
+    assert await repo.commits_since(base) == [sha]
+    assert (await repo.diff_against(sha)).is_empty
+    assert "autodev: 1.1 Add new" in _git(git_repo, "log", "-1", "--format=%s")
+    assert await repo.is_clean()
+
+
+@pytest.mark.asyncio
+async def test_repository_without_commits_or_identity(tmp_path: Path) -> None:
+    root = tmp_path / "fresh"
+    root.mkdir()
+    _git(root, "init", "-q")
+    repo = GitRepo(root)
+    assert await repo.head() is None
+    base = await repo.ensure_base_commit()
+    assert await repo.head() == base
+
+
+@pytest.mark.asyncio
+async def test_not_a_repository_is_a_clear_error(tmp_path: Path) -> None:
+    repo = GitRepo(tmp_path)
+    assert not await repo.is_repository()
+    with pytest.raises(GitError, match="git rev-parse"):
+        await repo.diff_against("HEAD")
