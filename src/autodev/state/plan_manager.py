@@ -49,7 +49,7 @@ from autodev.state.status import status_from_state
 from autodev.state.transitions import assert_transition
 from autodev.state.validation import validate_plan
 
-__all__ = ["EvidenceRef", "PlanManager", "PlanState"]
+__all__ = ["EvidenceRef", "PlanManager", "PlanPhaseProgress", "PlanState"]
 
 # Ops that record what happened without changing plan state; replay accepts and skips them.
 _AUDIT_OPS = frozenset(
@@ -79,8 +79,21 @@ class EvidenceRef(BaseModel):
     sha256: str
 
 
+class PlanPhaseProgress(BaseModel):
+    """A plan phase under way: which agent steps finished for which spec (so a resume skips them)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    spec_hash: str
+    steps: dict[str, EvidenceRef] = Field(default_factory=dict)
+
+
 class PlanState(BaseModel):
-    """Everything the ledger replays into; ``plan.json`` stores exactly this."""
+    """Everything the ledger replays into; ``plan.json`` stores exactly this.
+
+    The cost counters cover one budget period: from the start of a plan phase (or the saving of a
+    hand-written plan) until the next one.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -90,6 +103,7 @@ class PlanState(BaseModel):
     cost_usd_total: float = 0.0
     cost_usd_by_task: dict[str, float] = Field(default_factory=dict)
     plan_approved: bool = False
+    plan_phase: PlanPhaseProgress | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +152,8 @@ class PlanManager:
             "evidence_recorded": self._apply_evidence_recorded,
             "cost_recorded": self._apply_cost_recorded,
             "plan_approved": self._apply_plan_approved,
+            "plan_phase_started": self._apply_plan_phase_started,
+            "plan_step_done": self._apply_plan_step_done,
         }
 
     # --- lifecycle ----------------------------------------------------------------------------------
@@ -291,13 +307,12 @@ class PlanManager:
         *,
         session_id: str | None = None,
         replace: bool = False,
-        plan_phase_cost_usd: float = 0.0,
     ) -> Plan:
         """Save ``plan`` as the current plan (all tasks as given, normally pending).
 
         Replacing a plan on which work was recorded needs ``replace=True``: the old plan stays in the ledger
-        history, but the new one becomes current. ``plan_phase_cost_usd`` carries what producing the plan
-        cost into the new plan's budget (costs are counted per plan).
+        history, but the new one becomes current. When a plan phase produced the plan, what it cost stays
+        in the new plan's budget; a hand-written plan starts a budget period at zero.
         """
         validate_plan(plan)
         if not plan.content_hash:
@@ -312,10 +327,7 @@ class PlanManager:
                         f"{', '.join(started[:5])}{'...' if len(started) > 5 else ''}; "
                         "pass --replace to start over with the new plan"
                     )
-            payload: dict[str, Any] = {"plan": plan.model_dump(mode="json"), "session_id": session_id}
-            if plan_phase_cost_usd:
-                payload["plan_phase_cost_usd"] = plan_phase_cost_usd
-            self._append("plan_init", payload)
+            self._append("plan_init", {"plan": plan.model_dump(mode="json"), "session_id": session_id})
             self._write_snapshot()
         _log.info("plan.saved", plan_id=plan.plan_id, tasks=len(self._tasks))
         return self.plan
@@ -466,6 +478,35 @@ class PlanManager:
             if not self._state.plan_approved:
                 self._append("plan_approved", {"plan_id": plan.plan_id})
 
+    @property
+    def plan_phase(self) -> PlanPhaseProgress | None:
+        """The plan phase under way, if any (cleared when its plan is saved)."""
+        return self._state.plan_phase.model_copy(deep=True) if self._state.plan_phase else None
+
+    def start_plan_phase(self, spec_hash: str) -> None:
+        """Begin a plan phase for ``spec_hash``: a new budget period; no-op if it is already under way."""
+        with self._locked():
+            current = self._state.plan_phase
+            if current is None or current.spec_hash != spec_hash:
+                self._append("plan_phase_started", {"spec_hash": spec_hash})
+
+    def record_plan_step(self, role: str, evidence_path: Path) -> None:
+        """Mark a plan-phase agent step done; its evidence file (already recorded) holds the output."""
+        with self._locked():
+            progress = self._state.plan_phase
+            if progress is None:
+                raise StateError("no plan phase is under way; start one with start_plan_phase")
+            ref = next(
+                (r for r in self._state.evidence.get("plan", []) if r.path == self._relative(evidence_path)),
+                None,
+            )
+            if ref is None:
+                raise StateError(f"{evidence_path} was not recorded as evidence; record it first")
+            self._append(
+                "plan_step_done",
+                {"spec_hash": progress.spec_hash, "role": role, "path": ref.path, "sha256": ref.sha256},
+            )
+
     def record_event(self, op: str, payload: dict[str, Any]) -> None:
         """Append an audit-only op (tournament results, speculative bookkeeping, notes)."""
         if op not in _AUDIT_OPS:
@@ -608,12 +649,13 @@ class PlanManager:
             plan.updated_at = entry.ts
 
     def _apply_plan_init(self, entry: LedgerEntry) -> None:
-        carried = float(entry.payload.get("plan_phase_cost_usd", 0.0))
+        previous = self._state
+        carried = previous.plan_phase is not None
         self._state = PlanState(
             plan=Plan.model_validate(entry.payload["plan"]),
             session_id=entry.payload.get("session_id"),
-            cost_usd_total=carried,
-            cost_usd_by_task={"plan": carried} if carried else {},
+            cost_usd_total=previous.cost_usd_total if carried else 0.0,
+            cost_usd_by_task=dict(previous.cost_usd_by_task) if carried else {},
         )
         self._reindex()
 
@@ -687,6 +729,21 @@ class PlanManager:
         self._state.cost_usd_total += cost
         task_id = str(payload["task_id"])
         self._state.cost_usd_by_task[task_id] = self._state.cost_usd_by_task.get(task_id, 0.0) + cost
+
+    def _apply_plan_phase_started(self, entry: LedgerEntry) -> None:
+        self._state.plan_phase = PlanPhaseProgress(spec_hash=str(entry.payload["spec_hash"]))
+        self._state.cost_usd_total = 0.0
+        self._state.cost_usd_by_task = {}
+        self._state.evidence.pop("plan", None)
+
+    def _apply_plan_step_done(self, entry: LedgerEntry) -> None:
+        progress = self._state.plan_phase
+        payload = entry.payload
+        if progress is None or progress.spec_hash != payload["spec_hash"]:
+            raise ValueError("plan step for a plan phase that is not under way")
+        progress.steps[str(payload["role"])] = EvidenceRef(
+            kind=str(payload["role"]), attempt=1, path=str(payload["path"]), sha256=str(payload["sha256"])
+        )
 
     def _apply_plan_approved(self, entry: LedgerEntry) -> None:
         plan = self._state.plan

@@ -272,7 +272,9 @@ def test_state_dir_is_git_ignored(repo: Path) -> None:
 
 def test_cost_accumulates_in_the_ledger_and_survives_reopen(repo: Path) -> None:
     with PlanManager(repo) as pm:
-        pm.init_plan(make_plan(2), plan_phase_cost_usd=0.25)
+        pm.start_plan_phase("spec-1")
+        pm.record_cost("plan", "architect", 0.25)
+        pm.init_plan(make_plan(2))
         pm.record_cost("1.1", "developer", 0.5)
         assert pm.record_cost("1.2", "reviewer", 0.125) == 0.875
         with pytest.raises(StateError, match="negative"):
@@ -312,3 +314,24 @@ def test_execution_facts_are_recorded_and_replayed(repo: Path) -> None:
     assert task.base_commit == "abc123"
     assert task.last_issues == ["lint: E501 line too long", "test: 1 failed"]
     assert task.retry_count == 1
+
+
+def test_plan_phase_progress_survives_and_is_cleared_by_the_plan(repo: Path) -> None:
+    from autodev.state.schemas import ExploreEvidence
+
+    with PlanManager(repo) as pm:
+        pm.start_plan_phase("spec-a")
+        path = pm.record_evidence(ExploreEvidence(task_id="plan", findings="the repo has a cli"))
+        pm.record_plan_step("explorer", path)
+        pm.start_plan_phase("spec-a")  # same spec: progress kept
+    reopened = PlanManager.open(repo, readonly=True)
+    progress = reopened.plan_phase
+    assert progress is not None and progress.spec_hash == "spec-a"
+    assert progress.steps["explorer"].path == ".autodev/evidence/plan-explore-1.json"
+    with PlanManager(repo) as pm:
+        pm.start_plan_phase("spec-b")  # another intent: a fresh phase
+        assert pm.plan_phase is not None and pm.plan_phase.steps == {}
+        with pytest.raises(StateError, match="was not recorded"):
+            pm.record_plan_step("explorer", repo / "elsewhere.json")
+        pm.init_plan(make_plan(1))
+        assert pm.plan_phase is None
