@@ -164,16 +164,25 @@ class InlineStateError(StateError):
 
 
 class LockHeldError(AutodevError):
-    """Another process holds the ``.autodev`` lock."""
+    """Another process holds an ``.autodev`` lock (the ledger lock, or the run lock of a live session)."""
 
-    def __init__(self, lock_path: str, holder_pid: int | None, waited_s: float) -> None:
+    def __init__(
+        self, lock_path: str, holder_pid: int | None, waited_s: float, *, session: bool = False
+    ) -> None:
         self.lock_path = lock_path
         self.holder_pid = holder_pid
         who = f"process {holder_pid}" if holder_pid is not None else "another process"
-        super().__init__(
-            f"{lock_path} is held by {who} (waited {waited_s:.1f}s); wait for it to finish or stop it, "
-            "then try again"
-        )
+        if session:
+            message = (
+                f"another autodev run ({who}) is working in this repository ({lock_path}); wait for it to "
+                "finish or stop it, then try again (`autodev status` works meanwhile)"
+            )
+        else:
+            message = (
+                f"{lock_path} is held by {who} (waited {waited_s:.1f}s); wait for it to finish or stop it, "
+                "then try again"
+            )
+        super().__init__(message)
 
 
 class GuardrailExceededError(AutodevError):

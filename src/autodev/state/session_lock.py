@@ -1,0 +1,63 @@
+"""The run lock: one ``autodev run|plan|execute|resume`` per repository at a time.
+
+The ledger lock (``.autodev/lock``) is taken per change and waited for; this one is held for a whole run and
+never waited for: a second run is refused at once, naming the first one's pid. The kernel drops the lock when
+its holder dies, so a crashed run never leaves a stale lock behind. Read-only commands (``status``) never
+take it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from types import TracebackType
+from typing import Self
+
+from filelock import FileLock, Timeout
+
+from autodev.errors import LockHeldError
+from autodev.state.paths import AutodevPaths, ensure_state_dir
+
+__all__ = ["SessionLock"]
+
+
+class SessionLock:
+    """Exclusive, never-waiting run lock on ``.autodev/session.lock``; the holder writes its pid beside it."""
+
+    def __init__(self, paths: AutodevPaths) -> None:
+        self.paths = paths
+        self.lock_path = paths.state_dir / "session.lock"
+        self.owner_path = paths.state_dir / "session.owner"
+        self._lock = FileLock(str(self.lock_path), timeout=0)
+
+    def acquire(self) -> None:
+        ensure_state_dir(self.paths)
+        try:
+            self._lock.acquire(timeout=0)
+        except Timeout:
+            raise LockHeldError(str(self.lock_path), self._holder(), 0.0, session=True) from None
+        self.owner_path.write_text(f"{os.getpid()}\n", encoding="ascii")
+
+    def release(self) -> None:
+        if self._lock.is_locked:
+            with contextlib.suppress(OSError):
+                self.owner_path.unlink()
+            self._lock.release()
+
+    def _holder(self) -> int | None:
+        try:
+            return int(self.owner_path.read_text(encoding="ascii").strip())
+        except (OSError, ValueError):
+            return None
+
+    def __enter__(self) -> Self:
+        self.acquire()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()
