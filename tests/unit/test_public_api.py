@@ -15,6 +15,7 @@ PACKAGES = [
     "autodev.state",
     "autodev.config",
     "autodev.orchestrator",
+    "autodev.adapters",
     "autodev.cli",
 ]
 

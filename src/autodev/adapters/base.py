@@ -1,0 +1,128 @@
+"""The adapter contract: one ``AgentInvocation`` in, one ``AgentResult`` out (seed 001, section 3.5).
+
+Adapters know nothing about plans or tasks. They run one agent call and report what the agent CLI itself
+affirmed: a success the CLI did not affirm (no result event, unparsable output, ``is_error``, a non-zero
+exit, a timeout) is a failure carrying its reason.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "TOOL_NAMES",
+    "AgentError",
+    "AgentErrorKind",
+    "AgentInvocation",
+    "AgentResult",
+    "DelegationPendingSignal",
+    "PlatformAdapter",
+    "ToolName",
+]
+
+# Capabilities an agent may be offered, in AutoDev's own words; each adapter maps them to its CLI's tools.
+ToolName = Literal["read", "search", "write", "edit", "bash", "web"]
+TOOL_NAMES: tuple[ToolName, ...] = ("read", "search", "write", "edit", "bash", "web")
+
+AgentErrorKind = Literal[
+    "timeout",  # the deadline passed; the process group was killed
+    "cancelled",  # the caller cancelled the call; the process group was killed
+    "nonzero_exit",  # the CLI exited non-zero without a result that explains it
+    "is_error",  # the CLI's result event says the run failed (API error, turn limit, ...)
+    "malformed_output",  # no parsable result event in the output
+    "cli_missing",  # the executable is not on PATH
+    "spawn_failed",  # the executable exists but could not be started
+    "output_limit",  # the CLI printed more than the configured bound
+    "scripted_failure",  # a failure injected by the scripted adapter
+    "invalid_response",  # an inline response file that does not match its schema
+]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class AgentInvocation(_Model):
+    """One agent call. ``tools`` is explicit: an empty tuple offers the agent no tools at all."""
+
+    role: str
+    prompt: str
+    cwd: Path
+    model: str | None = Field(
+        default=None, description="A concrete model name for the platform; None lets the CLI choose."
+    )
+    tools: tuple[ToolName, ...] = Field(
+        default=(), description="Capabilities offered; () means none (never 'all tools')."
+    )
+    max_turns: int | None = Field(default=None, ge=1)
+    timeout_s: float = Field(default=900.0, gt=0)
+    task_id: str = "plan"
+    attempt: int = Field(default=1, ge=1)
+    env: dict[str, str] = Field(default_factory=dict, description="Extra environment for the process.")
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def can_write(self) -> bool:
+        return bool({"write", "edit", "bash"} & set(self.tools))
+
+
+class AgentError(_Model):
+    kind: AgentErrorKind
+    message: str
+
+
+class AgentResult(_Model):
+    """What an agent call produced, as far as the CLI's own output proves it."""
+
+    success: bool
+    text: str = ""
+    structured: dict[str, Any] | None = None
+    cost_usd: float | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    tokens_cached: int | None = None
+    tool_calls: int = 0
+    num_turns: int | None = None
+    duration_s: float = 0.0
+    session_id: str | None = None
+    exit_code: int | None = None
+    transcript_path: Path | None = None
+    error: AgentError | None = None
+
+    @classmethod
+    def failure(cls, kind: AgentErrorKind, message: str, **fields: Any) -> AgentResult:
+        return cls(success=False, error=AgentError(kind=kind, message=message), **fields)
+
+
+class DelegationPendingSignal(Exception):
+    """Raised by the inline adapter after writing a delegation file: the run suspends until an answer."""
+
+    def __init__(self, task_id: str, role: str, delegation_path: Path, response_path: Path) -> None:
+        self.task_id = task_id
+        self.role = role
+        self.delegation_path = delegation_path
+        self.response_path = response_path
+        super().__init__(f"waiting for {response_path} (delegation: {delegation_path})")
+
+
+class PlatformAdapter(ABC):
+    """How AutoDev reaches one agent platform. The orchestrator calls only these three methods."""
+
+    name: str = "abstract"
+
+    @abstractmethod
+    async def execute(self, inv: AgentInvocation) -> AgentResult:
+        """Run one agent call to completion (or deadline) and report what it proved."""
+
+    @abstractmethod
+    async def init_workspace(self, cwd: Path, agents: Sequence[Any]) -> None:
+        """Prepare ``cwd`` for this platform's agents (e.g. write instruction files); idempotent."""
+
+    @abstractmethod
+    async def healthcheck(self) -> tuple[bool, str]:
+        """Whether the platform can be used here, and a one-line reason (version or what is missing)."""
