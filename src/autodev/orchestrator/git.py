@@ -142,6 +142,11 @@ class GitRepo:
         await self._run(*await self._identity(), "commit", "--no-verify", "-q", "-m", message)
         return await self.head()
 
+    async def head_subject(self) -> str | None:
+        """The subject line of the HEAD commit, or None without commits."""
+        result = await self._run("log", "-1", "--format=%s", check=False)
+        return result.stdout.strip() if result.code == 0 else None
+
     async def commits_since(self, base: str) -> list[str]:
         result = await self._run("rev-list", "--reverse", f"{base}..HEAD")
         return [line for line in result.stdout.split() if line]

@@ -139,6 +139,7 @@ class KnowledgeStore:
 
     @property
     def path(self) -> Path:
+        """``.autodev/knowledge.json`` of this repository."""
         return self.paths.state_dir / KNOWLEDGE_FILE_NAME
 
     def __len__(self) -> int:

@@ -252,6 +252,11 @@ class PlanManager:
     def get_task(self, task_id: str) -> Task:
         return self._task(task_id).model_copy(deep=True)
 
+    def task_ids_with_status(self, *statuses: TaskStatus) -> list[str]:
+        """Ids of the tasks currently in any of ``statuses``, in plan order (no copies made)."""
+        wanted = set(statuses)
+        return [task.id for task in self._require_plan().iter_tasks() if task.status in wanted]
+
     def tasks(self) -> list[Task]:
         """Copies of every task in plan order."""
         return [task.model_copy(deep=True) for task in self._require_plan().iter_tasks()]
@@ -364,14 +369,26 @@ class PlanManager:
             self._append("task_status", payload)
             return task.model_copy(deep=True)
 
-    def mark_task_retry(self, task_id: str, issues: Sequence[str] = ()) -> int:
-        """Count one more failed attempt and keep its concrete failures for the next one; new count."""
+    def mark_task_retry(
+        self, task_id: str, issues: Sequence[str] = (), *, back_to_developer: bool = False
+    ) -> int:
+        """Count one more failed attempt and keep its concrete failures for the next one; new count.
+
+        With ``back_to_developer`` the same ledger op also moves the task to ``in_progress``, so a crash can
+        never leave a counted retry without the status change that goes with it (or the reverse).
+        """
         with self._locked():
             task = self._task(task_id)
-            self._append(
-                "task_retry",
-                {"task_id": task_id, "retry_count": task.retry_count + 1, "issues": list(issues)},
-            )
+            payload: dict[str, Any] = {
+                "task_id": task_id,
+                "retry_count": task.retry_count + 1,
+                "issues": list(issues),
+            }
+            if back_to_developer:
+                assert_transition(task.status, "in_progress", task_id=task_id)
+                payload["from"] = task.status
+                payload["to"] = "in_progress"
+            self._append("task_retry", payload)
             return task.retry_count
 
     def mark_escalated(self, task_id: str, reason: str) -> Task:
@@ -684,9 +701,13 @@ class PlanManager:
             task.commit = payload["commit"]
 
     def _apply_task_retry(self, entry: LedgerEntry) -> None:
-        task = self._replayed_task(entry, entry.payload["task_id"], None)
-        task.retry_count = int(entry.payload["retry_count"])
-        task.last_issues = [str(issue) for issue in entry.payload.get("issues", [])]
+        payload = entry.payload
+        task = self._replayed_task(entry, payload["task_id"], payload.get("from"))
+        task.retry_count = int(payload["retry_count"])
+        task.last_issues = [str(issue) for issue in payload.get("issues", [])]
+        if "to" in payload:
+            task.status = payload["to"]
+            task.blocked_reason = None
 
     def _apply_task_escalated(self, entry: LedgerEntry) -> None:
         task = self._replayed_task(entry, entry.payload["task_id"], None)

@@ -133,9 +133,12 @@ class CoderEvidence(_EvidenceBase):
 
 
 class ReviewEvidence(_EvidenceBase):
+    """The reviewer's verdict; ``verdict`` is None when the reply had no VERDICT line (a failure)."""
+
     kind: Literal["review"] = "review"
-    verdict: ReviewVerdict
+    verdict: ReviewVerdict | None
     issues: list[str] = Field(default_factory=list)
+    output_text: str = ""
 
 
 class TestEvidence(_EvidenceBase):
@@ -196,9 +199,13 @@ class SMEEvidence(_EvidenceBase):
 
 
 class CriticEvidence(_EvidenceBase):
+    """The critic sounding board's diagnosis of a task that ran out of retries."""
+
     kind: Literal["critic"] = "critic"
-    verdict: CriticVerdict
+    verdict: CriticVerdict | None
     issues: list[str] = Field(default_factory=list)
+    recommendation: str | None = None
+    output_text: str = ""
 
 
 class TournamentEvidence(_EvidenceBase):

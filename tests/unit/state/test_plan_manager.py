@@ -335,3 +335,19 @@ def test_plan_phase_progress_survives_and_is_cleared_by_the_plan(repo: Path) -> 
             pm.record_plan_step("explorer", repo / "elsewhere.json")
         pm.init_plan(make_plan(1))
         assert pm.plan_phase is None
+
+
+def test_retry_back_to_developer_is_one_atomic_op(repo: Path) -> None:
+    with PlanManager(repo) as pm:
+        pm.init_plan(make_plan(1))
+        pm.update_task_status("1.1", "in_progress")
+        pm.update_task_status("1.1", "coded")
+        head = pm.ledger_head.seq
+        assert pm.mark_task_retry("1.1", ["ruff: F401"], back_to_developer=True) == 1
+        assert pm.ledger_head.seq == head + 1
+        task = pm.get_task("1.1")
+        assert (task.status, task.retry_count, task.last_issues) == ("in_progress", 1, ["ruff: F401"])
+        assert pm.task_ids_with_status("in_progress") == ["1.1"]
+        pm.update_task_status("1.1", "blocked", reason="x")
+        with pytest.raises(InvalidTransitionError):
+            pm.update_task_status("1.1", "coded")
