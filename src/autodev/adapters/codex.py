@@ -1,0 +1,264 @@
+"""Codex (``codex exec --json``) as a platform adapter, verified against Codex 0.169.0.
+
+The prompt goes on stdin (the ``-`` argument); stdout is JSONL. Codex offers its own tool set (shell commands
+and ``apply_patch``) whatever the call's capabilities, so what the agent may do is enforced by the sandbox:
+``workspace-write`` when the call may write (``write``, ``edit`` or ``bash``), ``read-only`` otherwise.
+``max_turns`` has no Codex equivalent; the deadline bounds the call instead.
+
+Which provider and base URL Codex talks to comes from the user's Codex config (``CODEX_HOME``, left alone
+unless the adapter's env sets it) or from ``extra_config``: ``key=value`` strings passed as ``-c`` options.
+Codex reports tokens but no cost; the cost comes from ``price_table`` for the model as invoked.
+
+Success needs a ``turn.completed`` event, no ``turn.failed`` and exit 0.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from autodev.adapters._cli import (
+    JsonLines,
+    check_health,
+    cost_from_tokens,
+    outcome_failure,
+    prepare_workspace,
+    run_cli,
+    start_failure,
+    transcript_path,
+)
+from autodev.adapters.base import AgentInvocation, AgentResult, PlatformAdapter
+from autodev.adapters.process import ProcessOutcome, ProcessStartError
+from autodev.config.schema import AutodevConfig
+from autodev.errors import ConfigError
+
+__all__ = ["INSTALL_HINT", "CodexAdapter", "CodexStreamParser", "build_argv"]
+
+INSTALL_HINT = "install it with `npm install -g @openai/codex`"
+
+# Items that are the agent acting on the world; agent messages and reasoning are not tool calls.
+_TOOL_ITEM_TYPES = frozenset({"command_execution", "file_change", "mcp_tool_call", "web_search"})
+
+# With these Codex makes no lookups off the machine besides the model provider itself.
+_QUIET_OPTIONS = ("-c", "analytics.enabled=false", "-c", "check_for_update_on_startup=false")
+_DISABLED_FEATURES = ("--disable", "plugins", "--disable", "apps")
+
+
+def build_argv(executable: str, inv: AgentInvocation, extra_config: Sequence[str] = ()) -> list[str]:
+    """The command line for ``inv``; ``extra_config`` entries follow the fixed ``-c`` options."""
+    sandbox = "workspace-write" if inv.can_write else "read-only"
+    argv = [executable, "exec", "--json", "--skip-git-repo-check", "--sandbox", sandbox]
+    argv += ["-C", os.path.abspath(inv.cwd)]
+    if inv.model is not None:
+        argv += ["-m", inv.model]
+    argv += _QUIET_OPTIONS
+    for option in extra_config:
+        argv += ["-c", option]
+    argv += [*_DISABLED_FEATURES, "-"]
+    return argv
+
+
+class CodexStreamParser:
+    """Reads ``codex exec --json`` events; feed it stdout lines, then ask for the result.
+
+    Keeps the thread id, the last agent message, tool items (each item id once, however many of its
+    started/updated/completed events arrive), token usage summed over ``turn.completed`` events, the last
+    ``turn.failed`` error and the last top-level ``error`` (a warning unless no turn completes).
+    ``config`` and ``model`` price the tokens.
+    """
+
+    def __init__(self, *, config: AutodevConfig | None = None, model: str | None = None) -> None:
+        self._config = config
+        self._model = model
+        self._lines = JsonLines(self.on_event)
+        self._tool_ids: set[str] = set()
+        self._anonymous_tool_calls = 0
+        self.session_id: str | None = None
+        self.text = ""
+        self.turns_completed = 0
+        self.turn_error: str | None = None
+        self.last_error: str | None = None
+        self.tokens_in: int | None = None
+        self.tokens_cached: int | None = None
+        self.tokens_out: int | None = None
+
+    @property
+    def tool_calls(self) -> int:
+        return len(self._tool_ids) + self._anonymous_tool_calls
+
+    @property
+    def skipped_lines(self) -> int:
+        return self._lines.skipped
+
+    def feed_line(self, line: bytes) -> None:
+        """One stdout line, as ``run_process`` hands it over."""
+        self._lines.feed(line)
+
+    def on_event(self, event: dict[str, Any]) -> None:
+        """One decoded event; unknown types and fields are ignored."""
+        kind = event.get("type")
+        if kind == "thread.started" and isinstance(event.get("thread_id"), str):
+            self.session_id = event["thread_id"]
+        elif kind in ("item.started", "item.updated", "item.completed"):
+            item = event.get("item")
+            if isinstance(item, dict):
+                self._on_item(item, completed=kind == "item.completed")
+        elif kind == "turn.completed":
+            self.turns_completed += 1
+            usage = event.get("usage")
+            if isinstance(usage, dict):
+                self.tokens_in = _add(self.tokens_in, usage.get("input_tokens"))
+                self.tokens_cached = _add(self.tokens_cached, usage.get("cached_input_tokens"))
+                self.tokens_out = _add(self.tokens_out, usage.get("output_tokens"))
+        elif kind == "turn.failed":
+            error = event.get("error")
+            message = error.get("message") if isinstance(error, dict) else None
+            self.turn_error = _readable(message) or "turn failed without a message"
+        elif kind == "error":
+            self.last_error = _readable(event.get("message")) or "error event without a message"
+
+    def _on_item(self, item: dict[str, Any], *, completed: bool) -> None:
+        item_type = item.get("type")
+        if item_type in _TOOL_ITEM_TYPES:
+            item_id = item.get("id")
+            if isinstance(item_id, str):
+                self._tool_ids.add(item_id)
+            elif completed:
+                # Without an id only the completion can be counted without counting a call twice.
+                self._anonymous_tool_calls += 1
+        elif item_type == "agent_message" and completed and isinstance(item.get("text"), str):
+            self.text = item["text"]
+
+    def to_result(
+        self, outcome: ProcessOutcome, *, timeout_s: float, transcript: Path | None = None
+    ) -> AgentResult:
+        """The ``AgentResult`` the stream and the way the process ended prove."""
+        cost = (
+            None
+            if self._config is None
+            else cost_from_tokens(
+                self._config,
+                self._model,
+                tokens_in=self.tokens_in,
+                tokens_out=self.tokens_out,
+                tokens_cached=self.tokens_cached,
+            )
+        )
+        fields: dict[str, Any] = {
+            "text": self.text,
+            "cost_usd": cost,
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "tokens_cached": self.tokens_cached,
+            "tool_calls": self.tool_calls,
+            "num_turns": self.turns_completed or None,
+            "duration_s": outcome.duration_s,
+            "session_id": self.session_id,
+            "exit_code": outcome.exit_code,
+            "transcript_path": transcript,
+        }
+        result_seen = bool(self.turns_completed) or self.turn_error is not None or self.last_error is not None
+        error = outcome_failure(
+            outcome,
+            cli="codex",
+            timeout_s=timeout_s,
+            result_seen=result_seen,
+            skipped_lines=self.skipped_lines,
+        )
+        if error is not None:
+            return AgentResult.failure(error.kind, error.message, **fields)
+        if self.turn_error is not None:
+            return AgentResult.failure("is_error", f"codex turn failed: {self.turn_error}", **fields)
+        if not self.turns_completed:
+            return AgentResult.failure(
+                "is_error", f"codex completed no turn; last error: {self.last_error}", **fields
+            )
+        if outcome.exit_code != 0:
+            excerpt = outcome.stderr_excerpt
+            return AgentResult.failure(
+                "nonzero_exit",
+                f"codex exited {outcome.exit_code} although its turn completed"
+                + (f": {excerpt}" if excerpt else ""),
+                **fields,
+            )
+        return AgentResult(success=True, **fields)
+
+
+class CodexAdapter(PlatformAdapter):
+    """Runs each ``AgentInvocation`` through ``codex exec``.
+
+    ``executable`` defaults to ``codex`` looked up on the child's PATH; ``env`` overrides the inherited
+    environment for every call (the call's own ``env`` overrides both); ``extra_config`` holds
+    ``key=value`` Codex config overrides passed as ``-c`` (a provider, a base URL, ...). Transcripts go to
+    ``<repo_root>/.autodev/transcripts/``. ``last_pid`` is a diagnostic: the pid (and process group id)
+    of the most recent call that ran, or None before any (with concurrent calls, the last to finish).
+    """
+
+    name = "codex"
+
+    def __init__(
+        self,
+        *,
+        repo_root: Path,
+        config: AutodevConfig,
+        executable: str | None = None,
+        env: Mapping[str, str] | None = None,
+        extra_config: Sequence[str] = (),
+    ) -> None:
+        for option in extra_config:
+            key, sep, _ = option.partition("=")
+            if not sep or not key.strip():
+                raise ConfigError(f"{option!r} is not a key=value Codex config override", key="extra_config")
+        self.repo_root = repo_root
+        self.config = config
+        self.executable = executable or "codex"
+        self.env = dict(env) if env is not None else None
+        self.extra_config = tuple(extra_config)
+        self.last_pid: int | None = None
+
+    async def execute(self, inv: AgentInvocation) -> AgentResult:
+        """Run ``inv`` with ``codex exec`` and report what its turn events affirm."""
+        parser = CodexStreamParser(config=self.config, model=inv.model)
+        transcript = transcript_path(self.repo_root, inv)
+        try:
+            outcome = await run_cli(
+                build_argv(self.executable, inv, self.extra_config),
+                inv,
+                adapter_env=self.env,
+                transcript=transcript,
+                on_line=parser.feed_line,
+            )
+        except ProcessStartError as exc:
+            return start_failure(exc, install_hint=INSTALL_HINT)
+        self.last_pid = outcome.pid
+        return parser.to_result(outcome, timeout_s=inv.timeout_s, transcript=transcript)
+
+    async def init_workspace(self, cwd: Path, agents: Sequence[Any]) -> None:
+        """Check ``cwd`` and create the transcripts directory; Codex needs no instruction files."""
+        prepare_workspace(self.repo_root, cwd)
+
+    async def healthcheck(self) -> tuple[bool, str]:
+        """Whether ``codex --version`` answers within 10 s, with the version it prints."""
+        return await check_health(self.executable, install_hint=INSTALL_HINT, env=self.env)
+
+
+def _add(total: int | None, value: Any) -> int | None:
+    if not isinstance(value, int) or isinstance(value, bool):
+        return total
+    return (total or 0) + value
+
+
+def _readable(message: Any) -> str | None:
+    """The provider's own message when Codex wraps the raw error body (JSON) in its message."""
+    if not isinstance(message, str) or not message.strip():
+        return None
+    try:
+        body = json.loads(message)
+    except ValueError:
+        return message.strip()
+    error = body.get("error") if isinstance(body, dict) else None
+    inner = error.get("message") if isinstance(error, dict) else None
+    return inner.strip() if isinstance(inner, str) and inner.strip() else message.strip()
