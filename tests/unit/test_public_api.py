@@ -16,6 +16,8 @@ PACKAGES = [
     "autodev.config",
     "autodev.orchestrator",
     "autodev.adapters",
+    "autodev.agents",
+    "autodev.guardrails",
     "autodev.cli",
 ]
 

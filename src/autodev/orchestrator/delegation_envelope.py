@@ -3,22 +3,16 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from autodev.agents.spec import AgentAction
+
 __all__ = ["DelegationAction", "DelegationEnvelope"]
 
-DelegationAction = Literal[
-    "implement",
-    "review",
-    "test",
-    "explore",
-    "critique",
-    "consult",
-    "document",
-    "design",
-]
+# One literal for both layers: the agents layer defines what a role does, the envelope carries it.
+DelegationAction = AgentAction
 
 
 class DelegationEnvelope(BaseModel):
