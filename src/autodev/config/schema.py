@@ -175,7 +175,7 @@ class GuardrailSettings(_Settings):
     max_diff_bytes: int = Field(
         default=5_242_880,
         ge=1,
-        description="Size in bytes of a task's diff above which AutoDev warns (5 MiB).",
+        description="Largest diff in bytes a task may have; a bigger current diff blocks the task (5 MiB).",
     )
     cost_budget_usd_per_plan: float | None = Field(
         default=None,
@@ -187,7 +187,10 @@ class GuardrailSettings(_Settings):
     loop_detection_threshold: int = Field(
         default=3,
         ge=2,
-        description="Repeats of the same tool call after which an agent is treated as stuck in a loop.",
+        description=(
+            "Times in a row the same role may return the same output for a task before the task is blocked "
+            "as a loop."
+        ),
     )
 
 

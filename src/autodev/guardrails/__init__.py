@@ -1,1 +1,16 @@
 """Guardrails around every agent call: tool-call, duration, diff and cost limits, loop detection (issue 4)."""
+
+from __future__ import annotations
+
+from autodev.guardrails.enforcer import GuardrailEnforcer, TaskUsage
+from autodev.guardrails.errors import BudgetExceededError, LoopDetectedError
+from autodev.guardrails.loop_detector import LOOP_DETECTED_REASON, LoopDetector
+
+__all__ = [
+    "LOOP_DETECTED_REASON",
+    "BudgetExceededError",
+    "GuardrailEnforcer",
+    "LoopDetectedError",
+    "LoopDetector",
+    "TaskUsage",
+]

@@ -1,0 +1,44 @@
+"""The guardrails' own errors: a plan over its cost budget, and a task stuck repeating itself.
+
+``BudgetExceededError`` is deliberately not a ``GuardrailExceededError``: the orchestrator blocks a task on a
+``GuardrailExceededError`` (seed 001, 5.9), whereas a spent budget is a property of the whole plan and no
+task's fault. The run suspends with exit code 3 and everything recorded so far stays in place for
+``autodev resume``.
+"""
+
+from __future__ import annotations
+
+from autodev.errors import EXIT_SUSPENDED, AutodevError, GuardrailExceededError
+from autodev.guardrails.loop_detector import LOOP_DETECTED_REASON
+
+__all__ = ["BudgetExceededError", "LoopDetectedError"]
+
+
+class BudgetExceededError(AutodevError):
+    """The plan's recorded agent cost reached ``guardrails.cost_budget_usd_per_plan``; the run suspends."""
+
+    exit_code = EXIT_SUSPENDED
+
+    def __init__(self, spent_usd: float, budget_usd: float) -> None:
+        self.spent_usd = spent_usd
+        self.budget_usd = budget_usd
+        # Suggest room for as much again as was spent: a concrete value is easier to act on than "...".
+        suggested = spent_usd + budget_usd
+        super().__init__(
+            f"budget reached: ${spent_usd:.2f} of ${budget_usd:.2f}; raise "
+            f"guardrails.cost_budget_usd_per_plan (e.g. AUTODEV_GUARDRAILS__COST_BUDGET_USD_PER_PLAN="
+            f"{suggested:.2f}) and run `autodev resume`"
+        )
+
+
+class LoopDetectedError(GuardrailExceededError):
+    """An agent role returned the same output for the same task too many times in a row.
+
+    ``LoopDetector`` itself only reports a loop; this error is for callers that prefer raising. It is a
+    ``GuardrailExceededError`` with ``limit="loop_detected"`` so that the one handler that blocks a task on
+    a guardrail breach (seed 001, 5.9) blocks it with that reason too.
+    """
+
+    def __init__(self, message: str, *, task_id: str | None = None, role: str | None = None) -> None:
+        self.role = role
+        super().__init__(message, task_id=task_id, limit=LOOP_DETECTED_REASON)

@@ -1,0 +1,208 @@
+"""GuardrailEnforcer: per-task tool-call, duration and diff limits; the plan's cost budget in the ledger."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support import make_plan
+
+from autodev.adapters.base import AgentResult
+from autodev.config.schema import GuardrailSettings
+from autodev.errors import EXIT_FAILED, EXIT_SUSPENDED, GuardrailExceededError
+from autodev.guardrails import BudgetExceededError, GuardrailEnforcer, TaskUsage
+from autodev.state.plan_manager import PlanManager
+
+
+class FakeClock:
+    """A monotonic clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def pm(repo: Path) -> Iterator[PlanManager]:
+    with PlanManager(repo) as manager:
+        manager.init_plan(make_plan(3))
+        yield manager
+
+
+def _result(*, tool_calls: int = 0, cost_usd: float | None = None) -> AgentResult:
+    return AgentResult(success=True, text="done", tool_calls=tool_calls, cost_usd=cost_usd)
+
+
+def _enforcer(pm: PlanManager, clock: FakeClock | None = None, **limits: float | int) -> GuardrailEnforcer:
+    settings = GuardrailSettings.model_validate(limits)
+    return GuardrailEnforcer(settings, pm, clock=clock or FakeClock())
+
+
+def test_timeout_shrinks_to_the_time_the_task_has_left(pm: PlanManager) -> None:
+    clock = FakeClock()
+    enforcer = _enforcer(pm, clock, max_duration_s_per_task=900.0)
+
+    assert enforcer.pre_invocation("1.1", "developer", 1200.0) == 900.0
+    clock.advance(600.0)
+    enforcer.post_invocation("1.1", "developer", _result())
+    clock.advance(50.0)  # time between calls (QA gates) is the task's time too
+
+    assert enforcer.pre_invocation("1.1", "reviewer", 900.0) == pytest.approx(250.0)
+    assert enforcer.pre_invocation("1.1", "reviewer", 100.0) == 100.0
+    # Another task has its own budget.
+    assert enforcer.pre_invocation("1.2", "developer", 900.0) == 900.0
+
+
+def test_duration_used_up_during_a_call_is_a_breach_after_it(pm: PlanManager) -> None:
+    clock = FakeClock()
+    enforcer = _enforcer(pm, clock, max_duration_s_per_task=100.0)
+
+    timeout = enforcer.pre_invocation("1.1", "developer", 900.0)
+    assert timeout == 100.0
+    clock.advance(timeout)  # the adapter's deadline fired at the end of the task's budget
+
+    with pytest.raises(GuardrailExceededError) as caught:
+        enforcer.post_invocation("1.1", "developer", _result(tool_calls=2))
+    assert caught.value.limit == "duration"
+    assert caught.value.task_id == "1.1"
+    assert caught.value.exit_code == EXIT_FAILED
+    assert "ran 100.0s by the end of the developer call" in caught.value.message
+    assert "guardrails.max_duration_s_per_task" in caught.value.message
+
+    with pytest.raises(GuardrailExceededError, match=r"no time left for the reviewer call") as again:
+        enforcer.pre_invocation("1.1", "reviewer", 900.0)
+    assert again.value.limit == "duration"
+
+
+def test_tool_call_limit_counts_the_adapters_reported_tool_calls(pm: PlanManager) -> None:
+    enforcer = _enforcer(pm, max_tool_calls_per_task=10)
+
+    enforcer.pre_invocation("1.1", "developer", 900.0)
+    enforcer.post_invocation("1.1", "developer", _result(tool_calls=6))
+    enforcer.pre_invocation("1.1", "test_engineer", 900.0)
+    enforcer.post_invocation("1.1", "test_engineer", _result(tool_calls=4))  # exactly at the limit
+    assert enforcer.usage("1.1").tool_calls == 10
+
+    with pytest.raises(GuardrailExceededError) as used_up:
+        enforcer.pre_invocation("1.1", "reviewer", 900.0)
+    assert used_up.value.limit == "tool_calls"
+    assert "no tool calls left for the reviewer call (10 of 10 used)" in used_up.value.message
+
+    other = _enforcer(pm, max_tool_calls_per_task=10)
+    other.pre_invocation("1.2", "developer", 900.0)
+    with pytest.raises(GuardrailExceededError) as over:
+        other.post_invocation("1.2", "developer", _result(tool_calls=11))
+    assert over.value.limit == "tool_calls"
+    assert "11 tool calls, over the limit of 10" in over.value.message
+
+
+def test_restore_seeds_usage_from_an_earlier_process(pm: PlanManager) -> None:
+    clock = FakeClock()
+    enforcer = _enforcer(pm, clock, max_tool_calls_per_task=10, max_duration_s_per_task=900.0)
+    enforcer.restore("1.1", tool_calls=7, seconds=800.0)
+
+    assert enforcer.pre_invocation("1.1", "developer", 900.0) == pytest.approx(100.0)
+    clock.advance(20.0)
+    enforcer.post_invocation("1.1", "developer", _result(tool_calls=2))
+    assert enforcer.usage("1.1") == TaskUsage(
+        task_id="1.1", calls=1, tool_calls=9, duration_s=820.0, cost_usd=0.0
+    )
+    with pytest.raises(ValueError, match="must not be negative"):
+        enforcer.restore("1.2", tool_calls=-1, seconds=0.0)
+
+
+def test_diff_limit_judges_the_current_diff_not_a_running_sum(pm: PlanManager) -> None:
+    enforcer = _enforcer(pm, max_diff_bytes=1000)
+
+    # Three attempts of 600 bytes each: 1800 bytes re-counted, but never more than 600 at a time.
+    for _ in range(3):
+        enforcer.check_diff("1.1", 600)
+    enforcer.check_diff("1.1", 1000)
+
+    with pytest.raises(GuardrailExceededError) as caught:
+        enforcer.check_diff("1.1", 1001)
+    assert caught.value.limit == "diff_bytes"
+    assert "its diff is 1001 bytes, over the limit of 1000 bytes" in caught.value.message
+    enforcer.check_diff("1.1", 10)  # a smaller retry is back under the limit
+
+
+def test_cost_is_in_the_ledger_before_the_budget_breach_is_raised(pm: PlanManager, repo: Path) -> None:
+    enforcer = _enforcer(pm, cost_budget_usd_per_plan=1.0)
+
+    enforcer.pre_invocation("1.1", "developer", 900.0)
+    enforcer.post_invocation("1.1", "developer", _result(cost_usd=0.6))
+    enforcer.pre_invocation("1.1", "judge", 900.0)
+    with pytest.raises(BudgetExceededError) as caught:
+        enforcer.post_invocation("1.1", "judge", _result(cost_usd=0.55))
+
+    error = caught.value
+    assert error.exit_code == EXIT_SUSPENDED == 3
+    assert error.spent_usd == pytest.approx(1.15)
+    assert error.budget_usd == 1.0
+    assert re.fullmatch(
+        r"budget reached: \$1\.15 of \$1\.00; raise guardrails\.cost_budget_usd_per_plan "
+        r"\(e\.g\. AUTODEV_GUARDRAILS__COST_BUDGET_USD_PER_PLAN=\d+\.\d\d\) and run `autodev resume`",
+        error.message,
+    )
+    # Not a GuardrailExceededError: the orchestrator must suspend the run, not block the task.
+    assert not isinstance(error, GuardrailExceededError)
+    assert pm.cost_usd_total == pytest.approx(1.15)
+    assert pm.cost_usd_for("1.1") == pytest.approx(1.15)
+
+    with pytest.raises(BudgetExceededError):
+        enforcer.pre_invocation("1.2", "developer", 900.0)
+    pm.close()
+
+    # The running total lives in the ledger: a new process is still over the budget.
+    with PlanManager(repo) as reopened:
+        assert reopened.cost_usd_total == pytest.approx(1.15)
+        resumed = _enforcer(reopened, cost_budget_usd_per_plan=1.0)
+        with pytest.raises(BudgetExceededError, match=r"budget reached: \$1\.15 of \$1\.00"):
+            resumed.pre_invocation("1.2", "developer", 900.0)
+        raised = _enforcer(reopened, cost_budget_usd_per_plan=2.0)
+        assert raised.pre_invocation("1.2", "developer", 900.0) == 900.0
+
+
+def test_budget_breach_wins_over_a_per_task_breach(pm: PlanManager) -> None:
+    enforcer = _enforcer(pm, cost_budget_usd_per_plan=0.5, max_tool_calls_per_task=1)
+    enforcer.pre_invocation("1.1", "developer", 900.0)
+    with pytest.raises(BudgetExceededError):
+        enforcer.post_invocation("1.1", "developer", _result(tool_calls=5, cost_usd=0.5))
+    assert pm.cost_usd_total == pytest.approx(0.5)
+
+
+def test_unpriced_calls_record_no_cost(pm: PlanManager) -> None:
+    enforcer = _enforcer(pm, cost_budget_usd_per_plan=0.01)
+    head = pm.ledger_head
+
+    for _ in range(3):
+        enforcer.pre_invocation("1.1", "developer", 900.0)
+        enforcer.post_invocation("1.1", "developer", _result(tool_calls=1, cost_usd=None))
+
+    assert pm.ledger_head == head
+    assert pm.cost_usd_total == 0.0
+    assert enforcer.usage("1.1").calls == 3
+
+
+def test_budget_is_not_missed_by_float_rounding(pm: PlanManager) -> None:
+    enforcer = _enforcer(pm, cost_budget_usd_per_plan=1.0)
+    for _ in range(9):
+        enforcer.post_invocation("1.1", "developer", _result(cost_usd=0.1))
+    # Ten times 0.1 adds up to 0.9999999999999999 in floating point; that is the budget, not under it.
+    with pytest.raises(BudgetExceededError, match=r"\$1\.00 of \$1\.00"):
+        enforcer.post_invocation("1.1", "developer", _result(cost_usd=0.1))
+    assert pm.cost_usd_total < 1.0
+
+
+def test_usage_of_a_task_without_calls_is_zero(pm: PlanManager) -> None:
+    enforcer = _enforcer(pm)
+    assert enforcer.usage("1.3") == TaskUsage(
+        task_id="1.3", calls=0, tool_calls=0, duration_s=0.0, cost_usd=0.0
+    )
