@@ -12,14 +12,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev,qa]'
 	@touch $(STAMP)
 
-# The offline example: a scratch repository, a hand-written plan saved through the ledger, its status.
+# The offline default: the whole pipeline on a scratch repository, scripted agents, real git and QA tools.
 DEMO_REPO ?= demo-repo
 demo: $(STAMP)
-	$(BIN)/autodev --help
-	rm -rf $(DEMO_REPO) && mkdir -p $(DEMO_REPO) && git -C $(DEMO_REPO) init --quiet
-	$(BIN)/autodev -C $(DEMO_REPO) init
-	$(BIN)/autodev -C $(DEMO_REPO) plan --from-markdown examples/plan.md
-	$(BIN)/autodev -C $(DEMO_REPO) status
+	$(BIN)/autodev demo --dir $(DEMO_REPO) --force
 	$(BIN)/autodev -C $(DEMO_REPO) ledger verify
 
 lint: $(STAMP)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from autodev._version import __version__
 
 if TYPE_CHECKING:
+    from autodev.adapters import AgentInvocation, AgentResult, PlatformAdapter, ScriptedAdapter
     from autodev.config import AutodevConfig, load_config
     from autodev.errors import (
         AutodevError,
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
     from autodev.orchestrator import (
         DelegationEnvelope,
         InlineSuspendState,
+        Orchestrator,
+        ProgressEvent,
         parse_plan_markdown,
         render_plan_markdown,
     )
@@ -47,6 +50,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AcceptanceCriterion",
+    "AgentInvocation",
+    "AgentResult",
     "AutodevConfig",
     "AutodevError",
     "ConfigError",
@@ -58,6 +63,7 @@ __all__ = [
     "InvalidTransitionError",
     "LedgerCorruptError",
     "LockHeldError",
+    "Orchestrator",
     "PathEscapeError",
     "Phase",
     "Plan",
@@ -65,6 +71,9 @@ __all__ = [
     "PlanManager",
     "PlanNotFoundError",
     "PlanParseError",
+    "PlatformAdapter",
+    "ProgressEvent",
+    "ScriptedAdapter",
     "SnapshotError",
     "StateError",
     "Task",
@@ -78,6 +87,12 @@ __all__ = [
 
 _LAZY: dict[str, str] = {
     "AcceptanceCriterion": "autodev.state",
+    "AgentInvocation": "autodev.adapters",
+    "AgentResult": "autodev.adapters",
+    "Orchestrator": "autodev.orchestrator",
+    "PlatformAdapter": "autodev.adapters",
+    "ProgressEvent": "autodev.orchestrator",
+    "ScriptedAdapter": "autodev.adapters",
     "AutodevConfig": "autodev.config",
     "DelegationEnvelope": "autodev.orchestrator",
     "InlineSuspendState": "autodev.orchestrator",

@@ -18,6 +18,7 @@ PACKAGES = [
     "autodev.adapters",
     "autodev.agents",
     "autodev.guardrails",
+    "autodev.qa",
     "autodev.cli",
 ]
 

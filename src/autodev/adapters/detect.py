@@ -21,12 +21,10 @@ from autodev.errors import ConfigError
 
 __all__ = [
     "CLI_EXECUTABLES",
-    "QA_TOOLS",
     "PlatformChoice",
     "ToolProbe",
     "detect_platform",
     "probe_platforms",
-    "probe_qa_tools",
     "read_version",
 ]
 
@@ -41,7 +39,6 @@ CLI_EXECUTABLES: Mapping[str, str] = MappingProxyType(
 )
 """Agent platform name -> the executable it runs, in the order ``auto`` tries them."""
 
-QA_TOOLS: tuple[str, ...] = ("ruff", "pytest", "detect-secrets", "git")
 """The tools behind the QA gates and the worktrees, as ``autodev doctor`` lists them."""
 
 VERSION_TIMEOUT_S = 10.0
@@ -137,16 +134,6 @@ def probe_platforms(
 ) -> list[ToolProbe]:
     """Probe every agent CLI, in ``auto``'s order; ``timeout_s`` bounds each ``--version``."""
     return [_probe(name, exe, which, run_version, timeout_s) for name, exe in CLI_EXECUTABLES.items()]
-
-
-def probe_qa_tools(
-    *,
-    which: Which = shutil.which,
-    run_version: RunVersion = read_version,
-    timeout_s: float = VERSION_TIMEOUT_S,
-) -> list[ToolProbe]:
-    """Probe ruff, pytest, detect-secrets and git; ``timeout_s`` bounds each ``--version``."""
-    return [_probe(tool, tool, which, run_version, timeout_s) for tool in QA_TOOLS]
 
 
 def _probe(name: str, executable: str, which: Which, run_version: RunVersion, timeout_s: float) -> ToolProbe:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from autodev._version import __version__
-from autodev.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, AutodevError
+from autodev.errors import EXIT_FAILED, EXIT_OK, EXIT_SUSPENDED, EXIT_USAGE, AutodevError
 
 if TYPE_CHECKING:
     from autodev.state.paths import AutodevPaths
@@ -112,18 +112,109 @@ def init(obj: CliContext, force: bool) -> None:
     click.echo("Every setting is listed there with its default; uncomment a line to change it.")
 
 
+def _agent_options(function: Any) -> Any:
+    """The options every agent-driving command shares."""
+    function = click.option(
+        "--platform",
+        type=click.Choice(
+            ["auto", "claude_code", "codex", "cursor", "opencode", "gemini", "inline", "scripted"]
+        ),
+        default=None,
+        help="Agent platform (default: config, else auto: the first agent CLI on PATH, else inline).",
+    )(function)
+    function = click.option(
+        "--model", default=None, help="Model or capability tier (fast, standard, strong) for every role."
+    )(function)
+    function = click.option(
+        "--script",
+        type=click.Path(dir_okay=False, exists=True, path_type=Path),
+        default=None,
+        help="With --platform scripted: the TOML or JSON script that answers for the agents.",
+    )(function)
+    return click.option("--no-tournament", is_flag=True, help="Skip plan and implementation tournaments.")(
+        function
+    )
+
+
+def _overrides(platform: str | None, model: str | None, no_tournament: bool) -> dict[str, Any]:
+    from autodev.config import ROLE_NAMES
+
+    overrides: dict[str, Any] = {}
+    if platform is not None:
+        overrides["platform"] = platform
+    if model is not None:
+        for role in ROLE_NAMES:
+            overrides[f"roles.{role}.model"] = model
+    if no_tournament:
+        overrides["tournaments.plan.enabled"] = False
+        overrides["tournaments.impl.enabled"] = False
+    return overrides
+
+
+def _orchestrator(
+    obj: CliContext,
+    platform: str | None,
+    model: str | None,
+    no_tournament: bool,
+    script: Path | None,
+    listener: Any,
+) -> Any:
+    from autodev.adapters.registry import create_adapter
+    from autodev.config import load_config
+    from autodev.orchestrator import Orchestrator
+
+    config = load_config(obj.repo_root, overrides=_overrides(platform, model, no_tournament))
+    adapter = None
+    if config.platform == "scripted":
+        if script is None:
+            raise AutodevError("--platform scripted needs --script FILE (a TOML or JSON agent script)")
+        adapter = create_adapter("scripted", repo_root=obj.repo_root, config=config, script=script)
+    elif script is not None:
+        raise AutodevError("--script only applies to --platform scripted")
+    orchestrator = Orchestrator(obj.repo_root, config=config, adapter=adapter, listener=listener)
+    return orchestrator
+
+
 @cli.command(epilog=EXIT_CODES_HELP)
+@click.argument("intent", required=False)
 @click.option(
     "--from-markdown",
     "markdown_file",
     type=click.Path(dir_okay=False, path_type=Path),
-    required=True,
-    help="A plan written in the canonical plan markdown (see docs/plan-format.md).",
+    default=None,
+    help="Save a plan written by hand in the canonical plan markdown (docs/plan-format.md) instead.",
 )
 @click.option("--replace", is_flag=True, help="Replace a current plan that already has work on it.")
+@_agent_options
 @click.pass_obj
-def plan(obj: CliContext, markdown_file: Path, replace: bool) -> None:
-    """Parse a hand-written plan and save it as the current plan."""
+def plan(
+    obj: CliContext,
+    intent: str | None,
+    markdown_file: Path | None,
+    replace: bool,
+    platform: str | None,
+    model: str | None,
+    script: Path | None,
+    no_tournament: bool,
+) -> None:
+    """Plan INTENT with the agents (explorer, domain expert, architect), or save a hand-written plan."""
+    if (intent is None) == (markdown_file is None):
+        raise click.UsageError("give either an INTENT or --from-markdown FILE")
+    if markdown_file is not None:
+        _plan_from_markdown(obj, markdown_file, replace)
+        return
+    assert intent is not None
+    from autodev.cli.render import plan_summary
+
+    obj.start_logging(create_state=True)
+    with _run_display(obj) as display:
+        orchestrator = _orchestrator(obj, platform, model, no_tournament, script, display)
+        saved = _drive(obj, lambda: orchestrator.plan(intent, replace=replace))
+    click.echo(plan_summary(saved))
+    click.echo("Next: `autodev status` to read it, `autodev execute` to carry it out.")
+
+
+def _plan_from_markdown(obj: CliContext, markdown_file: Path, replace: bool) -> None:
     from autodev.cli.render import plan_summary
     from autodev.config import load_config
     from autodev.errors import PlanParseError
@@ -153,6 +244,147 @@ def plan(obj: CliContext, markdown_file: Path, replace: bool) -> None:
         saved = manager.init_plan(parsed, session_id=session_id, replace=replace)
     click.echo(plan_summary(saved))
     click.echo("Next: `autodev status` shows it task by task.")
+
+
+@cli.command(epilog=EXIT_CODES_HELP)
+@click.argument("intent")
+@click.option("--confirm-plan", is_flag=True, help="Stop after planning (exit 3) until `autodev approve`.")
+@click.option("--replace", is_flag=True, help="Replace a current plan that already has work on it.")
+@_agent_options
+@click.pass_obj
+def run(
+    obj: CliContext,
+    intent: str,
+    confirm_plan: bool,
+    replace: bool,
+    platform: str | None,
+    model: str | None,
+    script: Path | None,
+    no_tournament: bool,
+) -> None:
+    """Plan INTENT, then execute every task: developer, QA gates, reviewer, test engineer, commit."""
+    obj.start_logging(create_state=True)
+    with _run_display(obj) as display:
+        orchestrator = _orchestrator(obj, platform, model, no_tournament, script, display)
+        click.echo(f"platform: {orchestrator.platform_name} ({orchestrator.platform_reason})")
+        outcome = _drive(obj, lambda: orchestrator.run(intent, confirm_plan=confirm_plan, replace=replace))
+    if outcome.awaiting_approval:
+        _print_plan_for_approval(obj, outcome.plan)
+        sys.exit(EXIT_SUSPENDED)
+    _finish(obj, display, outcome.tasks)
+
+
+@cli.command(epilog=EXIT_CODES_HELP)
+@click.option("--task-id", default=None, help="Run only this task (its dependencies must be complete).")
+@_agent_options
+@click.pass_obj
+def execute(
+    obj: CliContext,
+    task_id: str | None,
+    platform: str | None,
+    model: str | None,
+    script: Path | None,
+    no_tournament: bool,
+) -> None:
+    """Carry out the saved plan (or one task of it)."""
+    obj.start_logging(create_state=True)
+    with _run_display(obj) as display:
+        orchestrator = _orchestrator(obj, platform, model, no_tournament, script, display)
+        tasks = _drive(obj, lambda: orchestrator.execute(task_id))
+    _finish(obj, display, tasks)
+
+
+@cli.command(epilog=EXIT_CODES_HELP)
+@_agent_options
+@click.pass_obj
+def resume(
+    obj: CliContext,
+    platform: str | None,
+    model: str | None,
+    script: Path | None,
+    no_tournament: bool,
+) -> None:
+    """Continue after an inline suspend, a crash, Ctrl-C, an approval or a budget stop."""
+    obj.start_logging(create_state=True)
+    with _run_display(obj) as display:
+        orchestrator = _orchestrator(obj, platform, model, no_tournament, script, display)
+        tasks = _drive(obj, orchestrator.resume)
+    _finish(obj, display, tasks)
+
+
+@cli.command(epilog=EXIT_CODES_HELP)
+@click.pass_obj
+def approve(obj: CliContext) -> None:
+    """Approve the current plan so that `autodev execute` may carry it out."""
+    from autodev.config import load_config
+    from autodev.state.plan_manager import PlanManager
+    from autodev.state.session_lock import SessionLock
+
+    obj.start_logging(create_state=True)
+    config = load_config(obj.repo_root)
+    with SessionLock(obj.paths), PlanManager(obj.repo_root, lock_timeout_s=config.lock_timeout_s) as manager:
+        manager.approve_plan()
+        approved = manager.plan
+    click.echo(f"Approved plan {approved.plan_id} {approved.title!r}. Next: `autodev execute`.")
+
+
+@cli.command(epilog=EXIT_CODES_HELP)
+@click.option(
+    "--dir",
+    "directory",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where to create the scratch repository (default: a new temporary directory).",
+)
+@click.option("--force", is_flag=True, help="Reuse --dir even if it is not empty (its content is deleted).")
+@click.pass_obj
+def demo(obj: CliContext, directory: Path | None, force: bool) -> None:
+    """Run the whole pipeline offline on a scratch repository, with scripted agents and real tools."""
+    import tempfile
+
+    from autodev.adapters.scripted import ScriptedAdapter
+    from autodev.config import load_config
+    from autodev.orchestrator import Orchestrator
+    from autodev.orchestrator.demo import prepare_demo
+
+    target = directory if directory is not None else Path(tempfile.mkdtemp(prefix="autodev-demo-"))
+    setup = prepare_demo(target, force=force)
+    demo_obj = CliContext(setup.repo_root, obj.verbose)
+    demo_obj.start_logging(create_state=True)
+    click.echo(f"demo repository: {setup.repo_root}")
+    click.echo(f"intent: {setup.intent}")
+    config = load_config(setup.repo_root, overrides={"platform": "scripted"})
+    with _run_display(demo_obj) as display:
+        orchestrator = Orchestrator(
+            setup.repo_root, config=config, adapter=ScriptedAdapter(script=setup.script), listener=display
+        )
+        outcome = _drive(demo_obj, lambda: orchestrator.run(setup.intent))
+    _finish(demo_obj, display, outcome.tasks, exit_after=False)
+    click.echo("")
+    click.echo("Where to look:")
+    click.echo(f"  git -C {setup.repo_root} log --oneline      one commit per completed task")
+    click.echo(f"  {setup.repo_root / '.autodev' / 'evidence'}   evidence of every step and attempt")
+    click.echo(f"  autodev -C {setup.repo_root} status         the plan, task by task")
+    click.echo(f"  autodev -C {setup.repo_root} ledger verify  the hash-chained ledger, checked")
+    blocked = [task for task in outcome.tasks if task.status != "complete"]
+    sys.exit(EXIT_FAILED if blocked else EXIT_OK)
+
+
+@cli.command(epilog=EXIT_CODES_HELP)
+@click.pass_obj
+def doctor(obj: CliContext) -> None:
+    """List every agent platform and QA tool: found or missing, and its version."""
+    import anyio
+
+    from autodev.adapters.detect import detect_platform, probe_platforms
+    from autodev.cli.render import print_probes
+    from autodev.qa import probe_tools
+
+    print_probes("Agent platforms", probe_platforms())
+    # The same lookup the gates use: the repository's venv first, then AutoDev's own, then PATH.
+    print_probes("QA tools", anyio.run(probe_tools, obj.repo_root))
+    choice = detect_platform("auto")
+    click.echo(f"--platform auto would use: {choice.name} ({choice.reason})")
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
@@ -218,6 +450,60 @@ def config_show(obj: CliContext, as_json: bool) -> None:
     print_config(explain_config(obj.repo_root))
 
 
+def _run_display(obj: CliContext) -> Any:
+    from autodev.cli.live import LiveDisplay
+
+    return LiveDisplay()
+
+
+def _drive(obj: CliContext, call: Any) -> Any:
+    """Run one orchestrator coroutine; an inline delegation suspends the run with exit code 3."""
+    import anyio
+
+    from autodev.adapters.base import DelegationPendingSignal
+
+    try:
+        return anyio.run(call)
+    except DelegationPendingSignal as signal:
+        click.echo("")
+        click.echo(f"Suspended: the {signal.role} step of {signal.task_id} waits for an agent's answer.")
+        click.echo(f"  instructions: {signal.delegation_path}")
+        click.echo(f"  answer to:    {signal.response_path}")
+        click.echo("Then run `autodev resume`.")
+        sys.exit(EXIT_SUSPENDED)
+
+
+def _print_plan_for_approval(obj: CliContext, plan: Any) -> None:
+    from autodev.cli.render import print_status
+    from autodev.state.status import read_status
+
+    print_status(read_status(obj.repo_root), obj.repo_root)
+    click.echo(f"Plan {plan.plan_id} waits for your approval: `autodev approve`, then `autodev execute`.")
+
+
+def _finish(obj: CliContext, display: Any, tasks: list[Any], *, exit_after: bool = True) -> None:
+    import time
+
+    from rich.console import Console
+
+    from autodev.cli.live import print_summary
+    from autodev.state.plan_manager import PlanManager
+
+    manager = PlanManager.open(obj.repo_root, readonly=True)
+    everything = manager.tasks() if manager.has_plan else tasks
+    print_summary(
+        Console(),
+        everything,
+        manager.cost_usd_total,
+        time.monotonic() - display.started,
+        obj.paths.evidence_dir,
+    )
+    if exit_after:
+        blocked = any(task.status == "blocked" for task in everything)
+        unfinished = any(task.status not in ("complete", "skipped") for task in tasks)
+        sys.exit(EXIT_FAILED if blocked or unfinished else EXIT_OK)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: map library errors to one line and an exit code, never a traceback."""
     try:
@@ -231,7 +517,9 @@ def main(argv: list[str] | None = None) -> None:
         exc.show()
         sys.exit(EXIT_USAGE)
     except (click.Abort, KeyboardInterrupt):
-        click.echo("interrupted", err=True)
+        click.echo(
+            "interrupted; everything recorded so far is kept: run `autodev resume` to continue", err=True
+        )
         sys.exit(130)
     except BrokenPipeError:
         # `autodev status | head`: the reader left; that is not an error of ours.

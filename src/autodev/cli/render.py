@@ -10,10 +10,11 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from autodev.adapters.detect import ToolProbe
 from autodev.config import ConfigEntry
 from autodev.state.schemas import Plan
 
-__all__ = ["plan_summary", "print_config", "print_status"]
+__all__ = ["plan_summary", "print_config", "print_probes", "print_status"]
 
 _STATUS_STYLE = {
     "pending": "dim",
@@ -97,4 +98,15 @@ def print_config(entries: Iterable[ConfigEntry]) -> None:
             _format_value(entry.value),
             source if source != "default" else "[dim]default[/dim]",
         )
+    _console().print(table)
+
+
+def print_probes(title: str, probes: Iterable[ToolProbe]) -> None:
+    table = Table(title=title, title_justify="left")
+    for column in ("Name", "Executable", "Found", "Version or problem"):
+        table.add_column(column)
+    for probe in probes:
+        found = "[green]yes[/green]" if probe.found else "[red]missing[/red]"
+        detail = probe.version or probe.error or ""
+        table.add_row(probe.name, str(probe.path or probe.executable), found, detail)
     _console().print(table)

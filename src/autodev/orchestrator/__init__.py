@@ -1,7 +1,9 @@
-"""The orchestrator: plan parsing and rendering, delegation envelopes, inline suspend state and the
-task state machine."""
+"""The orchestrator: the ``Orchestrator`` facade, the plan and execute phases, plan parsing and rendering,
+delegation envelopes, inline suspend state and the task state machine."""
 
+from autodev.orchestrator.core import Orchestrator, ResponseMissingError, RunOutcome
 from autodev.orchestrator.delegation_envelope import DelegationAction, DelegationEnvelope
+from autodev.orchestrator.events import ProgressEvent, ProgressListener
 from autodev.orchestrator.inline_state import (
     InlineSuspendState,
     clear_suspend_state,
@@ -21,6 +23,11 @@ __all__ = [
     "DelegationAction",
     "DelegationEnvelope",
     "InlineSuspendState",
+    "Orchestrator",
+    "ProgressEvent",
+    "ProgressListener",
+    "ResponseMissingError",
+    "RunOutcome",
     "assert_transition",
     "can_transition",
     "clear_suspend_state",

@@ -673,6 +673,8 @@ class PlanManager:
             session_id=entry.payload.get("session_id"),
             cost_usd_total=previous.cost_usd_total if carried else 0.0,
             cost_usd_by_task=dict(previous.cost_usd_by_task) if carried else {},
+            # The plan phase's evidence (explorer, domain expert) belongs to the plan it produced.
+            evidence={"plan": list(previous.evidence.get("plan", []))} if carried else {},
         )
         self._reindex()
 

@@ -162,6 +162,19 @@ class TestEvidence(_EvidenceBase):
     output_text: str = ""
 
 
+class CommandRun(_Persisted):
+    """One command a gate ran: argv (never a shell), exit status, and a digest of everything it printed."""
+
+    argv: list[str] = Field(default_factory=list)
+    status: str
+    exit_code: int | None = None
+    duration_s: float = 0.0
+    output_sha256: str | None = None
+    output_bytes: int = 0
+    output_excerpt: str = ""
+    reason: str | None = None
+
+
 class GateCheck(_Persisted):
     """One QA gate's outcome as recorded in evidence."""
 
@@ -169,12 +182,10 @@ class GateCheck(_Persisted):
     status: str
     counts_as_pass: bool
     language: str | None = None
-    argv: list[str] = Field(default_factory=list)
-    exit_code: int | None = None
-    duration_s: float = 0.0
-    output_sha256: str | None = None
-    output_excerpt: str = ""
     reason: str | None = None
+    skipped_by: str | None = None
+    findings: list[str] = Field(default_factory=list)
+    runs: list[CommandRun] = Field(default_factory=list)
 
 
 class GateEvidence(_EvidenceBase):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from autodev.adapters import adapter_class, detect_platform
-from autodev.adapters.detect import PlatformChoice, probe_platforms, probe_qa_tools
+from autodev.adapters.detect import PlatformChoice, probe_platforms
 from autodev.adapters.registry import ADAPTERS
 from autodev.config.schema import PLATFORMS
 from autodev.errors import ConfigError
@@ -108,22 +108,6 @@ def test_a_hanging_version_probe_leaves_no_process_behind(tmp_path: Path) -> Non
     while stat.exists() and stat.read_text().split(")")[-1].split()[0] != "Z":
         assert time.monotonic() < deadline, "the --version probe's child is still running"
         time.sleep(0.05)
-
-
-def test_qa_tool_probes_report_errors_instead_of_raising() -> None:
-    def run_version(path: str, timeout_s: float) -> str:
-        if path.endswith("git"):
-            raise PermissionError(13, "Permission denied")
-        return f"{Path(path).name} 1.0"
-
-    probes = probe_qa_tools(which=_which("ruff", "git"), run_version=run_version)
-
-    assert [(p.name, p.found, p.version, p.error) for p in probes] == [
-        ("ruff", True, "ruff 1.0", None),
-        ("pytest", False, None, "not found on PATH"),
-        ("detect-secrets", False, None, "not found on PATH"),
-        ("git", True, None, "cannot run /usr/bin/git: Permission denied"),
-    ]
 
 
 def test_the_registry_names_every_configurable_platform_but_auto() -> None:

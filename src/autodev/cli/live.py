@@ -1,0 +1,148 @@
+"""The live display of a run: per task its step, attempt, elapsed time and cost, plus recent notes.
+
+On a terminal it is a rich ``Live`` table redrawn as ``ProgressEvent``s arrive; when output is piped it
+prints one plain line per event instead, which reads well in CI logs.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from autodev.orchestrator.events import ProgressEvent
+from autodev.state.schemas import Task
+
+__all__ = ["LiveDisplay", "print_summary"]
+
+
+@dataclass(slots=True)
+class _Row:
+    step: str = "-"
+    attempt: int = 1
+    state: str = "waiting"
+    started: float = field(default_factory=time.monotonic)
+    cost_usd: float = 0.0
+
+
+class LiveDisplay:
+    """A ``ProgressListener`` that renders the run for a person."""
+
+    def __init__(self, console: Console | None = None) -> None:
+        self.console = console or Console(stderr=False)
+        self._rows: dict[str, _Row] = {}
+        self._notes: list[str] = []
+        self._phase = ""
+        self._live: Live | None = None
+        self.started = time.monotonic()
+
+    def __enter__(self) -> Self:
+        if self.console.is_terminal:
+            self._live = Live(self._render(), console=self.console, refresh_per_second=4, transient=False)
+            self._live.__enter__()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._live is not None:
+            self._live.update(self._render())
+            self._live.__exit__(exc_type, exc, tb)
+            self._live = None
+
+    def __call__(self, event: ProgressEvent) -> None:
+        if event.kind == "phase":
+            self._phase = event.message
+        if event.task_id is not None:
+            row = self._rows.setdefault(event.task_id, _Row())
+            if event.step:
+                row.step = event.step
+            if event.attempt:
+                row.attempt = event.attempt
+            if event.cost_usd:
+                row.cost_usd += event.cost_usd
+            row.state = _state_of(event, row.state)
+        if event.kind in ("retry", "note", "suspended", "task_finished", "phase"):
+            self._notes = [*self._notes[-5:], _plain(event)]
+        if self._live is not None:
+            self._live.update(self._render())
+        else:
+            self.console.print(_plain(event), highlight=False, soft_wrap=True)
+
+    def _render(self) -> Group:
+        table = Table(title=self._phase or "AutoDev", title_justify="left", expand=False)
+        for column in ("Task", "Step", "Attempt", "State", "Elapsed", "Cost"):
+            table.add_column(column, no_wrap=True)
+        for task_id, row in self._rows.items():
+            elapsed = time.monotonic() - row.started
+            table.add_row(
+                task_id,
+                row.step,
+                str(row.attempt),
+                row.state,
+                f"{elapsed:5.0f}s",
+                f"${row.cost_usd:.2f}" if row.cost_usd else "-",
+            )
+        notes = Text("\n".join(self._notes[-6:]), style="dim")
+        return Group(table, notes)
+
+
+def _state_of(event: ProgressEvent, previous: str) -> str:
+    if event.kind == "step_started":
+        return "running"
+    if event.kind == "step_finished":
+        return "ok" if event.ok else "failed"
+    if event.kind == "retry":
+        return "retrying"
+    if event.kind == "task_finished":
+        return event.step or ("complete" if event.ok else "blocked")
+    if event.kind == "suspended":
+        return "suspended"
+    return previous
+
+
+def _plain(event: ProgressEvent) -> str:
+    where = f"[{event.task_id}{'/' + event.step if event.step else ''}]" if event.task_id else ""
+    attempt = f" (attempt {event.attempt})" if event.attempt and event.attempt > 1 else ""
+    cost = f" ${event.cost_usd:.4f}" if event.cost_usd else ""
+    line = f"{where} {event.message}{attempt}{cost}".strip()
+    if len(event.details) > 1 and event.kind == "retry":
+        line += "".join(f"\n    - {detail.splitlines()[0][:200]}" for detail in event.details)
+    return line
+
+
+def print_summary(
+    console: Console, tasks: list[Task], cost_usd: float, elapsed_s: float, evidence: Path
+) -> None:
+    """The end-of-run table: every task's outcome, retries and commit, then totals and where to look."""
+    table = Table(title="Run summary", title_justify="left")
+    for column in ("Task", "Title", "Status", "Retries", "Commit / reason"):
+        table.add_column(column)
+    for task in tasks:
+        outcome = task.commit[:10] if task.commit else (task.blocked_reason or "")
+        style = "green" if task.status == "complete" else "red" if task.status == "blocked" else ""
+        table.add_row(
+            task.id,
+            task.title,
+            f"[{style}]{task.status}[/{style}]" if style else task.status,
+            str(task.retry_count),
+            outcome[:120],
+        )
+    console.print(table)
+    complete = sum(task.status == "complete" for task in tasks)
+    blocked = sum(task.status == "blocked" for task in tasks)
+    retries = sum(task.retry_count for task in tasks)
+    console.print(
+        f"{complete} complete, {blocked} blocked, {retries} retries, cost ${cost_usd:.2f}, "
+        f"{elapsed_s:.0f}s. Evidence: {evidence}"
+    )

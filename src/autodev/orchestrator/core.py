@@ -1,0 +1,267 @@
+"""``Orchestrator``: the public facade that wires configuration, an adapter and the state into the two FSMs.
+
+``plan(intent)`` runs the plan phase, ``execute(task_id=None)`` the execute phase, ``run(intent)`` both,
+``resume()`` continues after an inline suspend, a crash, an approval or a budget stop, and ``status()``
+returns the status object. Each of the mutating methods holds the run lock for its whole duration, so a
+second run in the same repository is refused at once.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from autodev.adapters.base import PlatformAdapter
+from autodev.adapters.detect import detect_platform
+from autodev.adapters.registry import create_adapter
+from autodev.agents.registry import build_registry
+from autodev.agents.spec import AgentSpec
+from autodev.config import PLATFORMS, AutodevConfig, load_config
+from autodev.config.schema import Platform
+from autodev.errors import EXIT_SUSPENDED, AutodevError
+from autodev.guardrails import GuardrailEnforcer, LoopDetector
+from autodev.logging import get_logger
+from autodev.orchestrator.events import ProgressEvent, ProgressListener
+from autodev.orchestrator.execute_phase import check_working_tree, run_execute_phase
+from autodev.orchestrator.git import GitRepo
+from autodev.orchestrator.inline_state import clear_suspend_state, load_suspend_state
+from autodev.orchestrator.plan_phase import run_plan_phase
+from autodev.state.knowledge import KnowledgeStore
+from autodev.state.paths import AutodevPaths, ensure_state_dir
+from autodev.state.plan_manager import PlanManager
+from autodev.state.schemas import Plan, Task
+from autodev.state.session_lock import SessionLock
+from autodev.state.status import read_status
+
+__all__ = ["Orchestrator", "ResponseMissingError", "RunOutcome"]
+
+_log = get_logger("autodev.orchestrator")
+
+
+class ResponseMissingError(AutodevError):
+    """``autodev resume`` after an inline suspend, but the agent has not written its answer yet."""
+
+    exit_code = EXIT_SUSPENDED
+
+
+@dataclass(frozen=True, slots=True)
+class RunOutcome:
+    """What ``run`` did: the plan, the tasks it processed, and whether it stopped for plan approval."""
+
+    plan: Plan
+    tasks: list[Task]
+    awaiting_approval: bool = False
+
+
+class Orchestrator:
+    """Drive one repository from an intent to reviewed, tested, committed changes.
+
+    ``adapter`` defaults to the configured platform (``auto``: the first agent CLI on PATH, else inline).
+    ``listener`` receives ``ProgressEvent``s for a live display; the orchestrator itself never prints.
+    """
+
+    def __init__(
+        self,
+        repo_root: Path,
+        *,
+        config: AutodevConfig | None = None,
+        adapter: PlatformAdapter | None = None,
+        registry: Mapping[str, AgentSpec] | None = None,
+        session_id: str | None = None,
+        listener: ProgressListener | None = None,
+        disable_impl_tournament: bool = False,
+    ) -> None:
+        self.repo_root = Path(repo_root).resolve()
+        self.paths = AutodevPaths(self.repo_root)
+        self.config = config if config is not None else load_config(self.repo_root)
+        if adapter is None:
+            choice = detect_platform(self.config.platform)
+            adapter = create_adapter(choice.name, repo_root=self.repo_root, config=self.config)
+            self.platform_reason = choice.reason
+        else:
+            self.platform_reason = f"given: {adapter.name}"
+        self.adapter = adapter
+        if adapter.name not in PLATFORMS:
+            known = ", ".join(PLATFORMS)
+            raise AutodevError(f"adapter {adapter.name!r} is not a known platform; known: {known}")
+        self.platform_name: Platform = adapter.name
+        self.registry = dict(registry) if registry is not None else build_registry()
+        self.session_id = session_id or f"sess-{secrets.token_hex(6)}"
+        self.listener = listener
+        self.disable_impl_tournament = disable_impl_tournament
+        self.git = GitRepo(self.repo_root)
+        self.loop_detector = LoopDetector(self.config.guardrails.loop_detection_threshold)
+        self._plan_manager: PlanManager | None = None
+        self._guardrails: GuardrailEnforcer | None = None
+        self._knowledge: KnowledgeStore | None = None
+
+    # --- wiring that needs the state directory ------------------------------------------------------
+
+    @property
+    def plan_manager(self) -> PlanManager:
+        if self._plan_manager is None:
+            raise AutodevError("the orchestrator is not running; call plan(), execute(), run() or resume()")
+        return self._plan_manager
+
+    @property
+    def guardrails(self) -> GuardrailEnforcer:
+        if self._guardrails is None:
+            raise AutodevError("the orchestrator is not running; call plan(), execute(), run() or resume()")
+        return self._guardrails
+
+    @property
+    def knowledge(self) -> KnowledgeStore:
+        if self._knowledge is None:
+            raise AutodevError("the orchestrator is not running; call plan(), execute(), run() or resume()")
+        return self._knowledge
+
+    @contextmanager
+    def _session(self) -> Iterator[None]:
+        """Hold the run lock and open the ledger for one public call; always leave a checkpoint."""
+        ensure_state_dir(self.paths)
+        with SessionLock(self.paths):
+            manager = PlanManager(self.repo_root, lock_timeout_s=self.config.lock_timeout_s)
+            manager.load()
+            self._plan_manager = manager
+            self._guardrails = GuardrailEnforcer(self.config.guardrails, manager)
+            self._knowledge = KnowledgeStore(self.paths)
+            try:
+                yield
+            finally:
+                manager.close()
+                self._plan_manager = None
+                self._guardrails = None
+
+    def emit(self, event: ProgressEvent) -> None:
+        if self.listener is None:
+            return
+        try:
+            self.listener(event)
+        except Exception:
+            _log.exception("orchestrator.listener_failed", kind=event.kind)
+
+    async def _require_git(self) -> None:
+        if not await self.git.is_repository():
+            raise AutodevError(
+                f"{self.repo_root} is not a git repository; AutoDev reads every change from git "
+                "(run `git init` there first)"
+            )
+
+    # --- the public API -----------------------------------------------------------------------------
+
+    async def plan(self, intent: str, *, replace: bool = False) -> Plan:
+        """Run the plan phase and save the plan (seed 001, FR-1)."""
+        await self._require_git()
+        with self._session():
+            self.plan_manager.record_session(self.session_id)
+            self.emit(ProgressEvent("phase", f"plan phase on {self.platform_name}"))
+            _log.info("orchestrator.plan.start", intent_bytes=len(intent.encode("utf-8")))
+            plan = await run_plan_phase(self, intent, replace=replace)
+            clear_suspend_state(self.paths)
+            _log.info("orchestrator.plan.done", plan_id=plan.plan_id, phases=len(plan.phases))
+            return plan
+
+    async def execute(self, task_id: str | None = None) -> list[Task]:
+        """Run the execute phase over all runnable tasks, or only ``task_id`` (seed 001, FR-2)."""
+        await self._require_git()
+        with self._session():
+            self.plan_manager.record_session(self.session_id)
+            tasks = await run_execute_phase(self, task_id)
+            clear_suspend_state(self.paths)
+            return tasks
+
+    async def run(self, intent: str, *, confirm_plan: bool = False, replace: bool = False) -> RunOutcome:
+        """Plan, then execute unless the plan must be approved first."""
+        await self._require_git()
+        with self._session():
+            await check_working_tree(self)
+            self.plan_manager.record_session(self.session_id)
+            self.emit(ProgressEvent("phase", f"plan phase on {self.platform_name}"))
+            plan = await run_plan_phase(self, intent, replace=replace)
+            if confirm_plan or self.config.require_plan_approval:
+                if not plan.metadata.get("requires_approval"):
+                    plan = self.plan_manager.plan
+                    self._mark_requires_approval()
+                clear_suspend_state(self.paths)
+                return RunOutcome(self.plan_manager.plan, [], awaiting_approval=True)
+            tasks = await run_execute_phase(self)
+            clear_suspend_state(self.paths)
+            return RunOutcome(self.plan_manager.plan, tasks)
+
+    async def resume(self) -> list[Task]:
+        """Continue after an inline suspend, a crash, an approval or a budget stop (seed 001, FR-3)."""
+        await self._require_git()
+        with self._session():
+            self.plan_manager.record_session(self.session_id)
+            state = load_suspend_state(self.paths)
+            if state is not None and not await anyio.Path(state.response_path).exists():
+                raise ResponseMissingError(
+                    f"waiting for {state.response_path} (the {state.pending_role} answer for "
+                    f"{state.pending_task_id}); the instructions are in {state.delegation_path}; write the "
+                    "answer there, then run `autodev resume`"
+                )
+            if state is not None:
+                self.emit(
+                    ProgressEvent(
+                        "note",
+                        f"resuming {state.phase} at {state.orchestrator_step} ({state.pending_role})",
+                        state.pending_task_id,
+                        state.orchestrator_step,
+                        state.attempt,
+                    )
+                )
+            if not self.plan_manager.has_plan or self.plan_manager.plan_phase is not None:
+                intent = self._saved_intent()
+                await run_plan_phase(self, intent, replace=True)
+            tasks = await run_execute_phase(self)
+            clear_suspend_state(self.paths)
+            return tasks
+
+    def approve(self) -> Plan:
+        """Record the user's approval of the current plan (``autodev approve``)."""
+        with self._session():
+            self.plan_manager.approve_plan()
+            return self.plan_manager.plan
+
+    def status(self) -> dict[str, Any]:
+        """The status object of seed 001, 11.3 (read-only; works beside a running writer)."""
+        return read_status(self.repo_root)
+
+    # --- hooks filled by the tournament work ----------------------------------------------------------
+
+    async def plan_tournament_hook(self, plan: Plan, intent: str) -> Plan:
+        """Refine the architect's plan with a plan tournament when enabled (the engine lands separately)."""
+        if self.config.tournaments.plan.enabled:
+            _log.info("plan_tournament.skipped", reason="the tournament engine is not part of this version")
+            self.emit(ProgressEvent("note", "plan tournament skipped: not available in this version", "plan"))
+        return plan
+
+    async def impl_tournament_hook(self, task: Task) -> None:
+        """Refine a tested implementation with an implementation tournament when enabled."""
+        if self.config.tournaments.impl.enabled and not self.disable_impl_tournament:
+            _log.info("impl_tournament.skipped", task_id=task.id, reason="engine not part of this version")
+            self.emit(ProgressEvent("note", "implementation tournament skipped: not available", task.id))
+
+    # --- helpers ------------------------------------------------------------------------------------
+
+    def _saved_intent(self) -> str:
+        try:
+            return self.paths.spec.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise AutodevError(
+                f'there is no plan and no saved intent ({self.paths.spec}); start with `autodev run "..."`'
+            ) from exc
+
+    def _mark_requires_approval(self) -> None:
+        manager = self.plan_manager
+        current = manager.plan
+        if current.metadata.get("requires_approval"):
+            return
+        marked = current.model_copy(update={"metadata": {**current.metadata, "requires_approval": True}})
+        manager.init_plan(marked, session_id=self.session_id, replace=True)

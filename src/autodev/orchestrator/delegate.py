@@ -1,0 +1,127 @@
+"""The one delegation function: every agent call in AutoDev goes through ``delegate`` (seed 001, 5.1).
+
+It builds the prompt from the role's spec, the structured envelope and extra context, applies the guardrails
+before and after the call (the call's timeout is what is left of the task's time budget), records cost in
+the ledger, feeds the loop detector and the knowledge store, and on an inline delegation writes the suspend
+state before letting the signal through. Deciding *whether and where* a call runs stays with the callers;
+*making* the call happens only here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from autodev.adapters.base import AgentInvocation, AgentResult, DelegationPendingSignal
+from autodev.agents.registry import get_spec
+from autodev.guardrails.errors import LoopDetectedError
+from autodev.logging import get_logger
+from autodev.orchestrator.delegation_envelope import DelegationEnvelope
+from autodev.orchestrator.inline_state import InlineSuspendState, write_suspend_state
+
+if TYPE_CHECKING:
+    from autodev.orchestrator.core import Orchestrator
+
+__all__ = ["DelegationRequest", "delegate"]
+
+_log = get_logger("autodev.delegate")
+# Roles whose replies may carry LESSON: lines worth keeping for later prompts.
+_LEARNING_ROLES = frozenset({"developer", "reviewer", "test_engineer", "critic_sounding_board"})
+
+
+@dataclass(frozen=True, slots=True)
+class DelegationRequest:
+    """Where in the FSM a call is made: enough to resume exactly there after an inline suspend."""
+
+    role: str
+    envelope: DelegationEnvelope
+    phase: Literal["plan", "execute"]
+    step: str
+    task_id: str = "plan"
+    attempt: int = 1
+    retry_count: int = 0
+    last_issues: tuple[str, ...] = ()
+    cwd: Path | None = None
+    extra_context: str = ""
+    knowledge_query: str = ""
+    knowledge_files: tuple[str, ...] = ()
+
+
+def _build_prompt(system_prompt: str, request: DelegationRequest, knowledge_block: str) -> str:
+    parts = [system_prompt.rstrip(), "---", request.envelope.render_as_task_message()]
+    if request.extra_context.strip():
+        parts += ["", request.extra_context.rstrip()]
+    if knowledge_block:
+        parts += ["", knowledge_block.rstrip()]
+    return "\n".join(parts) + "\n"
+
+
+async def delegate(orch: Orchestrator, request: DelegationRequest) -> AgentResult:
+    """Run one agent call for ``request`` under every guardrail; see the module docstring."""
+    spec = get_spec(orch.registry, request.role)
+    settings = spec.effective(orch.config, orch.platform_name)
+    knowledge_block = ""
+    if request.knowledge_query:
+        knowledge_block = orch.knowledge.inject_block(request.knowledge_query, request.knowledge_files)
+    # Plan-phase roles each get their own per-task limits: one shared "plan" budget would let the explorer
+    # use up what the architect needs.
+    budget_key = f"plan:{request.role}" if request.phase == "plan" else request.task_id
+    timeout_s = orch.guardrails.pre_invocation(
+        budget_key, request.role, orch.config.guardrails.max_duration_s_per_task
+    )
+    invocation = AgentInvocation(
+        role=request.role,
+        prompt=_build_prompt(spec.prompt, request, knowledge_block),
+        cwd=request.cwd or orch.repo_root,
+        model=settings.model,
+        tools=spec.tools,
+        max_turns=settings.max_turns,
+        timeout_s=timeout_s,
+        task_id=request.task_id,
+        attempt=request.attempt,
+        metadata={"step": request.step, "phase": request.phase, "session_id": orch.session_id},
+    )
+    try:
+        result = await orch.adapter.execute(invocation)
+    except DelegationPendingSignal as signal:
+        write_suspend_state(
+            orch.paths,
+            InlineSuspendState(
+                session_id=orch.session_id,
+                phase=request.phase,
+                pending_task_id=request.task_id,
+                pending_role=request.role,
+                delegation_path=str(signal.delegation_path),
+                response_path=str(signal.response_path),
+                orchestrator_step=request.step,
+                attempt=request.attempt,
+                retry_count=request.retry_count,
+                last_issues=list(request.last_issues),
+                created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            ),
+        )
+        _log.info("delegate.suspended", task_id=request.task_id, role=request.role, step=request.step)
+        raise
+    orch.guardrails.post_invocation(budget_key, request.role, result)
+    _log.info(
+        "delegate.done",
+        task_id=request.task_id,
+        role=request.role,
+        success=result.success,
+        tool_calls=result.tool_calls,
+        cost_usd=result.cost_usd,
+        error=result.error.kind if result.error else None,
+    )
+    if result.success:
+        if orch.loop_detector.observe(request.task_id, request.role, result.text):
+            raise LoopDetectedError(
+                f"task {request.task_id}: {request.role} returned the same output "
+                f"{orch.config.guardrails.loop_detection_threshold} times in a row",
+                task_id=request.task_id,
+                role=request.role,
+            )
+        if request.role in _LEARNING_ROLES:
+            orch.knowledge.add_from_text(result.text, role=request.role, task_id=request.task_id)
+    return result

@@ -1,0 +1,38 @@
+"""Progress events: what the orchestrator tells a listener (the CLI's live display) as it works.
+
+The orchestrator never prints; it emits ``ProgressEvent``s to an optional listener and logs structured
+events. A listener must be quick and must not raise (an exception from it is logged and ignored).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+__all__ = ["EventKind", "ProgressEvent", "ProgressListener"]
+
+EventKind = Literal[
+    "phase",  # plan phase / execute phase started or finished
+    "step_started",  # an agent call, a gate run or a commit began for a task
+    "step_finished",  # ... and ended (``ok`` says how)
+    "task_finished",  # a task reached complete or blocked
+    "retry",  # a task goes back to the developer with concrete failures
+    "suspended",  # the run stops, resumable (inline delegation, approval, budget)
+    "note",  # anything else worth a line (a skipped tournament, a resumed step)
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ProgressEvent:
+    kind: EventKind
+    message: str
+    task_id: str | None = None
+    step: str | None = None
+    attempt: int | None = None
+    ok: bool | None = None
+    cost_usd: float | None = None
+    details: tuple[str, ...] = field(default_factory=tuple)
+
+
+ProgressListener = Callable[[ProgressEvent], None]

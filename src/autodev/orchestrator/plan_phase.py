@@ -1,0 +1,230 @@
+"""The plan phase (seed 001, 5.1 "Plan Phase Flow"): spec → explorer → domain expert → architect → parse →
+(plan tournament) → save.
+
+Each finished agent step is recorded in the ledger with its evidence, so a resumed plan phase (after an inline
+suspend or a crash) reuses what was already produced instead of asking an agent again. The architect gets
+one retry with the parse error and its line in context; a second unparsable plan is the user's error to see.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from autodev.adapters.base import AgentResult
+from autodev.agents.parsing import parse_confidence, parse_files, parse_topic
+from autodev.errors import AutodevError, PlanExistsError, PlanParseError
+from autodev.logging import get_logger
+from autodev.orchestrator.delegate import DelegationRequest, delegate
+from autodev.orchestrator.delegation_envelope import DelegationEnvelope
+from autodev.orchestrator.events import ProgressEvent
+from autodev.orchestrator.plan_parser import parse_plan_markdown
+from autodev.state.atomic import atomic_write_text
+from autodev.state.evidence import read_evidence
+from autodev.state.hashing import sha256_hex
+from autodev.state.paths import normalize_repo_path
+from autodev.state.schemas import ExploreEvidence, Plan, SMEEvidence
+
+if TYPE_CHECKING:
+    from autodev.orchestrator.core import Orchestrator
+
+__all__ = ["PlanPhaseError", "run_plan_phase", "spec_hash_of"]
+
+_log = get_logger("autodev.plan_phase")
+MAX_INTENT_BYTES = 256 * 1024
+
+
+class PlanPhaseError(AutodevError):
+    """An agent step of the plan phase failed; the message names the role and the reason."""
+
+    exit_code = 1
+
+
+def spec_hash_of(intent: str) -> str:
+    return sha256_hex(intent)[:16]
+
+
+def check_intent(intent: str) -> str:
+    """The intent as the spec will hold it, or a clear error for one that cannot be worked on."""
+    cleaned = "".join(ch for ch in intent if ch in "\n\t" or ord(ch) >= 32).strip()
+    if not cleaned:
+        raise AutodevError(
+            'the intent is empty; say what you want changed, e.g. autodev run "add a --json flag"'
+        )
+    if len(cleaned.encode("utf-8")) > MAX_INTENT_BYTES:
+        raise AutodevError(
+            f"the intent is {len(cleaned.encode('utf-8')) // 1024} KiB; keep it under "
+            f"{MAX_INTENT_BYTES // 1024} KiB (put long material in a file in the repository and refer to it)"
+        )
+    return cleaned
+
+
+async def _explore(orch: Orchestrator, intent: str) -> str:
+    progress = orch.plan_manager.plan_phase
+    done = progress.steps.get("explorer") if progress else None
+    if done is not None:
+        evidence = read_evidence(orch.repo_root / done.path)
+        assert isinstance(evidence, ExploreEvidence)
+        orch.emit(ProgressEvent("note", "explorer: reusing the findings recorded earlier", "plan", "explore"))
+        return evidence.findings
+    envelope = DelegationEnvelope(
+        task_id="plan",
+        target_agent="explorer",
+        action="explore",
+        acceptance="Findings about the repository that the architect needs to plan this intent",
+        context={"intent": intent},
+    )
+    result = await _call(orch, "explorer", "explore", envelope)
+    path = orch.plan_manager.record_evidence(
+        ExploreEvidence(
+            task_id="plan",
+            role="explorer",
+            findings=result.text,
+            files_referenced=_inside_repo(orch, parse_files(result.text)),
+            cost_usd=result.cost_usd,
+            session_id=result.session_id,
+        )
+    )
+    orch.plan_manager.record_plan_step("explorer", path)
+    return result.text
+
+
+async def _consult(orch: Orchestrator, intent: str, findings: str) -> str:
+    progress = orch.plan_manager.plan_phase
+    done = progress.steps.get("domain_expert") if progress else None
+    if done is not None:
+        evidence = read_evidence(orch.repo_root / done.path)
+        assert isinstance(evidence, SMEEvidence)
+        orch.emit(
+            ProgressEvent("note", "domain expert: reusing the advice recorded earlier", "plan", "consult")
+        )
+        return evidence.findings
+    envelope = DelegationEnvelope(
+        task_id="plan",
+        target_agent="domain_expert",
+        action="consult",
+        acceptance="Domain knowledge, risks and conventions that matter for this intent",
+        context={"intent": intent, "explorer_findings": findings},
+    )
+    result = await _call(orch, "domain_expert", "consult", envelope)
+    path = orch.plan_manager.record_evidence(
+        SMEEvidence(
+            task_id="plan",
+            role="domain_expert",
+            topic=parse_topic(result.text) or "",
+            findings=result.text,
+            confidence=parse_confidence(result.text) or "MEDIUM",
+            cost_usd=result.cost_usd,
+            session_id=result.session_id,
+        )
+    )
+    orch.plan_manager.record_plan_step("domain_expert", path)
+    return result.text
+
+
+async def _architect(orch: Orchestrator, intent: str, findings: str, advice: str, spec_hash: str) -> Plan:
+    context: dict[str, object] = {
+        "intent": intent,
+        "explorer_findings": findings,
+        "domain_expert_advice": advice,
+    }
+    envelope = DelegationEnvelope(
+        task_id="plan",
+        target_agent="architect",
+        action="document",
+        acceptance="A plan in the canonical plan markdown, nothing before '# Plan:'",
+        context=context,
+    )
+    result = await _call(orch, "architect", "architect", envelope)
+    try:
+        return parse_plan_markdown(result.text, spec_hash, source="architect output")
+    except PlanParseError as first:
+        _log.warning("plan_phase.parse_failed_retrying", err=first.message)
+        orch.emit(
+            ProgressEvent("retry", f"architect plan did not parse: {first.message}", "plan", "architect")
+        )
+        retry_envelope = envelope.model_copy(
+            update={
+                "context": {
+                    **context,
+                    "previous_attempt": result.text,
+                    "parse_error": first.message,
+                    "parse_error_line": first.line,
+                }
+            }
+        )
+        retried = await _call(orch, "architect", "architect-retry", retry_envelope, attempt=2)
+        return parse_plan_markdown(retried.text, spec_hash, source="architect output (retry)")
+
+
+async def _call(
+    orch: Orchestrator, role: str, step: str, envelope: DelegationEnvelope, *, attempt: int = 1
+) -> AgentResult:
+    """One plan-phase agent call; a failed call ends the plan phase with the agent's reason."""
+    orch.emit(ProgressEvent("step_started", f"{role} working", "plan", step, attempt))
+    result = await delegate(
+        orch,
+        DelegationRequest(role=role, envelope=envelope, phase="plan", step=step, attempt=attempt),
+    )
+    orch.emit(
+        ProgressEvent("step_finished", f"{role} done", "plan", step, attempt, result.success, result.cost_usd)
+    )
+    if not result.success:
+        reason = result.error.message if result.error else "no reason given"
+        kind = result.error.kind if result.error else "failed"
+        raise PlanPhaseError(f"plan phase: {role} failed ({kind}: {reason}); fix the cause and run it again")
+    return result
+
+
+def _inside_repo(orch: Orchestrator, paths: list[str]) -> list[str]:
+    kept = []
+    for path in paths:
+        try:
+            kept.append(normalize_repo_path(path, orch.repo_root))
+        except AutodevError:
+            continue
+    return kept
+
+
+def _check_plan_paths(orch: Orchestrator, plan: Plan) -> None:
+    for task in plan.iter_tasks():
+        for path in task.files:
+            normalize_repo_path(path, orch.repo_root, context=f"architect plan: task {task.id}")
+
+
+def _refuse_to_replace_started_work(orch: Orchestrator) -> None:
+    if not orch.plan_manager.has_plan:
+        return
+    current = orch.plan_manager.plan
+    started = [task.id for task in current.iter_tasks() if task.status != "pending"]
+    if started:
+        raise PlanExistsError(
+            f"plan {current.plan_id} ({current.title!r}) already has work recorded on {len(started)} "
+            "task(s); finish it with `autodev resume`, or pass --replace to plan anew"
+        )
+
+
+async def run_plan_phase(orch: Orchestrator, intent: str, *, replace: bool = False) -> Plan:
+    """Drive the plan phase to a saved plan (seed 001, 5.1).
+
+    Without ``replace`` a current plan with recorded work is never replaced; that is checked before any
+    agent is paid to plan.
+    """
+    intent = check_intent(intent)
+    if not replace:
+        _refuse_to_replace_started_work(orch)
+    spec_hash = spec_hash_of(intent)
+    atomic_write_text(orch.paths.spec, intent + "\n")
+    _log.info("plan_phase.spec_written", bytes=len(intent.encode("utf-8")))
+    orch.plan_manager.start_plan_phase(spec_hash)
+    findings = await _explore(orch, intent)
+    advice = await _consult(orch, intent, findings)
+    plan = await _architect(orch, intent, findings, advice, spec_hash)
+    _check_plan_paths(orch, plan)
+    plan = await orch.plan_tournament_hook(plan, intent)
+    if orch.config.require_plan_approval:
+        plan = plan.model_copy(update={"metadata": {**plan.metadata, "requires_approval": True}})
+    saved = orch.plan_manager.init_plan(plan, session_id=orch.session_id, replace=True)
+    orch.plan_manager.checkpoint()
+    tasks = sum(len(phase.tasks) for phase in saved.phases)
+    _log.info("plan_phase.approved", plan_id=saved.plan_id, phases=len(saved.phases), tasks=tasks)
+    return saved

@@ -1,0 +1,249 @@
+"""The orchestrator end to end on real git repositories, with scripted agents and the real QA tools."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+import pytest
+from support.orchestration import costing, demo_project, git_log, orchestrator, run, script_with
+
+from autodev.guardrails import BudgetExceededError
+from autodev.state.plan_manager import PlanManager
+
+# Gates that cost time without adding to what a test checks are switched off where they do not matter.
+CLEAN_SLUG = '"""Slugs."""\n\n\ndef slugify(text: str) -> str:\n    """Slug."""\n    return text\n'
+FAST_GATES = {"qa_gates.secretscan.enabled": False, "qa_gates.build.enabled": False}
+
+
+def _evidence(root: Path, name: str) -> dict[str, object]:
+    return json.loads((root / ".autodev" / "evidence" / name).read_text())
+
+
+def test_happy_path_completes_commits_and_leaves_evidence(tmp_path: Path) -> None:
+    setup = demo_project(tmp_path)
+    orch, adapter = orchestrator(setup.repo_root, setup.script)
+    outcome = run(orch, setup.intent)
+    assert [t.status for t in outcome.tasks] == ["complete", "complete"]
+    assert git_log(setup.repo_root)[:2] == [
+        "autodev: 1.2 Export slugify from the package",
+        "autodev: 1.1 Implement slugify",
+    ]
+    root = setup.repo_root
+    assert (root / "textutils" / "slug.py").exists() and (root / "tests" / "test_exports.py").exists()
+    gates = _evidence(root, "1.1-gates-2.json")
+    assert gates["passed"] is True
+    assert {check["gate"] for check in gates["checks"]} == {"syntax", "lint", "build", "test", "secretscan"}  # type: ignore[union-attr, index]
+    test = _evidence(root, "1.2-test-1.json")
+    assert (test["run_passed"], test["agrees"]) == (5, True)
+    manager = PlanManager.open(root, readonly=True)
+    assert manager.get_task("1.1").commit == outcome.tasks[0].commit
+    assert [call.role for call in adapter.calls[:3]] == ["explorer", "domain_expert", "architect"]
+
+
+def test_reviewer_rejection_goes_back_to_the_developer_with_the_issue(tmp_path: Path) -> None:
+    setup = demo_project(tmp_path)
+    orch, adapter = orchestrator(setup.repo_root, setup.script)
+    outcome = run(orch, setup.intent)
+    first = outcome.tasks[0]
+    assert first.retry_count == 1
+    developer_calls = [c for c in adapter.calls if c.role == "developer" and c.task_id == "1.1"]
+    assert [c.attempt for c in developer_calls] == [1, 2]
+    assert "THE PREVIOUS ATTEMPT FAILED" not in developer_calls[0].prompt
+    assert "has no module docstring" in developer_calls[1].prompt
+    review = _evidence(setup.repo_root, "1.1-review-1.json")
+    assert review["verdict"] == "NEEDS_CHANGES"
+
+
+def test_gate_failing_until_exhaustion_escalates_and_blocks_dependents(tmp_path: Path) -> None:
+    setup = demo_project(tmp_path)
+    broken = "import os\n\n\ndef slugify(text):\n    return text\n"  # F401: unused import, every attempt
+    script = script_with(
+        setup,
+        {
+            "role": "developer",
+            "task_id": "1.1",
+            "attempt": 1,
+            "text": "done",
+            "edits": [{"path": "textutils/slug.py", "content": broken}],
+        },
+        {
+            "role": "developer",
+            "task_id": "1.1",
+            "attempt": 2,
+            "text": "done again",
+            "edits": [{"path": "textutils/slug.py", "content": broken + "\n"}],
+        },
+        {
+            "role": "developer",
+            "task_id": "1.1",
+            "text": "and again",
+            "edits": [{"path": "textutils/slug.py", "content": broken + "\n\n"}],
+        },
+    )
+    orch, adapter = orchestrator(setup.repo_root, script, **FAST_GATES)
+    outcome = run(orch, setup.intent)
+    manager = PlanManager.open(setup.repo_root, readonly=True)
+    task = manager.get_task("1.1")
+    assert task.status == "blocked" and task.escalated and task.retry_count == 3
+    assert "retries exhausted after 3 attempt(s): lint gate fail" in (task.blocked_reason or "")
+    assert "critic: re-plan the task with smaller steps" in (task.blocked_reason or "")
+    dependent = manager.get_task("1.2")
+    assert dependent.status == "blocked"
+    assert dependent.blocked_reason is not None and "dependency 1.1 is blocked" in dependent.blocked_reason
+    assert [c.role for c in adapter.calls].count("critic_sounding_board") == 1
+    critic = _evidence(setup.repo_root, "1.1-critic-4.json")
+    assert critic["verdict"] == "NEEDS_REVISION"
+    assert "F401" in " ".join(task.last_issues)
+    assert [t.id for t in outcome.tasks] == ["1.1"]
+    assert git_log(setup.repo_root) == ["textutils: initial version"]
+
+
+@pytest.mark.parametrize(
+    ("replacement", "expected"),
+    [
+        (
+            {"role": "reviewer", "task_id": "1.1", "text": "Looks fine to me."},
+            "has no 'VERDICT: APPROVED|NEEDS_CHANGES|REJECTED' line",
+        ),
+        (
+            {"role": "test_engineer", "task_id": "1.1", "text": "All good, tests pass."},
+            "has no 'RESULTS: passed=N failed=M total=T' line",
+        ),
+        (
+            {"role": "developer", "task_id": "1.1", "attempt": 1, "text": "Implemented it."},
+            "git shows no change against",
+        ),
+        (
+            {
+                "role": "test_engineer",
+                "task_id": "1.1",
+                "text": "RESULTS: passed=10 failed=0 total=10",
+                "edits": [
+                    {"path": "tests/test_slug.py", "content": "def test_one() -> None:\n    assert True\n"}
+                ],
+            },
+            "claimed passed=10 failed=0, but AutoDev's own run shows passed=2 failed=0",
+        ),
+    ],
+    ids=["missing-verdict", "missing-results", "empty-diff", "claim-contradicted"],
+)
+def test_unproven_success_is_a_failure(tmp_path: Path, replacement: dict[str, object], expected: str) -> None:
+    setup = demo_project(tmp_path)
+    approving = {"role": "reviewer", "task_id": "1.1", "text": "VERDICT: APPROVED"}
+    fixed = {
+        "role": "developer",
+        "task_id": "1.1",
+        "attempt": 1,
+        "text": "done",
+        "edits": [
+            {
+                "path": "textutils/slug.py",
+                "content": CLEAN_SLUG,
+            }
+        ],
+    }
+    extra = [
+        r
+        for r in (approving, fixed)
+        if (r["role"], r.get("attempt")) != (replacement["role"], replacement.get("attempt"))
+    ]
+    script = script_with(setup, replacement, *extra)
+    orch, _ = orchestrator(setup.repo_root, script, qa_retry_limit=1, **FAST_GATES)
+    run(orch, setup.intent)
+    task = PlanManager.open(setup.repo_root, readonly=True).get_task("1.1")
+    assert task.status == "blocked"
+    assert any(expected in issue for issue in task.last_issues), task.last_issues
+
+
+def test_a_gate_whose_tool_is_missing_is_an_error_unless_skipped_explicitly(tmp_path: Path) -> None:
+    setup = demo_project(tmp_path)
+    missing = {"qa_gates.lint.command": ["no-such-linter-xyz", "{files}"], **FAST_GATES}
+    orch, _ = orchestrator(setup.repo_root, setup.script, qa_retry_limit=1, **missing)
+    run(orch, setup.intent)
+    task = PlanManager.open(setup.repo_root, readonly=True).get_task("1.1")
+    assert task.status == "blocked"
+    assert any(issue.startswith("lint gate error") for issue in task.last_issues), task.last_issues
+
+    other = demo_project(tmp_path / "second")
+    skip = {**missing, "qa_gates.on_missing_tool": "skip"}
+    orch, _ = orchestrator(other.repo_root, other.script, **skip)
+    outcome = run(orch, other.intent)
+    assert [t.status for t in outcome.tasks] == ["complete", "complete"]
+    lint = next(c for c in _evidence(other.repo_root, "1.2-gates-1.json")["checks"] if c["gate"] == "lint")  # type: ignore[union-attr]
+    assert lint["status"] == "skipped" and lint["skipped_by"] == "config:on_missing_tool=skip"
+
+
+def test_tool_call_guardrail_blocks_the_task(tmp_path: Path) -> None:
+    setup = demo_project(tmp_path)
+    script = script_with(
+        setup,
+        {
+            "role": "developer",
+            "task_id": "1.1",
+            "attempt": 1,
+            "text": "busy",
+            "tool_calls": 50,
+            "edits": [{"path": "textutils/slug.py", "content": "X = 1\n"}],
+        },
+    )
+    orch, _ = orchestrator(setup.repo_root, script, **{"guardrails.max_tool_calls_per_task": 10})
+    run(orch, setup.intent)
+    manager = PlanManager.open(setup.repo_root, readonly=True)
+    task = manager.get_task("1.1")
+    assert task.status == "blocked"
+    assert task.blocked_reason is not None and "guardrail" in task.blocked_reason
+    assert "max_tool_calls_per_task" in task.blocked_reason
+    assert manager.get_task("1.2").status == "blocked"
+
+
+def test_cost_budget_suspends_and_resume_continues(tmp_path: Path) -> None:
+    setup = demo_project(tmp_path)
+    script = costing(setup.script, 0.1)
+    orch, _ = orchestrator(
+        setup.repo_root, script, **{"guardrails.cost_budget_usd_per_plan": 0.5}, **FAST_GATES
+    )
+    with pytest.raises(BudgetExceededError, match=r"budget reached: \$0\.50 of \$0\.50") as info:
+        run(orch, setup.intent)
+    assert info.value.exit_code == 3
+    manager = PlanManager.open(setup.repo_root, readonly=True)
+    assert manager.cost_usd_total == pytest.approx(0.5)
+    assert manager.get_task("1.1").status != "blocked"
+
+    orch, _ = orchestrator(
+        setup.repo_root, script, **{"guardrails.cost_budget_usd_per_plan": 100.0}, **FAST_GATES
+    )
+    tasks = anyio.run(orch.resume)
+    assert [t.status for t in tasks] == ["complete", "complete"]
+    resumed = PlanManager.open(setup.repo_root, readonly=True)
+    assert resumed.cost_usd_total > 0.5  # the total survived the stop and kept counting
+    assert git_log(setup.repo_root)[0] == "autodev: 1.2 Export slugify from the package"
+
+
+def test_loop_detection_blocks_with_loop_detected(tmp_path: Path) -> None:
+    setup = demo_project(tmp_path)
+    same = {
+        "role": "reviewer",
+        "task_id": "1.1",
+        "text": "VERDICT: NEEDS_CHANGES\nISSUES:\n- still not right",
+    }
+    script = script_with(setup, same)
+    orch, _ = orchestrator(
+        setup.repo_root, script, qa_retry_limit=5, **{"guardrails.loop_detection_threshold": 2}, **FAST_GATES
+    )
+    run(orch, setup.intent)
+    task = PlanManager.open(setup.repo_root, readonly=True).get_task("1.1")
+    assert task.status == "blocked"
+    assert task.blocked_reason is not None and task.blocked_reason.startswith("loop_detected")
+
+
+def test_uncommitted_user_changes_are_refused_before_any_task(tmp_path: Path) -> None:
+    from autodev.orchestrator.execute_phase import WorkingTreeDirtyError
+
+    setup = demo_project(tmp_path)
+    (setup.repo_root / "README.md").write_text("# edited by the user\n")
+    orch, adapter = orchestrator(setup.repo_root, setup.script)
+    with pytest.raises(WorkingTreeDirtyError, match="commit or stash"):
+        run(orch, setup.intent)
+    assert adapter.calls == []  # refused before any agent was paid
