@@ -29,7 +29,7 @@ test: lint $(STAMP)
 	$(BIN)/pytest
 
 bench: $(STAMP)
-	$(BIN)/python bench/ledger_scaling.py
+	$(BIN)/python bench/run_all.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis
