@@ -183,13 +183,10 @@ class Orchestrator:
             await check_working_tree(self)
             self.plan_manager.record_session(self.session_id)
             self.emit(ProgressEvent("phase", f"plan phase on {self.platform_name}"))
-            plan = await run_plan_phase(self, intent, replace=replace)
-            if confirm_plan or self.config.require_plan_approval:
-                if not plan.metadata.get("requires_approval"):
-                    plan = self.plan_manager.plan
-                    self._mark_requires_approval()
+            plan = await run_plan_phase(self, intent, replace=replace, require_approval=confirm_plan)
+            if plan.metadata.get("requires_approval"):
                 clear_suspend_state(self.paths)
-                return RunOutcome(self.plan_manager.plan, [], awaiting_approval=True)
+                return RunOutcome(plan, [], awaiting_approval=True)
             tasks = await run_execute_phase(self)
             clear_suspend_state(self.paths)
             return RunOutcome(self.plan_manager.plan, tasks)
@@ -257,11 +254,3 @@ class Orchestrator:
             raise AutodevError(
                 f'there is no plan and no saved intent ({self.paths.spec}); start with `autodev run "..."`'
             ) from exc
-
-    def _mark_requires_approval(self) -> None:
-        manager = self.plan_manager
-        current = manager.plan
-        if current.metadata.get("requires_approval"):
-            return
-        marked = current.model_copy(update={"metadata": {**current.metadata, "requires_approval": True}})
-        manager.init_plan(marked, session_id=self.session_id, replace=True)

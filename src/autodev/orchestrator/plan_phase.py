@@ -203,11 +203,14 @@ def _refuse_to_replace_started_work(orch: Orchestrator) -> None:
         )
 
 
-async def run_plan_phase(orch: Orchestrator, intent: str, *, replace: bool = False) -> Plan:
+async def run_plan_phase(
+    orch: Orchestrator, intent: str, *, replace: bool = False, require_approval: bool = False
+) -> Plan:
     """Drive the plan phase to a saved plan (seed 001, 5.1).
 
     Without ``replace`` a current plan with recorded work is never replaced; that is checked before any
-    agent is paid to plan.
+    agent is paid to plan. With ``require_approval`` (or config ``require_plan_approval``) the saved plan
+    cannot be executed before ``autodev approve``.
     """
     intent = check_intent(intent)
     if not replace:
@@ -215,13 +218,15 @@ async def run_plan_phase(orch: Orchestrator, intent: str, *, replace: bool = Fal
     spec_hash = spec_hash_of(intent)
     atomic_write_text(orch.paths.spec, intent + "\n")
     _log.info("plan_phase.spec_written", bytes=len(intent.encode("utf-8")))
-    orch.plan_manager.start_plan_phase(spec_hash)
+    orch.plan_manager.start_plan_phase(spec_hash, require_approval=require_approval)
+    progress = orch.plan_manager.plan_phase
+    require_approval = require_approval or bool(progress and progress.require_approval)
     findings = await _explore(orch, intent)
     advice = await _consult(orch, intent, findings)
     plan = await _architect(orch, intent, findings, advice, spec_hash)
     _check_plan_paths(orch, plan)
     plan = await orch.plan_tournament_hook(plan, intent)
-    if orch.config.require_plan_approval:
+    if require_approval or orch.config.require_plan_approval:
         plan = plan.model_copy(update={"metadata": {**plan.metadata, "requires_approval": True}})
     saved = orch.plan_manager.init_plan(plan, session_id=orch.session_id, replace=True)
     orch.plan_manager.checkpoint()

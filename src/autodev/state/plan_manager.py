@@ -86,6 +86,7 @@ class PlanPhaseProgress(BaseModel):
 
     spec_hash: str
     steps: dict[str, EvidenceRef] = Field(default_factory=dict)
+    require_approval: bool = False
 
 
 class PlanState(BaseModel):
@@ -500,12 +501,19 @@ class PlanManager:
         """The plan phase under way, if any (cleared when its plan is saved)."""
         return self._state.plan_phase.model_copy(deep=True) if self._state.plan_phase else None
 
-    def start_plan_phase(self, spec_hash: str) -> None:
-        """Begin a plan phase for ``spec_hash``: a new budget period; no-op if it is already under way."""
+    def start_plan_phase(self, spec_hash: str, *, require_approval: bool = False) -> None:
+        """Begin a plan phase for ``spec_hash``: a new budget period; no-op if it is already under way.
+
+        ``require_approval`` is remembered with the phase, so a plan phase resumed later still produces a
+        plan that waits for ``autodev approve``.
+        """
         with self._locked():
             current = self._state.plan_phase
             if current is None or current.spec_hash != spec_hash:
-                self._append("plan_phase_started", {"spec_hash": spec_hash})
+                payload: dict[str, Any] = {"spec_hash": spec_hash}
+                if require_approval:
+                    payload["require_approval"] = True
+                self._append("plan_phase_started", payload)
 
     def record_plan_step(self, role: str, evidence_path: Path) -> None:
         """Mark a plan-phase agent step done; its evidence file (already recorded) holds the output."""
@@ -754,7 +762,10 @@ class PlanManager:
         self._state.cost_usd_by_task[task_id] = self._state.cost_usd_by_task.get(task_id, 0.0) + cost
 
     def _apply_plan_phase_started(self, entry: LedgerEntry) -> None:
-        self._state.plan_phase = PlanPhaseProgress(spec_hash=str(entry.payload["spec_hash"]))
+        self._state.plan_phase = PlanPhaseProgress(
+            spec_hash=str(entry.payload["spec_hash"]),
+            require_approval=bool(entry.payload.get("require_approval", False)),
+        )
         self._state.cost_usd_total = 0.0
         self._state.cost_usd_by_task = {}
         self._state.evidence.pop("plan", None)
