@@ -483,6 +483,11 @@ class _Handler(BaseHTTPRequestHandler):
     # --- Gemini ---------------------------------------------------------------------------------
 
     def _gemini(self, scenario: Scenario, text: str, wants_tool: bool) -> None:
+        if int(self.headers.get("Content-Length") or 0) > 64 * 1024:
+            # Gemini CLI echoes the prompt on stdout and drops whatever it has not flushed when it exits;
+            # an instant answer to a big prompt can beat the reader draining that echo. A real API takes
+            # longer than this to read such a prompt.
+            self.server.state.stop.wait(1.0)
         usage = {
             "promptTokenCount": scenario.input_tokens,
             "candidatesTokenCount": scenario.output_tokens,

@@ -1,0 +1,475 @@
+"""Gemini CLI (``gemini``, headless) as a platform adapter, verified against Gemini CLI 0.61.0.
+
+Invocation: ``gemini --output-format stream-json --approval-mode MODE --policy FILE [--policy USERDIR]
+[-m MODEL]`` with the prompt on stdin and no ``-p``. Gemini runs headless whenever stdin or stdout is not a
+terminal and then takes piped stdin as the prompt, unchanged; ``-p TEXT`` would be appended to it after a
+blank line (so ``-p -`` sends ``<stdin>\\n\\n-``). Gemini reads at most 8 MiB from stdin and silently cuts
+the rest, so a longer prompt is refused before the CLI starts.
+
+Tools: the policy engine decides. A ``deny`` rule without an argument pattern removes the tool from what
+the model is offered (checked in the recorded requests). Each call passes a policy file, written once per
+capability set under ``.autodev/gemini/``, that denies by name every Gemini 0.61 tool the capabilities do
+not map to, plus every MCP tool (``mcp_*``) and discovered tool, at the top priority of the user tier. The
+deny list is explicit rather than ``*`` because a ``*`` deny would also outrank ``yolo``'s allow-all rule for
+the granted tools. ``--policy`` replaces the user's ``~/.gemini/policies`` directory, so that directory is
+passed again when it exists: the user's own rules still apply, and can only narrow further. Roles that may
+write run with ``--approval-mode yolo``; the others with ``default``, where headless runs deny anything that
+would ask for approval (writes, shell) on top of the policy. ``max_turns`` has no per-call equivalent (only
+the ``model.maxSessionTurns`` setting); the call's deadline still bounds the run.
+
+Output (``stream-json``): ``init`` (``session_id``, ``model``); ``message`` (the user's prompt echoed, then
+assistant text as ``delta`` chunks); ``tool_use`` (``tool_name``, ``tool_id``, ``parameters``);
+``tool_result`` (``tool_id``, ``status``, ``output``/``error``); ``error`` (warnings); and a final ``result``
+with ``status`` (``success``/``error``), ``error{type, message}`` and ``stats{total_tokens, input_tokens,
+output_tokens, cached, input, tool_calls, models{<name>: same counts}}``. No cost: ``price_table`` prices the
+tokens per model. ``input_tokens`` includes the cached part; thinking tokens appear only in
+``total_tokens``, so ``tokens_out`` = ``total_tokens - input_tokens`` when that exceeds ``output_tokens``.
+
+Exit codes: 0 ok, 1 error, 41 auth, 42 input, 44 sandbox, 52 config, 53 turn limit, 54 fatal tool error,
+55 untrusted folder, 130 cancelled. An API error exits with the HTTP status itself, truncated to 8 bits by
+the OS (400 arrives as 144); its ``result`` event carries the message.
+
+Final text: the assistant text after the last tool call (earlier text is narration between tool calls), or
+the last text there was when the final turn produced none.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from autodev.adapters._cli import (
+    JsonLines,
+    check_health,
+    child_env,
+    cost_from_tokens,
+    outcome_failure,
+    prepare_workspace,
+    run_cli,
+    start_failure,
+    transcript_path,
+)
+from autodev.adapters.base import AgentInvocation, AgentResult, PlatformAdapter, ToolName
+from autodev.adapters.process import ProcessOutcome, ProcessStartError
+from autodev.config.schema import AutodevConfig
+from autodev.errors import AutodevError
+from autodev.logging import get_logger
+from autodev.state.atomic import atomic_write_text
+from autodev.state.paths import AutodevPaths, ensure_state_dir
+
+__all__ = [
+    "EXIT_CODES",
+    "GEMINI_TOOLS",
+    "INSTALL_HINT",
+    "KNOWN_TOOLS",
+    "MAX_STDIN_BYTES",
+    "GeminiAdapter",
+    "GeminiStreamParser",
+    "build_argv",
+    "denied_tools",
+    "policy_toml",
+    "user_policies_dir",
+    "write_policy",
+]
+
+INSTALL_HINT = "install it with `npm install -g @google/gemini-cli`"
+MAX_STDIN_BYTES = 8 * 1024 * 1024
+
+GEMINI_TOOLS: Mapping[ToolName, tuple[str, ...]] = {
+    "read": ("read_file", "read_many_files", "list_directory"),
+    "search": ("grep_search", "glob", "list_directory"),
+    "write": ("write_file",),
+    "edit": ("replace",),
+    "bash": ("run_shell_command", "list_background_processes", "read_background_output"),
+    "web": ("web_fetch", "google_web_search"),
+}
+"""AutoDev capability -> the Gemini CLI tools that provide it."""
+
+KNOWN_TOOLS: tuple[str, ...] = (
+    "activate_skill",
+    "ask_user",
+    "complete_task",
+    "enter_plan_mode",
+    "exit_plan_mode",
+    "get_internal_docs",
+    "glob",
+    "google_web_search",
+    "grep_search",
+    "invoke_agent",
+    "list_background_processes",
+    "list_directory",
+    "list_mcp_resources",
+    "read_background_output",
+    "read_file",
+    "read_many_files",
+    "read_mcp_resource",
+    "replace",
+    "run_shell_command",
+    "take_snapshot",
+    "tracker_add_dependency",
+    "tracker_create_task",
+    "tracker_get_task",
+    "tracker_list_tasks",
+    "tracker_update_task",
+    "tracker_visualize",
+    "update_topic",
+    "web_fetch",
+    "write_file",
+    "write_todos",
+)
+"""Every built-in tool of Gemini CLI 0.61 (sub-agents, skills and planning tools included)."""
+
+# Tools no capability grants and no name can list in advance: every MCP server's and discovered tools.
+_ALWAYS_DENIED_PATTERNS = ("mcp_*", "discovered_tool_*")
+
+EXIT_CODES: Mapping[int, str] = {
+    1: "general error",
+    41: "authentication failed: check GEMINI_API_KEY and security.auth.selectedType in settings.json",
+    42: "input error: no prompt arrived or an argument was invalid",
+    44: "sandbox error",
+    52: "configuration error in settings.json or a policy file",
+    53: "the session turn limit (model.maxSessionTurns) was reached",
+    54: "a tool failed fatally",
+    55: "the working directory is not trusted (security.folderTrust)",
+    130: "cancelled",
+}
+"""Gemini CLI exit codes and what they mean."""
+
+_log = get_logger("autodev.adapters.gemini")
+
+
+def denied_tools(tools: Sequence[ToolName]) -> list[str]:
+    """The tool names (and patterns) a call with ``tools`` must not be offered."""
+    granted = {name for capability in tools for name in GEMINI_TOOLS[capability]}
+    return [name for name in KNOWN_TOOLS if name not in granted] + list(_ALWAYS_DENIED_PATTERNS)
+
+
+def policy_toml(tools: Sequence[ToolName]) -> str:
+    """A policy file denying everything ``tools`` do not grant, at the top priority of its tier."""
+    names = ",\n".join(f'  "{name}"' for name in denied_tools(tools))
+    granted = ", ".join(tools) if tools else "none"
+    return (
+        f"# Written by AutoDev for agent calls with capabilities: {granted}.\n"
+        "[[rule]]\n"
+        f"toolName = [\n{names},\n]\n"
+        'decision = "deny"\n'
+        "priority = 999\n"
+        'denyMessage = "AutoDev did not give this role that tool."\n'
+    )
+
+
+def write_policy(repo_root: Path, tools: Sequence[ToolName]) -> Path:
+    """The policy file for ``tools`` under ``.autodev/gemini/``, written if it is not there yet.
+
+    Raises ``AutodevError`` when it cannot be written.
+    """
+    content = policy_toml(tools)
+    digest = hashlib.sha256(content.encode()).hexdigest()[:16]
+    paths = AutodevPaths(repo_root)
+    path = paths.state_dir / "gemini" / f"policy-{digest}.toml"
+    try:
+        if path.is_file() and path.read_text(encoding="utf-8") == content:
+            return path
+        ensure_state_dir(paths)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, content, durable=False)
+    except OSError as exc:
+        raise AutodevError(f"cannot write the Gemini policy file {path}: {exc.strerror or exc}") from exc
+    return path
+
+
+def user_policies_dir(env: Mapping[str, str]) -> Path:
+    """Where Gemini CLI looks for the user's policies in ``env``: ``$GEMINI_CLI_HOME`` or ``$HOME``."""
+    home = env.get("GEMINI_CLI_HOME") or env.get("HOME") or str(Path.home())
+    return Path(home) / ".gemini" / "policies"
+
+
+def build_argv(
+    executable: str, inv: AgentInvocation, policy: Path, user_policies: Path | None = None
+) -> list[str]:
+    """The command line for ``inv``; the prompt is not in it (it goes on stdin)."""
+    argv = [executable, "--output-format", "stream-json"]
+    argv += ["--approval-mode", "yolo" if inv.can_write else "default"]
+    argv += ["--policy", str(policy)]
+    if user_policies is not None:
+        argv += ["--policy", str(user_policies)]
+    if inv.model is not None:
+        argv += ["-m", inv.model]
+    return argv
+
+
+class GeminiStreamParser:
+    """Reads Gemini CLI's ``stream-json`` events; feed it stdout lines, then ask for the result.
+
+    ``config`` prices the tokens per model named in the result's stats; ``model`` is the fallback name.
+    """
+
+    def __init__(self, *, config: AutodevConfig | None = None, model: str | None = None) -> None:
+        self._config = config
+        self._model = model
+        self._lines = JsonLines(self.on_event)
+        self._segment: list[str] = []
+        self._last_text = ""
+        self._tool_ids: set[str] = set()
+        self._anonymous_tool_calls = 0
+        self._tool_names: dict[str, str] = {}
+        self.session_id: str | None = None
+        self.tool_errors: list[str] = []
+        self.warnings: list[str] = []
+        self.result_event: dict[str, Any] | None = None
+
+    @property
+    def skipped_lines(self) -> int:
+        return self._lines.skipped
+
+    @property
+    def tool_calls(self) -> int:
+        return len(self._tool_ids) + self._anonymous_tool_calls
+
+    @property
+    def text(self) -> str:
+        """The answer: the assistant text after the last tool call (see the module docstring)."""
+        current = "".join(self._segment)
+        return current if current.strip() else self._last_text
+
+    def feed_line(self, line: bytes) -> None:
+        """One stdout line, as ``run_process`` hands it over."""
+        self._lines.feed(line)
+
+    def on_event(self, event: dict[str, Any]) -> None:
+        """One decoded event; unknown types and fields are ignored."""
+        kind = event.get("type")
+        if kind == "init" and isinstance(event.get("session_id"), str):
+            self.session_id = event["session_id"]
+        elif kind == "message" and event.get("role") == "assistant":
+            content = event.get("content")
+            if isinstance(content, str):
+                self._segment.append(content)
+        elif kind == "tool_use":
+            self._on_tool_use(event)
+        elif kind == "tool_result":
+            self._on_tool_result(event)
+        elif kind == "error":
+            message = event.get("message")
+            if isinstance(message, str) and message.strip():
+                self.warnings.append(_one_line(message))
+        elif kind == "result":
+            self.result_event = event
+
+    def _on_tool_use(self, event: dict[str, Any]) -> None:
+        segment = "".join(self._segment)
+        if segment.strip():
+            self._last_text = segment
+        self._segment = []
+        tool_id = event.get("tool_id")
+        name = event.get("tool_name")
+        if isinstance(tool_id, str):
+            self._tool_ids.add(tool_id)
+            if isinstance(name, str):
+                self._tool_names[tool_id] = name
+        else:
+            self._anonymous_tool_calls += 1
+
+    def _on_tool_result(self, event: dict[str, Any]) -> None:
+        if event.get("status") == "success":
+            return
+        tool_id = event.get("tool_id")
+        name = self._tool_names.get(tool_id, "tool") if isinstance(tool_id, str) else "tool"
+        error = _dict(event.get("error"))
+        detail = error.get("message") or event.get("output")
+        self.tool_errors.append(f"{name}: {_one_line(detail) if isinstance(detail, str) else 'failed'}")
+
+    def _usage(self) -> tuple[int | None, int | None, int | None]:
+        stats = _dict((self.result_event or {}).get("stats"))
+        return _tokens(stats)
+
+    def _cost_usd(self) -> float | None:
+        if self._config is None:
+            return None
+        stats = _dict((self.result_event or {}).get("stats"))
+        models = _dict(stats.get("models"))
+        per_model = [(name, _tokens(_dict(counts))) for name, counts in models.items()]
+        if not per_model and self._model is not None:
+            per_model = [(self._model, _tokens(stats))]
+        total = 0.0
+        for name, (tokens_in, tokens_out, tokens_cached) in per_model:
+            cost = cost_from_tokens(
+                self._config, name, tokens_in=tokens_in, tokens_out=tokens_out, tokens_cached=tokens_cached
+            )
+            if cost is None:
+                # A partial sum would understate what the call cost.
+                return None
+            total += cost
+        return total if per_model else None
+
+    def to_result(
+        self, outcome: ProcessOutcome, *, timeout_s: float, transcript: Path | None = None
+    ) -> AgentResult:
+        """The ``AgentResult`` the stream and the way the process ended prove."""
+        result = self.result_event or {}
+        tokens_in, tokens_out, tokens_cached = self._usage()
+        fields: dict[str, Any] = {
+            "text": self.text,
+            "cost_usd": self._cost_usd(),
+            "tokens_in": tokens_in,
+            "tokens_out": tokens_out,
+            "tokens_cached": tokens_cached,
+            "tool_calls": self.tool_calls,
+            "duration_s": outcome.duration_s,
+            "session_id": self.session_id,
+            "exit_code": outcome.exit_code,
+            "transcript_path": transcript,
+        }
+        error = outcome_failure(
+            outcome,
+            cli="gemini",
+            timeout_s=timeout_s,
+            result_seen=self.result_event is not None,
+            skipped_lines=self.skipped_lines,
+        )
+        if error is not None:
+            message = error.message
+            if error.kind == "nonzero_exit" and outcome.exit_code is not None:
+                message = _exit_message(outcome)
+            if self.warnings:
+                message += f" (gemini warnings: {'; '.join(self.warnings)})"
+            return AgentResult.failure(error.kind, self._with_tool_errors(message), **fields)
+        if result.get("status") != "success":
+            return AgentResult.failure(
+                "is_error", self._with_tool_errors(_result_error(result, outcome.exit_code)), **fields
+            )
+        if outcome.exit_code != 0:
+            return AgentResult.failure(
+                "nonzero_exit",
+                f"gemini exited {outcome.exit_code} although its result reported success"
+                + _exit_meaning(outcome.exit_code)
+                + (f": {outcome.stderr_excerpt}" if outcome.stderr_excerpt else ""),
+                **fields,
+            )
+        return AgentResult(success=True, **fields)
+
+    def _with_tool_errors(self, message: str) -> str:
+        if not self.tool_errors:
+            return message
+        return f"{message} (failed tool calls: {'; '.join(self.tool_errors)})"
+
+
+class GeminiAdapter(PlatformAdapter):
+    """Runs each ``AgentInvocation`` through the ``gemini`` CLI, headless.
+
+    ``executable`` defaults to ``gemini`` looked up on the child's PATH; ``env`` overrides the inherited
+    environment for every call (the call's own ``env`` overrides both); authentication is the user's Gemini
+    CLI setup. Transcripts go to ``<repo_root>/.autodev/transcripts/`` and the per-capability policy files to
+    ``<repo_root>/.autodev/gemini/``. ``last_pid`` is a diagnostic: the pid (and process group id) of the
+    most recent call that ran, or None before any (with concurrent calls, the last to finish).
+    """
+
+    name = "gemini"
+
+    def __init__(
+        self,
+        *,
+        repo_root: Path,
+        config: AutodevConfig,
+        executable: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.repo_root = repo_root
+        self.config = config
+        self.executable = executable or "gemini"
+        self.env = dict(env) if env is not None else None
+        self.last_pid: int | None = None
+
+    async def execute(self, inv: AgentInvocation) -> AgentResult:
+        """Run ``inv`` with ``gemini`` and report what its result event affirms."""
+        size = len(inv.prompt.encode("utf-8"))
+        if size > MAX_STDIN_BYTES:
+            return AgentResult.failure(
+                "spawn_failed",
+                f"gemini was not started: the prompt is {size} bytes and Gemini CLI reads at most "
+                f"{MAX_STDIN_BYTES} bytes from stdin (it would cut the rest silently)",
+            )
+        try:
+            policy = await anyio.to_thread.run_sync(write_policy, self.repo_root, inv.tools)
+        except AutodevError as exc:
+            return AgentResult.failure("spawn_failed", f"gemini was not started: {exc}")
+        user_policies = user_policies_dir(child_env(self.env, inv))
+        has_user_policies = await anyio.Path(user_policies).is_dir()
+        parser = GeminiStreamParser(config=self.config, model=inv.model)
+        transcript = transcript_path(self.repo_root, inv)
+        argv = build_argv(self.executable, inv, policy, user_policies if has_user_policies else None)
+        try:
+            outcome = await run_cli(
+                argv, inv, adapter_env=self.env, transcript=transcript, on_line=parser.feed_line
+            )
+        except ProcessStartError as exc:
+            return start_failure(exc, install_hint=INSTALL_HINT)
+        self.last_pid = outcome.pid
+        for failure in parser.tool_errors:
+            _log.warning(
+                "agent tool call failed",
+                platform=self.name,
+                role=inv.role,
+                task_id=inv.task_id,
+                detail=failure,
+            )
+        return parser.to_result(outcome, timeout_s=inv.timeout_s, transcript=transcript)
+
+    async def init_workspace(self, cwd: Path, agents: Sequence[Any]) -> None:
+        """Check ``cwd`` and create the transcripts directory; policies are written per capability set."""
+        prepare_workspace(self.repo_root, cwd)
+
+    async def healthcheck(self) -> tuple[bool, str]:
+        """Whether ``gemini --version`` answers within 10 s, with the version it prints."""
+        return await check_health(self.executable, install_hint=INSTALL_HINT, env=self.env)
+
+
+def _tokens(counts: dict[str, Any]) -> tuple[int | None, int | None, int | None]:
+    """``(tokens_in, tokens_out, tokens_cached)`` from a stats block (see the module docstring)."""
+    prompt = _int(counts.get("input_tokens"))
+    output = _int(counts.get("output_tokens"))
+    total = _int(counts.get("total_tokens"))
+    if output is not None and total is not None and prompt is not None:
+        output = max(output, total - prompt)
+    return prompt, output, _int(counts.get("cached"))
+
+
+def _exit_meaning(code: int | None) -> str:
+    meaning = EXIT_CODES.get(code) if code is not None else None
+    return f" ({meaning})" if meaning else ""
+
+
+def _exit_message(outcome: ProcessOutcome) -> str:
+    excerpt = outcome.stderr_excerpt
+    return f"gemini exited {outcome.exit_code}{_exit_meaning(outcome.exit_code)} without a result" + (
+        f": {excerpt}" if excerpt else " and printed nothing on stderr"
+    )
+
+
+def _result_error(result: dict[str, Any], exit_code: int | None) -> str:
+    error = _dict(result.get("error"))
+    message = error.get("message")
+    detail = _one_line(message) if isinstance(message, str) and message.strip() else "no details given"
+    if exit_code == 53:
+        return f"gemini reached its session turn limit: {detail}"
+    status = result.get("status")
+    context = f"status {status}" if isinstance(status, str) else "no status"
+    if exit_code is not None:
+        context += f", exit {exit_code}{_exit_meaning(exit_code)}"
+    return f"gemini reported an error ({context}): {detail}"
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:2000]

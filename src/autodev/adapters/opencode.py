@@ -1,0 +1,437 @@
+"""OpenCode (``opencode run``) as a platform adapter, verified against OpenCode 1.18.33.
+
+Invocation: ``opencode run --pure --format json --agent autodev [-m provider/model]`` with the prompt on
+stdin. With no message argument ``opencode run`` takes piped stdin as the whole message, unchanged (a
+274 KB prompt arrived byte for byte), so no prompt ever travels in argv. ``--pure`` leaves out third-party
+plugins, which could hook tool execution outside the permissions set here.
+
+Permissions: each call defines its own primary agent, ``autodev``, through ``OPENCODE_CONFIG_CONTENT``,
+which OpenCode merges over every config file as the last layer; a JSON object already in that variable
+is kept and only ``agent.autodev`` is replaced. The agent's permission table starts with ``"*": "deny"``
+and names every permission OpenCode 1.18 knows, allowing only those the call's capabilities need (``read``
+keeps OpenCode's own refusal of ``.env`` files); a denied tool is not even offered to the model (checked
+in the recorded requests: read-only roles are offered ``glob``, ``grep`` and ``read``; no capabilities, no
+tools). A dedicated agent matters: a user's ``agent.build.permission`` outranks the global ``permission``
+key and re-enabled ``edit`` and ``bash`` in the same test. The agent's rules come last, so for a granted
+permission they also supersede a user's finer rules (a headless run cannot stop to ask). ``max_turns``
+becomes the agent's ``steps`` (OpenCode then tells the model on the last step to stop using tools; it is
+a prompt, not a hard stop).
+
+Output (``--format json``): ``step_start``; ``tool_use`` once a tool call completed or failed
+(``part.tool``, ``part.state.status``, ``part.state.error``); ``text`` once a text part is complete;
+``step_finish`` with ``part.reason`` (``tool-calls`` while the model keeps working), ``part.tokens``
+and ``part.cost``; ``error`` with ``error.name`` and ``error.data.message`` (then exit 1). There is no
+final result event: the run succeeded when the last ``step_finish`` ended the turn (reason ``stop``), no
+``error`` event came and the exit code is 0.
+
+Final text: the text parts of the last step that produced text, joined by blank lines. Earlier steps'
+texts are narration between tool calls ("let me look at ..."); the last one is the answer.
+
+Tokens and cost are summed over steps. OpenCode reports input without the cached part and reasoning
+apart from output, so ``tokens_in`` = input + cache read + cache write and ``tokens_out`` = output +
+reasoning. The reported cost is used when it is positive; OpenCode reports 0 for models it has no price
+for, so then ``price_table`` prices the tokens when it knows the model.
+
+OpenCode hangs forever on some provider failures (a server that never answers) and retries 5xx answers
+for over a minute: the call's deadline is what ends those, as a ``timeout``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from autodev.adapters._cli import (
+    JsonLines,
+    check_health,
+    child_env,
+    cost_from_tokens,
+    outcome_failure,
+    prepare_workspace,
+    run_cli,
+    start_failure,
+    transcript_path,
+)
+from autodev.adapters.base import AgentInvocation, AgentResult, PlatformAdapter, ToolName
+from autodev.adapters.process import ProcessOutcome, ProcessStartError
+from autodev.config.schema import AutodevConfig
+from autodev.logging import get_logger
+
+__all__ = [
+    "AGENT_NAME",
+    "CONFIG_CONTENT_ENV",
+    "INSTALL_HINT",
+    "KNOWN_PERMISSIONS",
+    "OPENCODE_PERMISSIONS",
+    "OpenCodeAdapter",
+    "OpenCodeStreamParser",
+    "agent_config",
+    "build_argv",
+    "config_content",
+    "permission_table",
+]
+
+INSTALL_HINT = "install it with `npm install -g opencode-ai`"
+AGENT_NAME = "autodev"
+CONFIG_CONTENT_ENV = "OPENCODE_CONFIG_CONTENT"
+
+OPENCODE_PERMISSIONS: Mapping[ToolName, tuple[str, ...]] = {
+    "read": ("read", "list"),
+    "search": ("glob", "grep", "list"),
+    # OpenCode's ``edit`` permission covers its write, edit and patch tools.
+    "write": ("edit",),
+    "edit": ("edit",),
+    "bash": ("bash",),
+    "web": ("webfetch", "websearch", "codesearch"),
+}
+"""AutoDev capability -> the OpenCode permissions that provide it."""
+
+KNOWN_PERMISSIONS: tuple[str, ...] = (
+    "bash",
+    "codesearch",
+    "doom_loop",
+    "edit",
+    "external_directory",
+    "glob",
+    "grep",
+    "list",
+    "lsp",
+    "question",
+    "read",
+    "skill",
+    "task",
+    "todoread",
+    "todowrite",
+    "webfetch",
+    "websearch",
+)
+"""Every permission key of OpenCode 1.18: each one not granted is denied by name (``permission_table``)."""
+
+# Finish reasons of a last step that do not end the turn with an answer (AI SDK finish reasons).
+_FAILED_FINISH = {
+    "length": "the model's answer was cut off at its output token limit",
+    "content-filter": "the provider's content filter stopped the answer",
+    "error": "the model call ended with an error",
+}
+
+_log = get_logger("autodev.adapters.opencode")
+
+
+# OpenCode's own default keeps secrets files out of ``read``; a plain "allow" would replace that guard.
+_READ_RULES: Mapping[str, str] = {"*": "allow", "*.env": "deny", "*.env.*": "deny", "*.env.example": "allow"}
+
+
+def permission_table(tools: Sequence[ToolName]) -> dict[str, str | dict[str, str]]:
+    """The ``autodev`` agent's permissions for ``tools``: ``"*"`` denied first, then every known key.
+
+    The last matching rule wins, so the keys after ``"*"`` decide. Naming every known key (not only the
+    granted ones) means a user's own agent entry of the same name cannot leave one of them allowed.
+    """
+    granted = {name for capability in tools for name in OPENCODE_PERMISSIONS[capability]}
+    table: dict[str, str | dict[str, str]] = {"*": "deny"}
+    for name in KNOWN_PERMISSIONS:
+        if name not in granted:
+            table[name] = "deny"
+        else:
+            table[name] = dict(_READ_RULES) if name == "read" else "allow"
+    return table
+
+
+def agent_config(inv: AgentInvocation) -> dict[str, Any]:
+    """The definition of the ``autodev`` agent for ``inv``."""
+    agent: dict[str, Any] = {
+        "mode": "primary",
+        "description": f"AutoDev {inv.role}",
+        "permission": permission_table(inv.tools),
+    }
+    if inv.max_turns is not None:
+        agent["steps"] = inv.max_turns
+    return agent
+
+
+def config_content(inv: AgentInvocation, existing: str | None) -> str:
+    """``OPENCODE_CONFIG_CONTENT`` for ``inv``: ``existing`` (a JSON object) with ``agent.autodev`` set.
+
+    Raises ``ValueError`` when ``existing`` is set but is not a JSON object.
+    """
+    base: dict[str, Any] = {}
+    if existing is not None and existing.strip():
+        try:
+            parsed = json.loads(existing)
+        except ValueError as exc:
+            raise ValueError(f"{CONFIG_CONTENT_ENV} is not valid JSON: {exc}") from exc
+        if not isinstance(parsed, dict):
+            raise ValueError(f"{CONFIG_CONTENT_ENV} must hold a JSON object")
+        base = parsed
+    agents = base.get("agent")
+    merged_agents = dict(agents) if isinstance(agents, dict) else {}
+    merged_agents[AGENT_NAME] = agent_config(inv)
+    return json.dumps({**base, "agent": merged_agents})
+
+
+def build_argv(executable: str, inv: AgentInvocation) -> list[str]:
+    """The command line for ``inv``; the prompt goes on stdin and the permissions in the environment."""
+    argv = [executable, "run", "--pure", "--format", "json", "--agent", AGENT_NAME]
+    if inv.model is not None:
+        argv += ["-m", inv.model]
+    return argv
+
+
+class OpenCodeStreamParser:
+    """Reads ``opencode run --format json`` events; feed it stdout lines, then ask for the result.
+
+    ``config`` and ``model`` price the tokens when OpenCode reports no cost for them.
+    """
+
+    def __init__(self, *, config: AutodevConfig | None = None, model: str | None = None) -> None:
+        self._config = config
+        self._model = model
+        self._lines = JsonLines(self.on_event)
+        self._step_texts: list[str] = []
+        self._answer: list[str] = []
+        self.session_id: str | None = None
+        self.tool_calls = 0
+        self.tool_errors: list[str] = []
+        self.steps = 0
+        self.last_finish_reason: str | None = None
+        self.errors: list[str] = []
+        self._tokens_in = 0
+        self._tokens_out = 0
+        self._tokens_cached = 0
+        self._tokens_seen = False
+        self._cost = 0.0
+        self._cost_seen = False
+
+    @property
+    def skipped_lines(self) -> int:
+        return self._lines.skipped
+
+    @property
+    def text(self) -> str:
+        """The answer: the text parts of the last step that produced any (see the module docstring)."""
+        return "\n\n".join(self._step_texts or self._answer)
+
+    def feed_line(self, line: bytes) -> None:
+        """One stdout line, as ``run_process`` hands it over."""
+        self._lines.feed(line)
+
+    def on_event(self, event: dict[str, Any]) -> None:
+        """One decoded event; unknown types and fields are ignored."""
+        if isinstance(event.get("sessionID"), str):
+            self.session_id = event["sessionID"]
+        kind = event.get("type")
+        part = _dict(event.get("part"))
+        if kind == "step_start":
+            if self._step_texts:
+                self._answer = self._step_texts
+            self._step_texts = []
+        elif kind == "text":
+            text = part.get("text")
+            if isinstance(text, str) and text.strip():
+                self._step_texts.append(text)
+        elif kind == "tool_use":
+            self._on_tool(part)
+        elif kind == "step_finish":
+            self._on_step_finish(part)
+        elif kind == "error":
+            self.errors.append(_error_message(event.get("error")))
+
+    def _on_tool(self, part: dict[str, Any]) -> None:
+        self.tool_calls += 1
+        state = _dict(part.get("state"))
+        if state.get("status") == "error":
+            tool = part.get("tool") if isinstance(part.get("tool"), str) else "tool"
+            detail = state.get("error")
+            self.tool_errors.append(f"{tool}: {_one_line(detail) if isinstance(detail, str) else 'failed'}")
+
+    def _on_step_finish(self, part: dict[str, Any]) -> None:
+        self.steps += 1
+        reason = part.get("reason")
+        self.last_finish_reason = reason if isinstance(reason, str) else None
+        cost = part.get("cost")
+        if isinstance(cost, int | float) and not isinstance(cost, bool):
+            self._cost += float(cost)
+            self._cost_seen = True
+        if not isinstance(part.get("tokens"), dict):
+            return
+        tokens = _dict(part.get("tokens"))
+        cache = _dict(tokens.get("cache"))
+        cache_read = _count(cache.get("read"))
+        self._tokens_in += _count(tokens.get("input")) + cache_read + _count(cache.get("write"))
+        self._tokens_out += _count(tokens.get("output")) + _count(tokens.get("reasoning"))
+        self._tokens_cached += cache_read
+        self._tokens_seen = True
+
+    @property
+    def turn_ended(self) -> bool:
+        """Whether the last step finished the turn (any reason but ``tool-calls``)."""
+        return self.steps > 0 and self.last_finish_reason != "tool-calls"
+
+    def _cost_usd(self) -> float | None:
+        if self._cost_seen and self._cost > 0:
+            return self._cost
+        priced = None
+        if self._config is not None and self._tokens_seen:
+            priced = _price(self._config, self._model, self._tokens_in, self._tokens_out, self._tokens_cached)
+        if priced is not None:
+            return priced
+        return self._cost if self._cost_seen else None
+
+    def to_result(
+        self, outcome: ProcessOutcome, *, timeout_s: float, transcript: Path | None = None
+    ) -> AgentResult:
+        """The ``AgentResult`` the stream and the way the process ended prove."""
+        fields: dict[str, Any] = {
+            "text": self.text,
+            "cost_usd": self._cost_usd(),
+            "tokens_in": self._tokens_in if self._tokens_seen else None,
+            "tokens_out": self._tokens_out if self._tokens_seen else None,
+            "tokens_cached": self._tokens_cached if self._tokens_seen else None,
+            "tool_calls": self.tool_calls,
+            "num_turns": self.steps or None,
+            "duration_s": outcome.duration_s,
+            "session_id": self.session_id,
+            "exit_code": outcome.exit_code,
+            "transcript_path": transcript,
+        }
+        error = outcome_failure(
+            outcome,
+            cli="opencode",
+            timeout_s=timeout_s,
+            result_seen=self.turn_ended or bool(self.errors),
+            skipped_lines=self.skipped_lines,
+        )
+        if error is not None:
+            return AgentResult.failure(error.kind, self._with_tool_errors(error.message), **fields)
+        if self.errors:
+            return AgentResult.failure(
+                "is_error", self._with_tool_errors(f"opencode reported: {'; '.join(self.errors)}"), **fields
+            )
+        failed_finish = _FAILED_FINISH.get(self.last_finish_reason or "")
+        if failed_finish is not None:
+            return AgentResult.failure(
+                "is_error", self._with_tool_errors(f"opencode: {failed_finish}"), **fields
+            )
+        if outcome.exit_code != 0:
+            excerpt = outcome.stderr_excerpt
+            return AgentResult.failure(
+                "nonzero_exit",
+                f"opencode exited {outcome.exit_code} after finishing its turn"
+                + (f": {excerpt}" if excerpt else ""),
+                **fields,
+            )
+        return AgentResult(success=True, **fields)
+
+    def _with_tool_errors(self, message: str) -> str:
+        if not self.tool_errors:
+            return message
+        return f"{message} (failed tool calls: {'; '.join(self.tool_errors)})"
+
+
+class OpenCodeAdapter(PlatformAdapter):
+    """Runs each ``AgentInvocation`` through ``opencode run``.
+
+    ``executable`` defaults to ``opencode`` looked up on the child's PATH; ``env`` overrides the inherited
+    environment for every call (the call's own ``env`` overrides both); the provider and model setup is the
+    user's OpenCode configuration. Transcripts go to ``<repo_root>/.autodev/transcripts/``. ``last_pid``
+    is a diagnostic: the pid (and process group id) of the most recent call that ran, or None before any
+    (with concurrent calls, the last to finish).
+    """
+
+    name = "opencode"
+
+    def __init__(
+        self,
+        *,
+        repo_root: Path,
+        config: AutodevConfig,
+        executable: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.repo_root = repo_root
+        self.config = config
+        self.executable = executable or "opencode"
+        self.env = dict(env) if env is not None else None
+        self.last_pid: int | None = None
+
+    async def execute(self, inv: AgentInvocation) -> AgentResult:
+        """Run ``inv`` with ``opencode run`` and report what its event stream proves."""
+        existing = child_env(self.env, inv).get(CONFIG_CONTENT_ENV)
+        try:
+            content = config_content(inv, existing)
+        except ValueError as exc:
+            return AgentResult.failure("spawn_failed", f"opencode was not started: {exc}")
+        call = inv.model_copy(update={"env": {**inv.env, CONFIG_CONTENT_ENV: content}})
+        parser = OpenCodeStreamParser(config=self.config, model=inv.model)
+        transcript = transcript_path(self.repo_root, inv)
+        try:
+            outcome = await run_cli(
+                build_argv(self.executable, inv),
+                call,
+                adapter_env=self.env,
+                transcript=transcript,
+                on_line=parser.feed_line,
+            )
+        except ProcessStartError as exc:
+            return start_failure(exc, install_hint=INSTALL_HINT)
+        self.last_pid = outcome.pid
+        for failure in parser.tool_errors:
+            _log.warning(
+                "agent tool call failed",
+                platform=self.name,
+                role=inv.role,
+                task_id=inv.task_id,
+                detail=failure,
+            )
+        return parser.to_result(outcome, timeout_s=inv.timeout_s, transcript=transcript)
+
+    async def init_workspace(self, cwd: Path, agents: Sequence[Any]) -> None:
+        """Check ``cwd`` and create the transcripts directory; the agent is defined per call."""
+        prepare_workspace(self.repo_root, cwd)
+
+    async def healthcheck(self) -> tuple[bool, str]:
+        """Whether ``opencode --version`` answers within 10 s, with the version it prints."""
+        return await check_health(self.executable, install_hint=INSTALL_HINT, env=self.env)
+
+
+def _error_message(error: Any) -> str:
+    """``Name: message (HTTP status)`` from an ``error`` event's payload."""
+    if not isinstance(error, dict):
+        return "error event without details"
+    raw_name = error.get("name")
+    name = raw_name if isinstance(raw_name, str) else "error"
+    data = _dict(error.get("data"))
+    message = data.get("message")
+    text = f"{name}: {_one_line(message)}" if isinstance(message, str) and message.strip() else name
+    status = data.get("statusCode")
+    return f"{text} (HTTP {status})" if isinstance(status, int) and not isinstance(status, bool) else text
+
+
+def _price(
+    config: AutodevConfig, model: str | None, tokens_in: int, tokens_out: int, tokens_cached: int
+) -> float | None:
+    """``price_table`` cost for ``model`` as given (``provider/model``), else for its model id alone."""
+    if model is None:
+        return None
+    for name in (model, model.partition("/")[2]):
+        if name:
+            cost = cost_from_tokens(
+                config, name, tokens_in=tokens_in, tokens_out=tokens_out, tokens_cached=tokens_cached
+            )
+            if cost is not None:
+                return cost
+    return None
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:1000]
