@@ -109,6 +109,14 @@ class InlineAdapter(PlatformAdapter):
         """Whether a response file for ``task_id`` and ``role`` is waiting to be collected."""
         return self.paths.response_file(task_id, role).is_file()
 
+    def check_response(self, task_id: str, role: str) -> None:
+        """Raise ``InvalidResponseError`` unless the response for ``task_id`` and ``role`` is valid.
+
+        Touches nothing: ``autodev resume`` calls it before it records anything, so a malformed answer is
+        refused with the ledger untouched.
+        """
+        self._read_response(task_id, role)
+
     def collect_response(self, task_id: str, role: str, attempt: int) -> AgentResult:
         """Validate, archive and remove the response for ``task_id`` and ``role``; return it as a result.
 
@@ -117,6 +125,22 @@ class InlineAdapter(PlatformAdapter):
         ``is_error``. Raises ``InvalidResponseError`` naming the file and the field when the response is
         missing or malformed; the file is then left in place.
         """
+        path, data, response = self._read_response(task_id, role)
+        with _state_io("archive the response", path):
+            archive = self._archive(data, f"{task_id}-{role}-{attempt}")
+            path.unlink()
+        fields: dict[str, Any] = {
+            "text": response.text,
+            "cost_usd": response.cost_usd,
+            "tool_calls": response.tool_calls or 0,
+            "transcript_path": archive,
+        }
+        if not response.success:
+            reason = response.error or "the inline agent reported a failure without a reason"
+            return AgentResult.failure("is_error", reason, **fields)
+        return AgentResult(success=True, **fields)
+
+    def _read_response(self, task_id: str, role: str) -> tuple[Path, bytes, InlineResponse]:
         path = self.paths.response_file(task_id, role)
         advice = (
             f"write it as the schema at the end of {self.paths.delegation_file(task_id, role)} says, "
@@ -138,19 +162,7 @@ class InlineAdapter(PlatformAdapter):
             problem = "; ".join(_describe(error) for error in errors)
             field = ".".join(str(part) for part in errors[0]["loc"]) or None
             raise InvalidResponseError(path, problem, field=field, advice=advice) from exc
-        with _state_io("archive the response", path):
-            archive = self._archive(data, f"{task_id}-{role}-{attempt}")
-            path.unlink()
-        fields: dict[str, Any] = {
-            "text": response.text,
-            "cost_usd": response.cost_usd,
-            "tool_calls": response.tool_calls or 0,
-            "transcript_path": archive,
-        }
-        if not response.success:
-            reason = response.error or "the inline agent reported a failure without a reason"
-            return AgentResult.failure("is_error", reason, **fields)
-        return AgentResult(success=True, **fields)
+        return path, data, response
 
     async def init_workspace(self, cwd: Path, agents: Sequence[Any]) -> None:
         """Create ``.autodev/`` (git-ignored) with its delegations and responses directories."""

@@ -123,7 +123,12 @@ class ScriptEntry(ScriptResponse):
 
     @model_validator(mode="after")
     def _single_or_sequence(self) -> ScriptEntry:
-        inline = sorted(self.model_fields_set & _RESPONSE_FIELDS)
+        # Fields left at their defaults do not count: a script dumped in full must load back.
+        inline = sorted(
+            name
+            for name in self.model_fields_set & _RESPONSE_FIELDS
+            if getattr(self, name) != type(self).model_fields[name].get_default(call_default_factory=True)
+        )
         if self.responses is not None and inline:
             raise ValueError(
                 f"has both responses and {', '.join(inline)}; move those fields into the items of responses"

@@ -19,6 +19,7 @@ import anyio
 
 from autodev.adapters.base import PlatformAdapter
 from autodev.adapters.detect import detect_platform
+from autodev.adapters.inline import InlineAdapter
 from autodev.adapters.registry import create_adapter
 from autodev.agents.registry import build_registry
 from autodev.agents.spec import AgentSpec
@@ -81,7 +82,12 @@ class Orchestrator:
         self.paths = AutodevPaths(self.repo_root)
         self.config = config if config is not None else load_config(self.repo_root)
         if adapter is None:
-            choice = detect_platform(self.config.platform)
+            preference = self.config.platform
+            if preference == "auto" and self.paths.inline_state.exists():
+                # A run suspended on an inline delegation continues inline: its answer waits in responses/,
+                # and an agent CLI found on PATH meanwhile must not take the step over.
+                preference = "inline"
+            choice = detect_platform(preference)
             adapter = create_adapter(choice.name, repo_root=self.repo_root, config=self.config)
             self.platform_reason = choice.reason
         else:
@@ -159,7 +165,6 @@ class Orchestrator:
         """Run the plan phase and save the plan (seed 001, FR-1)."""
         await self._require_git()
         with self._session():
-            self.plan_manager.record_session(self.session_id)
             self.emit(ProgressEvent("phase", f"plan phase on {self.platform_name}"))
             _log.info("orchestrator.plan.start", intent_bytes=len(intent.encode("utf-8")))
             plan = await run_plan_phase(self, intent, replace=replace)
@@ -171,7 +176,6 @@ class Orchestrator:
         """Run the execute phase over all runnable tasks, or only ``task_id`` (seed 001, FR-2)."""
         await self._require_git()
         with self._session():
-            self.plan_manager.record_session(self.session_id)
             tasks = await run_execute_phase(self, task_id)
             clear_suspend_state(self.paths)
             return tasks
@@ -181,7 +185,6 @@ class Orchestrator:
         await self._require_git()
         with self._session():
             await check_working_tree(self)
-            self.plan_manager.record_session(self.session_id)
             self.emit(ProgressEvent("phase", f"plan phase on {self.platform_name}"))
             plan = await run_plan_phase(self, intent, replace=replace, require_approval=confirm_plan)
             if plan.metadata.get("requires_approval"):
@@ -195,7 +198,6 @@ class Orchestrator:
         """Continue after an inline suspend, a crash, an approval or a budget stop (seed 001, FR-3)."""
         await self._require_git()
         with self._session():
-            self.plan_manager.record_session(self.session_id)
             state = load_suspend_state(self.paths)
             if state is not None and not await anyio.Path(state.response_path).exists():
                 raise ResponseMissingError(
@@ -203,6 +205,8 @@ class Orchestrator:
                     f"{state.pending_task_id}); the instructions are in {state.delegation_path}; write the "
                     "answer there, then run `autodev resume`"
                 )
+            if state is not None and isinstance(self.adapter, InlineAdapter):
+                self.adapter.check_response(state.pending_task_id, state.pending_role)
             if state is not None:
                 self.emit(
                     ProgressEvent(

@@ -110,12 +110,14 @@ async def run_execute_phase(orch: Orchestrator, task_id: str | None = None) -> l
             "`autodev approve` and `autodev execute`"
         )
     await check_working_tree(orch)
+    if task_id is not None:
+        _check_runnable(orch, task_id)
+    pm.record_session(orch.session_id)
     _cascade_existing_blocks(orch)
     orch.emit(ProgressEvent("phase", f"execute phase: {plan.title or plan.plan_id}"))
     _log.info("orchestrator.execute.start", task_id=task_id)
     processed: list[str] = []
     if task_id is not None:
-        _check_runnable(orch, task_id)
         await _execute_one(orch, task_id)
         processed.append(task_id)
     else:

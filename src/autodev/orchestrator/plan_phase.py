@@ -216,6 +216,7 @@ async def run_plan_phase(
     if not replace:
         _refuse_to_replace_started_work(orch)
     spec_hash = spec_hash_of(intent)
+    orch.plan_manager.record_session(orch.session_id)
     atomic_write_text(orch.paths.spec, intent + "\n")
     _log.info("plan_phase.spec_written", bytes=len(intent.encode("utf-8")))
     orch.plan_manager.start_plan_phase(spec_hash, require_approval=require_approval)

@@ -383,8 +383,9 @@ def _secretscan(project: _Project) -> _Step:
 
 def _python(gate: GateName, project: _Project) -> _Step:
     files = project.files_with(".py")
-    # Bytecode from the checks goes to scratch space: a gate must not leave files in the repository.
-    env = {"PYTHONPYCACHEPREFIX": str(project.scratch / "pycache")}
+    # Bytecode goes under .autodev/ (ignored, never in a diff): a gate must not leave files in the working
+    # tree, and a cache that persists between gate runs spares pytest re-compiling itself every time.
+    env = {"PYTHONPYCACHEPREFIX": str(project.root / STATE_DIR_NAME / "cache" / "pycache")}
     if gate == "test":
         return _tool("pytest", project, ("-q",), env=env, judge=_pytest_judge)
     if not files:

@@ -339,9 +339,10 @@ class PlanManager:
         return self.plan
 
     def record_session(self, session_id: str) -> None:
-        """Record which run is driving the plan now (shown by ``autodev status``)."""
+        """Record which run is driving the plan now (shown by ``autodev status``); once per session."""
         with self._locked():
-            self._append("session_started", {"session_id": session_id})
+            if self._state.session_id != session_id:
+                self._append("session_started", {"session_id": session_id})
 
     def update_task_status(
         self,

@@ -52,9 +52,16 @@ def _only(
 
 
 def _leftovers(root: Path) -> list[str]:
-    """Caches a Python tool would write into the repository when left to its defaults."""
+    """Caches a Python tool would write into the working tree when left to its defaults.
+
+    ``.autodev/`` is AutoDev's own (ignored, never part of a diff); the bytecode cache lives there on purpose.
+    """
     found = [*root.rglob("__pycache__"), *root.rglob("*.pyc"), root / ".ruff_cache"]
-    return sorted(str(path.relative_to(root)) for path in found if path.exists())
+    return sorted(
+        str(path.relative_to(root))
+        for path in found
+        if path.exists() and path.relative_to(root).parts[0] != ".autodev"
+    )
 
 
 def _gate(results: list[GateResult], gate: str) -> GateResult:
