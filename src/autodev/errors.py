@@ -42,12 +42,22 @@ __all__ = [
     "SnapshotError",
     "StateError",
     "TaskNotFoundError",
+    "quote",
 ]
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_SUSPENDED = 3
+
+
+MAX_MESSAGE_CHARS = 1_000
+
+
+def quote(value: object, limit: int = 80) -> str:
+    """``repr(value)`` cut to ``limit`` characters: messages quote what the user wrote, not megabytes."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 5]}...{text[-2:]}"
 
 
 class AutodevError(Exception):
@@ -59,8 +69,13 @@ class AutodevError(Exception):
     exit_code: int = EXIT_USAGE
 
     def __init__(self, message: str) -> None:
-        # A multi-line message would break the one-line contract of the CLI; fold it here once.
-        self.message = " ".join(message.split())
+        # A multi-line message would break the one-line contract of the CLI; fold it here once. The cap is a
+        # last resort for input echoed whole; call sites quote user text through quote().
+        folded = " ".join(message.split())
+        if len(folded) > MAX_MESSAGE_CHARS:
+            half = MAX_MESSAGE_CHARS // 2
+            folded = f"{folded[:half]} [...] {folded[-half:]}"
+        self.message = folded
         super().__init__(self.message)
 
 
@@ -103,7 +118,7 @@ class TaskNotFoundError(AutodevError):
 
     def __init__(self, task_id: str) -> None:
         self.task_id = task_id
-        super().__init__(f"task {task_id!r} is not in the plan; `autodev status` lists the task ids")
+        super().__init__(f"task {quote(task_id)} is not in the plan; `autodev status` lists the task ids")
 
 
 class InvalidTransitionError(AutodevError):
@@ -129,7 +144,7 @@ class PathEscapeError(AutodevError):
         self.root = root
         where = f"{context}: " if context else ""
         super().__init__(
-            f"{where}path {path!r} resolves outside the repository {root}; use a path relative to the "
+            f"{where}path {quote(path)} resolves outside the repository {root}; use a path relative to the "
             "repository root without '..' or links that leave it"
         )
 

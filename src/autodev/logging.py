@@ -19,6 +19,14 @@ if TYPE_CHECKING:
 
 __all__ = ["configure_logging", "configure_quiet_logging", "get_logger"]
 
+_LEVELS = {
+    "DEBUG": logging.DEBUG,
+    "INFO": logging.INFO,
+    "WARNING": logging.WARNING,
+    "ERROR": logging.ERROR,
+    "CRITICAL": logging.CRITICAL,
+}
+
 
 class _LazyLogger:
     """Stands in for ``structlog.get_logger(name)`` until an event is actually logged.
@@ -75,8 +83,39 @@ class _ConsoleTee:
         return event_dict
 
 
-def configure_logging(log_file: Path | None, *, verbose: bool = False) -> None:
-    """Send events as JSON lines to ``log_file`` (if given); with ``verbose`` also to stderr for people."""
+class _SafeFileLogger:
+    """Writes rendered lines to a file, and stops (without raising) once the file cannot be written.
+
+    A full disk or a read-only ``.autodev/`` must never turn a log line into a failed command.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self._file: TextIO | None
+        try:
+            # Kept open for the life of the process, like any log handler.
+            self._file = path.open("a", encoding="utf-8")
+        except OSError:
+            self._file = None
+
+    def msg(self, message: str) -> None:
+        if self._file is None:
+            return
+        try:
+            self._file.write(message + "\n")
+            self._file.flush()
+        except OSError:
+            self._file = None
+
+    log = debug = info = warn = warning = msg
+    err = error = critical = exception = fatal = failure = msg
+
+
+def configure_logging(log_file: Path | None, *, verbose: bool = False, level: str | None = None) -> None:
+    """Send events as JSON lines to ``log_file`` (if given); with ``verbose`` also to stderr for people.
+
+    ``level`` (debug, info, warning, error, critical; the CLI passes ``AUTODEV_LOG_LEVEL``) sets the
+    threshold; without it, debug with ``verbose`` and info otherwise.
+    """
     import structlog
 
     processors: list[Any] = [
@@ -88,13 +127,23 @@ def configure_logging(log_file: Path | None, *, verbose: bool = False) -> None:
         processors.append(_ConsoleTee(sys.stderr))
     processors += [structlog.processors.format_exc_info, structlog.processors.JSONRenderer()]
     if log_file is not None:
-        log_file.parent.mkdir(parents=True, exist_ok=True)
-        factory: Any = structlog.WriteLoggerFactory(file=log_file.open("a", encoding="utf-8"))
-    else:
-        factory = structlog.ReturnLoggerFactory()
+        try:
+            log_file.parent.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            log_file = None
+    factory: Any = structlog.ReturnLoggerFactory()
+    if log_file is not None:
+        file_logger = _SafeFileLogger(log_file)
+
+        def factory(*_args: Any) -> _SafeFileLogger:
+            return file_logger
+
+    threshold = logging.DEBUG if verbose else logging.INFO
+    if level and level.upper() in _LEVELS:
+        threshold = _LEVELS[level.upper()]
     structlog.configure(
         processors=processors,
-        wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG if verbose else logging.INFO),
+        wrapper_class=structlog.make_filtering_bound_logger(threshold),
         logger_factory=factory,
         cache_logger_on_first_use=False,
     )

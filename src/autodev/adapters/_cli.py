@@ -75,6 +75,11 @@ def child_env(adapter_env: Mapping[str, str] | None, inv: AgentInvocation) -> di
     return env
 
 
+# A long agent session streams tens of MB at most (tool results included); far more is a runaway CLI, and
+# its transcript would fill the disk.
+AGENT_OUTPUT_LIMIT_BYTES = 64 * 1024 * 1024
+
+
 async def run_cli(
     argv: Sequence[str],
     inv: AgentInvocation,
@@ -97,6 +102,7 @@ async def run_cli(
         env=env,
         stdin_data=inv.prompt.encode("utf-8"),
         transcript_path=transcript,
+        max_output_bytes=AGENT_OUTPUT_LIMIT_BYTES,
     )
     if not await anyio.Path(spec.cwd).is_dir():
         raise ProcessStartError(argv[0], False, f"working directory {spec.cwd} does not exist")
@@ -264,6 +270,8 @@ def outcome_failure(
             + (f": {excerpt}" if excerpt else " and printed nothing on stderr"),
         )
     skipped = f", {skipped_lines} non-JSON line(s) skipped" if skipped_lines else ""
+    if outcome.long_lines:
+        skipped += f", {outcome.long_lines} line(s) over the per-line limit dropped unread"
     return AgentError(
         kind="malformed_output",
         message=f"{cli} exited without a result event ({outcome.stdout_bytes} bytes of output{skipped})"

@@ -7,12 +7,13 @@ exit, a timeout) is a failure carrying its reason.
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
     "TOOL_NAMES",
@@ -93,6 +94,15 @@ class AgentResult(_Model):
     exit_code: int | None = None
     transcript_path: Path | None = None
     error: AgentError | None = None
+
+    @field_validator("cost_usd")
+    @classmethod
+    def _cost_is_a_cost(cls, value: float | None) -> float | None:
+        # A CLI reporting NaN, infinity or a negative cost has not told us the cost: it is unknown. Kept as
+        # a number it would poison the ledger's running total (a NaN total never reaches the budget).
+        if value is None or (math.isfinite(value) and value >= 0):
+            return value
+        return None
 
     @classmethod
     def failure(cls, kind: AgentErrorKind, message: str, **fields: Any) -> AgentResult:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
 
-from autodev.errors import PathEscapeError, PlanParseError
+from autodev.errors import PathEscapeError, PlanParseError, quote
 from autodev.state.hashing import canonical_json, plan_content_hash, sha256_hex
 from autodev.state.paths import normalize_repo_path
 from autodev.state.schemas import AcceptanceCriterion, Phase, Plan, Task
@@ -158,7 +158,7 @@ class _Scanner:
     def _heading(self, lineno: int, text: str) -> bool:
         if _RE_PLAN_LIKE.match(text):
             raise self.error(
-                f"second plan heading {text!r} (the plan starts on line {self.plan_line}); "
+                f"second plan heading {quote(text)} (the plan starts on line {self.plan_line}); "
                 "keep one '# Plan: <title>' per document",
                 lineno,
             )
@@ -167,13 +167,13 @@ class _Scanner:
             self._start_phase(lineno, match.group(1), match.group(2).strip())
             return True
         if _RE_PHASE_LIKE.match(text):
-            raise self.error(f"malformed phase heading {text!r}; write '## Phase <id>: <title>'", lineno)
+            raise self.error(f"malformed phase heading {quote(text)}; write '## Phase <id>: <title>'", lineno)
         match = _RE_TASK.fullmatch(text)
         if match is not None:
             self._start_task(lineno, text, match.group(1), match.group(2).strip())
             return True
         if _RE_TASK_LIKE.match(text):
-            raise self.error(f"malformed task heading {text!r}; write '### Task <id>: <title>'", lineno)
+            raise self.error(f"malformed task heading {quote(text)}; write '### Task <id>: <title>'", lineno)
         return False
 
     def _start_phase(self, lineno: int, phase_id: str, title: str) -> None:
@@ -191,7 +191,7 @@ class _Scanner:
     def _start_task(self, lineno: int, heading: str, task_id: str, title: str) -> None:
         if self.phase is None:
             raise self.error(
-                f"task heading {heading!r} appears before any phase heading; "
+                f"task heading {quote(heading)} appears before any phase heading; "
                 "add '## Phase <id>: <title>' above it",
                 lineno,
             )
@@ -210,7 +210,7 @@ class _Scanner:
         first = seen.get(key)
         if first is not None:
             raise self.error(
-                f"duplicate {kind} id {item_id!r} (first used on line {first}, ids are compared "
+                f"duplicate {kind} id {quote(item_id)} (first used on line {first}, ids are compared "
                 f"ignoring case); give every {kind} its own id",
                 lineno,
             )
@@ -219,7 +219,7 @@ class _Scanner:
     def close_phase(self) -> None:
         if self.phase is not None and not self.phase.tasks:
             raise self.error(
-                f"phase {self.phase.id} {self.phase.title!r} has no tasks; add "
+                f"phase {self.phase.id} {quote(self.phase.title)} has no tasks; add "
                 "'### Task <id>: <title>' under it or remove the phase",
                 self.phase.line,
             )
@@ -300,7 +300,7 @@ class _Scanner:
                 clean = stable
         except PathEscapeError as exc:
             raise self.error(
-                f"task {task.id}: file {path!r} is not a relative path inside the repository; "
+                f"task {task.id}: file {quote(path)} is not a relative path inside the repository; "
                 "drop the leading '/' or drive letter and any '..' that climbs out of it",
                 lineno,
             ) from exc
@@ -309,7 +309,7 @@ class _Scanner:
         if self.plan_line is None:
             if self.plan_like is not None:
                 lineno, text = self.plan_like
-                raise self.error(f"malformed plan heading {text!r}; write '# Plan: <title>'", lineno)
+                raise self.error(f"malformed plan heading {quote(text)}; write '# Plan: <title>'", lineno)
             raise self.error("missing '# Plan: <title>' heading; start the plan with one", None)
         self.close_phase()
         if not self.phases:
@@ -324,12 +324,12 @@ class _Scanner:
                 for dep, lineno in task.depends.items():
                     if dep == task.id:
                         raise self.error(
-                            f"task {task.id} depends on itself; remove {dep!r} from its Depends",
+                            f"task {task.id} depends on itself; remove {quote(dep)} from its Depends",
                             lineno,
                         )
                     if dep not in known:
                         raise self.error(
-                            f"task {task.id} depends on unknown task {dep!r}; use the id of a "
+                            f"task {task.id} depends on unknown task {quote(dep)}; use the id of a "
                             "task in this plan or remove it from Depends",
                             lineno,
                         )

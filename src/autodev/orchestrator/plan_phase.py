@@ -8,6 +8,7 @@ one retry with the parse error and its line in context; a second unparsable plan
 
 from __future__ import annotations
 
+import unicodedata
 from typing import TYPE_CHECKING
 
 from autodev.adapters.base import AgentResult
@@ -45,7 +46,9 @@ def spec_hash_of(intent: str) -> str:
 
 def check_intent(intent: str) -> str:
     """The intent as the spec will hold it, or a clear error for one that cannot be worked on."""
-    cleaned = "".join(ch for ch in intent if ch in "\n\t" or ord(ch) >= 32).strip()
+    # Control characters (C0, DEL and C1: Unicode category Cc) carry no meaning in an intent; tabs and
+    # newlines do.
+    cleaned = "".join(ch for ch in intent if ch in "\n\t" or unicodedata.category(ch) != "Cc").strip()
     if not cleaned:
         raise AutodevError(
             'the intent is empty; say what you want changed, e.g. autodev run "add a --json flag"'

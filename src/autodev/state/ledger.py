@@ -93,10 +93,15 @@ class Ledger:
     def head(self) -> LedgerHead:
         return self._head
 
-    def open(self) -> LedgerHead:
-        """Read and verify the whole chain; truncate a torn final line (writable mode only)."""
+    def open(self, *, repair: bool = True) -> LedgerHead:
+        """Read and verify the whole chain; then (writable mode, ``repair``) truncate a torn final line.
+
+        Nothing is cut before the whole chain has verified, so a corrupt ledger is reported untouched.
+        ``repair=False`` leaves a torn tail for the caller to judge first (see ``repair_tail``).
+        """
         self._head = LedgerHead(0, GENESIS_HASH, 0)
         self._line_ends = array("q")
+        self.torn_tail_bytes = 0
         try:
             data = self.path.read_bytes()
         except FileNotFoundError:
@@ -104,10 +109,16 @@ class Ledger:
         except OSError as exc:
             raise StateError(f"cannot read {self.path}: {exc.strerror}") from exc
         complete_end = data.rfind(b"\n") + 1
-        if complete_end < len(data):
-            self._handle_torn_tail(len(data) - complete_end, complete_end)
         self._verify(data, 0, complete_end, self._head)
+        self.torn_tail_bytes = len(data) - complete_end
+        if repair:
+            self.repair_tail()
         return self._head
+
+    def repair_tail(self) -> None:
+        """Cut the torn final line found by ``open`` (a crash mid-append); a no-op when read-only or clean."""
+        if self.torn_tail_bytes and not self.readonly:
+            self._handle_torn_tail(self.torn_tail_bytes, self._head.offset)
 
     def sync(self) -> list[LedgerEntry]:
         """Verify and return the lines appended (by another process) since the last open/sync/append."""
@@ -219,7 +230,6 @@ class Ledger:
             _log.warning("ledger.partial_append_left", path=str(self.path), offset=offset)
 
     def _handle_torn_tail(self, torn_bytes: int, keep: int) -> None:
-        self.torn_tail_bytes = torn_bytes
         if self.readonly:
             # A writer may be in the middle of an append; readers simply stop at the last full line.
             return

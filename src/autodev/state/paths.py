@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from autodev.errors import PathEscapeError
+from autodev.errors import PathEscapeError, StateError
 
 __all__ = [
     "STATE_DIR_NAME",
@@ -151,8 +151,14 @@ def normalize_repo_path(path: str, repo_root: Path | None = None, *, context: st
 def ensure_state_dir(paths: AutodevPaths) -> Path:
     """Create ``.autodev/`` with a ``.gitignore`` so AutoDev's own state never lands in a user's commit."""
     state_dir = paths.state_dir
-    state_dir.mkdir(parents=True, exist_ok=True)
     ignore = state_dir / ".gitignore"
-    if not ignore.exists():
-        ignore.write_text("# AutoDev state: local to this checkout, never committed.\n*\n")
+    try:
+        state_dir.mkdir(parents=True, exist_ok=True)
+        if not ignore.exists():
+            ignore.write_text("# AutoDev state: local to this checkout, never committed.\n*\n")
+    except OSError as exc:
+        raise StateError(
+            f"cannot create {state_dir}: {exc.strerror or exc}; free disk space or fix the permissions of "
+            f"{paths.repo_root}, then try again"
+        ) from exc
     return state_dir

@@ -9,6 +9,7 @@ whenever it is missing, stale or corrupt.
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from collections.abc import Callable, Collection, Iterator, Sequence
@@ -484,8 +485,8 @@ class PlanManager:
 
     def record_cost(self, task_id: str, role: str, cost_usd: float) -> float:
         """Add one agent call's cost to the plan's running total; returns the new total."""
-        if cost_usd < 0:
-            raise StateError(f"cost must not be negative (got {cost_usd})")
+        if not math.isfinite(cost_usd) or cost_usd < 0:
+            raise StateError(f"cost must be a finite, non-negative number of dollars (got {cost_usd})")
         with self._locked():
             self._append("cost_recorded", {"task_id": task_id, "role": role, "cost_usd": cost_usd})
             return self._state.cost_usd_total
@@ -574,9 +575,16 @@ class PlanManager:
     def _write_owner(self) -> None:
         # Written on every acquisition so a process that times out can name the holder; a fixed-width
         # pwrite on a kept descriptor costs microseconds.
-        if self._owner_fd is None:
-            self._owner_fd = os.open(self.paths.lock_owner, os.O_RDWR | os.O_CREAT, 0o644)
-        os.pwrite(self._owner_fd, f"{os.getpid():>12}\n".encode("ascii"), 0)
+        try:
+            if self._owner_fd is None:
+                self._owner_fd = os.open(self.paths.lock_owner, os.O_RDWR | os.O_CREAT, 0o644)
+            os.pwrite(self._owner_fd, f"{os.getpid():>12}\n".encode("ascii"), 0)
+        except OSError as exc:
+            self._file_lock.release()
+            raise StateError(
+                f"cannot write {self.paths.lock_owner}: {exc.strerror or exc}; free disk space or fix the "
+                "permissions of .autodev/, then try again"
+            ) from exc
 
     def _read_owner(self) -> _LockOwner:
         try:
@@ -592,7 +600,9 @@ class PlanManager:
     # --- internals: loading and snapshots -----------------------------------------------------------
 
     def _load_unlocked(self) -> None:
-        head = self._ledger.open()
+        # A torn tail is cut only after the snapshot check: a snapshot ahead of the ledger means entries were
+        # lost, and then the ledger must be reported exactly as found.
+        head = self._ledger.open(repair=False)
         self._state = PlanState()
         self._reindex()
         restored_seq = self._restore_snapshot(head) if self.use_snapshot else None
@@ -601,6 +611,7 @@ class PlanManager:
             restored_seq = 0
             self._state = PlanState()
             self._reindex()
+        self._ledger.repair_tail()
         for entry in self._ledger.entries(after_seq=restored_seq):
             self._apply(entry)
         self._snapshot_seq = restored_seq

@@ -15,7 +15,7 @@ from typing import Self
 
 from filelock import FileLock, Timeout
 
-from autodev.errors import LockHeldError
+from autodev.errors import LockHeldError, StateError
 from autodev.state.paths import AutodevPaths, ensure_state_dir
 
 __all__ = ["SessionLock"]
@@ -36,7 +36,19 @@ class SessionLock:
             self._lock.acquire(timeout=0)
         except Timeout:
             raise LockHeldError(str(self.lock_path), self._holder(), 0.0, session=True) from None
-        self.owner_path.write_text(f"{os.getpid()}\n", encoding="ascii")
+        except OSError as exc:
+            raise StateError(
+                f"cannot create {self.lock_path}: {exc.strerror or exc}; free disk space or fix the "
+                "permissions of .autodev/, then try again"
+            ) from exc
+        try:
+            self.owner_path.write_text(f"{os.getpid()}\n", encoding="ascii")
+        except OSError as exc:
+            self._lock.release()
+            raise StateError(
+                f"cannot write {self.owner_path}: {exc.strerror or exc}; free disk space or fix the "
+                "permissions of .autodev/, then try again"
+            ) from exc
 
     def release(self) -> None:
         if self._lock.is_locked:

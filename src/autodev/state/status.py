@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from autodev.errors import LedgerCorruptError
 from autodev.state.ledger import Ledger
 from autodev.state.paths import AutodevPaths
 from autodev.state.snapshot import decode_snapshot
@@ -62,12 +63,18 @@ def read_status(repo_root: Path) -> dict[str, Any]:
     paths = AutodevPaths(repo_root)
     ledger = Ledger(paths.ledger, readonly=True)
     head = ledger.open()
-    if head.seq == 0:
-        return status_from_state({})
     try:
         snapshot = decode_snapshot(paths.snapshot.read_bytes())
     except (OSError, ValueError):
         snapshot = None
+    if snapshot is not None and snapshot.ledger_seq > head.seq:
+        raise LedgerCorruptError(
+            f"plan.json reflects entry {snapshot.ledger_seq} but the ledger ends at entry {head.seq} "
+            "(entries were lost)",
+            path=str(paths.ledger),
+        )
+    if head.seq == 0:
+        return status_from_state({})
     if (
         snapshot is not None
         and snapshot.ledger_seq == head.seq

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from autodev.errors import PlanParseError
+from autodev.errors import PlanParseError, quote
 from autodev.state.schemas import Plan, Task
 
 __all__ = ["ID_PATTERN", "RESERVED_TASK_IDS", "check_id", "validate_dag", "validate_plan"]
@@ -21,14 +21,14 @@ def check_id(kind: str, value: str, *, line: int | None = None, source: str | No
     """Raise ``PlanParseError`` unless ``value`` is a valid phase or task id."""
     if len(value) > ID_MAX_LENGTH or not ID_PATTERN.fullmatch(value):
         raise PlanParseError(
-            f"invalid {kind} id {value!r}: use letters, digits and single '.', '_' or '-' between them "
+            f"invalid {kind} id {quote(value)}: use letters, digits and single '.', '_' or '-' between them "
             f"(at most {ID_MAX_LENGTH} characters), e.g. '1.2'",
             line=line,
             source=source,
         )
     if kind == "task" and value.lower() in RESERVED_TASK_IDS:
         raise PlanParseError(
-            f"task id {value!r} is reserved for the plan phase; choose another id",
+            f"task id {quote(value)} is reserved for the plan phase; choose another id",
             line=line,
             source=source,
         )
@@ -43,7 +43,7 @@ def validate_dag(tasks: Iterable[Task], *, source: str | None = None) -> None:
                 raise PlanParseError(f"task {task.id} depends on itself", source=source)
             if dep not in by_id:
                 raise PlanParseError(
-                    f"task {task.id} depends on {dep!r}, which is not a task of this plan",
+                    f"task {task.id} depends on {quote(dep)}, which is not a task of this plan",
                     source=source,
                 )
     cycle = _find_cycle(by_id)
@@ -93,7 +93,7 @@ def validate_plan(plan: Plan, *, source: str | None = None) -> None:
     for phase in plan.phases:
         check_id("phase", phase.id, source=source)
         if phase.id.lower() in phase_ids:
-            raise PlanParseError(f"duplicate phase id {phase.id!r}", source=source)
+            raise PlanParseError(f"duplicate phase id {quote(phase.id)}", source=source)
         phase_ids.add(phase.id.lower())
         if not phase.tasks:
             raise PlanParseError(f"phase {phase.id} has no tasks", source=source)
@@ -101,11 +101,11 @@ def validate_plan(plan: Plan, *, source: str | None = None) -> None:
             check_id("task", task.id, source=source)
             if task.id.lower() in task_ids:
                 raise PlanParseError(
-                    f"duplicate task id {task.id!r} (ids are compared ignoring case)", source=source
+                    f"duplicate task id {quote(task.id)} (ids are compared ignoring case)", source=source
                 )
             if task.phase_id != phase.id:
                 raise PlanParseError(
-                    f"task {task.id} says phase {task.phase_id!r} but sits in phase {phase.id!r}",
+                    f"task {task.id} says phase {quote(task.phase_id)} but sits in phase {quote(phase.id)}",
                     source=source,
                 )
             task_ids.add(task.id.lower())
