@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from autodev._version import __version__
+from autodev.cli.tournament import tournament
 from autodev.errors import EXIT_FAILED, EXIT_OK, EXIT_SUSPENDED, EXIT_USAGE, AutodevError
 
 if TYPE_CHECKING:
@@ -55,9 +56,9 @@ class CliContext:
             from autodev.state.paths import ensure_state_dir
 
             ensure_state_dir(paths)
-            configure_logging(paths.log_file, verbose=self.verbose)
+            configure_logging(paths.log_file, verbose=self.verbose, level=os.environ.get("AUTODEV_LOG_LEVEL"))
         elif self.verbose:
-            configure_logging(None, verbose=True)
+            configure_logging(None, verbose=True, level=os.environ.get("AUTODEV_LOG_LEVEL"))
         else:
             configure_quiet_logging()
 
@@ -240,7 +241,13 @@ def _plan_from_markdown(obj: CliContext, markdown_file: Path, replace: bool) -> 
     import secrets
 
     session_id = f"sess-{secrets.token_hex(6)}"
-    with PlanManager(obj.repo_root, lock_timeout_s=config.lock_timeout_s) as manager:
+    from autodev.state.session_lock import SessionLock
+
+    # Replacing the plan under a live run would pull its tasks away from it: take the run lock too.
+    with (
+        SessionLock(obj.paths),
+        PlanManager(obj.repo_root, lock_timeout_s=config.lock_timeout_s) as manager,
+    ):
         saved = manager.init_plan(parsed, session_id=session_id, replace=replace)
     click.echo(plan_summary(saved))
     click.echo("Next: `autodev status` shows it task by task.")
@@ -504,6 +511,9 @@ def _finish(obj: CliContext, display: Any, tasks: list[Any], *, exit_after: bool
         sys.exit(EXIT_FAILED if blocked or unfinished else EXIT_OK)
 
 
+cli.add_command(tournament)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: map library errors to one line and an exit code, never a traceback."""
     try:
@@ -514,7 +524,14 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
-        exc.show()
+        # One line, like every other user error; --help shows the full usage.
+        _echo_error(f"{exc.format_message()} (see `autodev --help`)")
+        sys.exit(EXIT_USAGE)
+    except OSError as exc:
+        # The machine refused (disk full, permissions, a file that vanished): not a bug, and nothing to
+        # show a traceback for.
+        where = f" ({exc.filename})" if exc.filename else ""
+        _echo_error(f"{exc.strerror or exc}{where}; free disk space or fix permissions, then try again")
         sys.exit(EXIT_USAGE)
     except (click.Abort, KeyboardInterrupt):
         click.echo(

@@ -151,8 +151,9 @@ class TournamentsSettings(_Settings):
         "shown to judges), so a rerun makes the same choices.",
     )
     plan: TournamentSettings = Field(
-        default_factory=TournamentSettings,
-        description="Plan tournament: competing rewrites of the architect's plan, judged in rounds.",
+        default_factory=lambda: TournamentSettings(enabled=False),
+        description="Plan tournament: competing rewrites of the architect's plan, judged in rounds "
+        "(opt in: each round costs several agent calls).",
     )
     impl: TournamentSettings = Field(
         default_factory=lambda: TournamentSettings(enabled=False),

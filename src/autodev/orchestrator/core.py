@@ -31,8 +31,10 @@ from autodev.logging import get_logger
 from autodev.orchestrator.events import ProgressEvent, ProgressListener
 from autodev.orchestrator.execute_phase import check_working_tree, run_execute_phase
 from autodev.orchestrator.git import GitRepo
+from autodev.orchestrator.impl_tournament_runner import prune_stale_worktrees, run_impl_tournament
 from autodev.orchestrator.inline_state import clear_suspend_state, load_suspend_state
 from autodev.orchestrator.plan_phase import run_plan_phase
+from autodev.orchestrator.plan_tournament_runner import run_plan_tournament
 from autodev.state.knowledge import KnowledgeStore
 from autodev.state.paths import AutodevPaths, ensure_state_dir
 from autodev.state.plan_manager import PlanManager
@@ -176,6 +178,7 @@ class Orchestrator:
         """Run the execute phase over all runnable tasks, or only ``task_id`` (seed 001, FR-2)."""
         await self._require_git()
         with self._session():
+            await prune_stale_worktrees(self)
             tasks = await run_execute_phase(self, task_id)
             clear_suspend_state(self.paths)
             return tasks
@@ -184,6 +187,7 @@ class Orchestrator:
         """Plan, then execute unless the plan must be approved first."""
         await self._require_git()
         with self._session():
+            await prune_stale_worktrees(self)
             await check_working_tree(self)
             self.emit(ProgressEvent("phase", f"plan phase on {self.platform_name}"))
             plan = await run_plan_phase(self, intent, replace=replace, require_approval=confirm_plan)
@@ -198,6 +202,7 @@ class Orchestrator:
         """Continue after an inline suspend, a crash, an approval or a budget stop (seed 001, FR-3)."""
         await self._require_git()
         with self._session():
+            await prune_stale_worktrees(self)
             state = load_suspend_state(self.paths)
             if state is not None and not await anyio.Path(state.response_path).exists():
                 raise ResponseMissingError(
@@ -237,17 +242,15 @@ class Orchestrator:
     # --- hooks filled by the tournament work ----------------------------------------------------------
 
     async def plan_tournament_hook(self, plan: Plan, intent: str) -> Plan:
-        """Refine the architect's plan with a plan tournament when enabled (the engine lands separately)."""
-        if self.config.tournaments.plan.enabled:
-            _log.info("plan_tournament.skipped", reason="the tournament engine is not part of this version")
-            self.emit(ProgressEvent("note", "plan tournament skipped: not available in this version", "plan"))
-        return plan
+        """Refine the architect's plan with a plan tournament when enabled; returns the winning plan."""
+        if not self.config.tournaments.plan.enabled:
+            return plan
+        return await run_plan_tournament(self, plan, intent)
 
     async def impl_tournament_hook(self, task: Task) -> None:
         """Refine a tested implementation with an implementation tournament when enabled."""
         if self.config.tournaments.impl.enabled and not self.disable_impl_tournament:
-            _log.info("impl_tournament.skipped", task_id=task.id, reason="engine not part of this version")
-            self.emit(ProgressEvent("note", "implementation tournament skipped: not available", task.id))
+            await run_impl_tournament(self, task)
 
     # --- helpers ------------------------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ __all__ = ["DelegationRequest", "delegate"]
 _log = get_logger("autodev.delegate")
 # Roles whose replies may carry LESSON: lines worth keeping for later prompts.
 _LEARNING_ROLES = frozenset({"developer", "reviewer", "test_engineer", "critic_sounding_board"})
+_TOURNAMENT_ROLES = frozenset({"critic_t", "architect_b", "synthesizer", "judge"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +48,8 @@ class DelegationRequest:
     extra_context: str = ""
     knowledge_query: str = ""
     knowledge_files: tuple[str, ...] = ()
+    # A concrete model for this call only (tournaments.<kind>.model); None: the role's configured model.
+    model: str | None = None
 
 
 def _build_prompt(system_prompt: str, request: DelegationRequest, knowledge_block: str) -> str:
@@ -75,7 +78,7 @@ async def delegate(orch: Orchestrator, request: DelegationRequest) -> AgentResul
         role=request.role,
         prompt=_build_prompt(spec.prompt, request, knowledge_block),
         cwd=request.cwd or orch.repo_root,
-        model=settings.model,
+        model=request.model or settings.model,
         tools=spec.tools,
         max_turns=settings.max_turns,
         timeout_s=timeout_s,
@@ -115,7 +118,10 @@ async def delegate(orch: Orchestrator, request: DelegationRequest) -> AgentResul
         error=result.error.kind if result.error else None,
     )
     if result.success:
-        if orch.loop_detector.observe(request.task_id, request.role, result.text):
+        # Tournament roles are many fresh calls whose identical answers (two judges agreeing) are no loop.
+        if request.role not in _TOURNAMENT_ROLES and orch.loop_detector.observe(
+            request.task_id, request.role, result.text
+        ):
             raise LoopDetectedError(
                 f"task {request.task_id}: {request.role} returned the same output "
                 f"{orch.config.guardrails.loop_detection_threshold} times in a row",

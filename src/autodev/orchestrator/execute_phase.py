@@ -28,6 +28,7 @@ from autodev.orchestrator.delegate import DelegationRequest, delegate
 from autodev.orchestrator.delegation_envelope import DelegationAction, DelegationEnvelope
 from autodev.orchestrator.events import ProgressEvent
 from autodev.orchestrator.git import WorkingDiff
+from autodev.orchestrator.text import clip
 from autodev.qa import GateResult, run_gates
 from autodev.state.schemas import (
     TERMINAL_STATUSES,
@@ -82,13 +83,6 @@ class StepFailure:
     @property
     def summary(self) -> str:
         return self.issues[0] if self.issues else "unspecified failure"
-
-
-def _clip(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    half = limit // 2
-    return f"{text[:half]}\n... [{len(text) - limit} characters cut] ...\n{text[-half:]}"
 
 
 def _agent_failure(role: str, result: AgentResult) -> StepFailure:
@@ -313,7 +307,7 @@ async def _developer_step(orch: Orchestrator, task: Task) -> StepFailure | None:
     extra = ""
     if task.last_issues:
         extra = "THE PREVIOUS ATTEMPT FAILED. Fix these problems first:\n" + "\n".join(
-            f"- {_clip(issue, PROMPT_OUTPUT_CHARS)}" for issue in task.last_issues
+            f"- {clip(issue, PROMPT_OUTPUT_CHARS)}" for issue in task.last_issues
         )
     request = _request(task, "developer", "develop", _envelope(task, "developer", "implement"), extra)
     result = await _agent(orch, task, request)
@@ -383,7 +377,7 @@ def _gate_issue(result: GateResult) -> str:
     if result.findings:
         line += "\n" + "\n".join(f"- {finding}" for finding in result.findings[:20])
     output = _gate_output(result)
-    return f"{line}:\n{_clip(output, PROMPT_OUTPUT_CHARS)}" if output else line
+    return f"{line}:\n{clip(output, PROMPT_OUTPUT_CHARS)}" if output else line
 
 
 async def _gates_step(orch: Orchestrator, task: Task) -> StepFailure | None:
@@ -417,9 +411,7 @@ async def _gates_step(orch: Orchestrator, task: Task) -> StepFailure | None:
 
 async def _review_step(orch: Orchestrator, task: Task) -> StepFailure | None:
     diff = await _current_diff(orch, task)
-    extra = "THE CHANGE TO REVIEW (git diff against the task's base):\n" + _clip(
-        diff.patch, PROMPT_DIFF_CHARS
-    )
+    extra = "THE CHANGE TO REVIEW (git diff against the task's base):\n" + clip(diff.patch, PROMPT_DIFF_CHARS)
     request = _request(task, "reviewer", "review", _envelope(task, "reviewer", "review"), extra)
     result = await _agent(orch, task, request)
     if not result.success:
@@ -508,7 +500,7 @@ async def _test_step(orch: Orchestrator, task: Task) -> StepFailure | None:
         issues.append(f"the test engineer reports {claim.failed} failing test(s)")
     if run is None or not run.counts_as_pass:
         status = run.status if run else "not run"
-        excerpt = _clip(run_excerpt, PROMPT_OUTPUT_CHARS)
+        excerpt = clip(run_excerpt, PROMPT_OUTPUT_CHARS)
         issues.append(f"the tests do not pass when AutoDev runs them ({status}):\n{excerpt}")
     if agrees is False and claim is not None and real is not None:
         issues.append(
@@ -560,7 +552,7 @@ async def _escalate(orch: Orchestrator, task: Task) -> None:
         "critic",
         envelope,
         f"The task failed {task.retry_count} attempt(s). The last failures:\n"
-        + "\n".join(f"- {_clip(issue, PROMPT_OUTPUT_CHARS)}" for issue in issues),
+        + "\n".join(f"- {clip(issue, PROMPT_OUTPUT_CHARS)}" for issue in issues),
     )
     reason = f"retries exhausted after {task.retry_count} attempt(s): {issues[0].splitlines()[0]}"
     try:

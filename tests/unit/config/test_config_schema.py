@@ -35,7 +35,8 @@ def test_defaults_match_the_seed_configuration_table() -> None:
 def test_tournament_defaults() -> None:
     tournaments = AutodevConfig().tournaments
 
-    assert tournaments.plan.enabled is True
+    # Both are opt-in: every round costs several agent calls.
+    assert tournaments.plan.enabled is False
     assert tournaments.impl.enabled is False
     for kind in (tournaments.plan, tournaments.impl):
         assert (kind.num_judges, kind.convergence_k, kind.max_rounds) == (3, 2, 5)

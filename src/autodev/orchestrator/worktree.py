@@ -1,0 +1,188 @@
+"""Detached git worktrees for implementation-tournament variants (seed 001, 4.1 and 5.3).
+
+Each variant gets its own worktree under ``.autodev/worktrees/``, created *detached* at the task's base
+commit with the current change applied, so a variant starts from exactly what the main tree holds and
+never moves a branch. Worktrees share the object store, so creating one is cheap. A run that dies leaves
+its worktrees behind; ``prune_stale`` finds the ones under the manager's root and removes them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+
+from autodev.errors import AutodevError
+from autodev.logging import get_logger
+from autodev.orchestrator.git import GitRepo, WorkingDiff
+
+__all__ = ["Worktree", "WorktreeError", "WorktreeManager"]
+
+_log = get_logger("autodev.worktree")
+
+
+class WorktreeError(AutodevError):
+    """A worktree could not be created, changed or removed, or a patch did not apply."""
+
+
+@dataclass(frozen=True, slots=True)
+class Worktree:
+    """One detached worktree: its name (directory under the root), path and base commit."""
+
+    name: str
+    path: Path
+    base: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Out:
+    code: int
+    stdout: str
+    stderr: str
+
+
+def _encode(patch: str) -> bytes:
+    # WorkingDiff decodes with surrogateescape so that binary-safe patches survive the round trip.
+    return patch.encode("utf-8", errors="surrogateescape")
+
+
+class WorktreeManager:
+    """Create, diff, apply and remove detached worktrees of ``main_repo`` under ``root_dir``."""
+
+    def __init__(self, main_repo: Path, root_dir: Path, *, timeout_s: float = 120.0) -> None:
+        self.main_repo = Path(main_repo).resolve()
+        self.root_dir = Path(root_dir)
+        self.timeout_s = timeout_s
+        self._active: dict[str, Worktree] = {}
+
+    @property
+    def active(self) -> list[Worktree]:
+        """The worktrees this manager created and has not removed yet."""
+        return list(self._active.values())
+
+    async def _git(self, cwd: Path, *args: str, stdin: bytes | None = None, check: bool = True) -> _Out:
+        env: Mapping[str, str] = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+        try:
+            with anyio.fail_after(self.timeout_s):
+                result = await anyio.run_process(["git", *args], cwd=cwd, env=env, check=False, input=stdin)
+        except TimeoutError as exc:
+            raise WorktreeError(
+                f"git {' '.join(args[:3])} did not finish within {self.timeout_s:.0f}s"
+            ) from exc
+        out = _Out(
+            result.returncode,
+            result.stdout.decode("utf-8", errors="surrogateescape"),
+            result.stderr.decode("utf-8", errors="replace"),
+        )
+        if check and out.code != 0:
+            detail = " ".join(out.stderr.split())[:300] or f"exit code {out.code}"
+            raise WorktreeError(f"git {' '.join(args[:3])} failed in {cwd}: {detail}")
+        return out
+
+    async def create(self, name: str, base: str, patch: str = "") -> Worktree:
+        """A detached worktree ``root_dir/name`` at ``base`` with ``patch`` (a binary git diff) applied."""
+        if not name or "/" in name or name.startswith("."):
+            raise WorktreeError(f"not a usable worktree name: {name!r}")
+        path = self.root_dir / name
+        if path.exists():
+            raise WorktreeError(f"{path} already exists; remove it (or run prune_stale) first")
+        self.root_dir.mkdir(parents=True, exist_ok=True)
+        await self._git(self.main_repo, "worktree", "add", "--detach", "--quiet", str(path), base)
+        worktree = Worktree(name, path.resolve(), base)
+        self._active[name] = worktree
+        if patch:
+            try:
+                await self._git(
+                    worktree.path, "apply", "--binary", "--whitespace=nowarn", "-", stdin=_encode(patch)
+                )
+            except WorktreeError:
+                await self.remove(worktree)
+                raise
+        _log.info("worktree.created", name=name, base=base, patch_bytes=len(patch))
+        return worktree
+
+    async def diff(self, worktree: Worktree) -> WorkingDiff:
+        """Everything in ``worktree`` that differs from its base commit (untracked files included)."""
+        return await GitRepo(worktree.path, timeout_s=self.timeout_s).diff_against(worktree.base)
+
+    async def apply_to_main(self, patch: str) -> None:
+        """Apply ``patch`` to the main working tree: exactly when it applies, else with a 3-way merge.
+
+        A patch that applies neither way raises ``WorktreeError``; a plain ``git apply`` that fails its
+        check changes nothing, so the tree is untouched unless the 3-way merge was attempted.
+        """
+        if not patch:
+            return
+        data = _encode(patch)
+        plain = ("apply", "--binary", "--whitespace=nowarn")
+        if (await self._git(self.main_repo, *plain, "--check", "-", stdin=data, check=False)).code == 0:
+            await self._git(self.main_repo, *plain, "-", stdin=data)
+            return
+        merged = await self._git(self.main_repo, *plain, "--3way", "-", stdin=data, check=False)
+        if merged.code != 0:
+            detail = " ".join(merged.stderr.split())[:300]
+            raise WorktreeError(
+                f"the change does not apply to {self.main_repo}, not even with a 3-way merge: {detail}"
+            )
+
+    async def revert_on_main(self, patch: str) -> None:
+        """Take ``patch`` back out of the main tree; refuses, changing nothing, when it does not fit."""
+        if not patch:
+            return
+        data = _encode(patch)
+        args = ("apply", "--binary", "--whitespace=nowarn", "-R")
+        check = await self._git(self.main_repo, *args, "--check", "-", stdin=data, check=False)
+        if check.code != 0:
+            detail = " ".join(check.stderr.split())[:300]
+            raise WorktreeError(f"the change to take back no longer matches {self.main_repo}: {detail}")
+        await self._git(self.main_repo, *args, "-", stdin=data)
+
+    async def remove(self, worktree: Worktree) -> None:
+        """Remove ``worktree`` and its administrative entry; never raises for one already gone."""
+        self._active.pop(worktree.name, None)
+        await self._remove_path(worktree.path)
+
+    async def cleanup_all(self) -> None:
+        """Remove every worktree this manager created (safe to call in ``finally``)."""
+        for worktree in list(self._active.values()):
+            await self.remove(worktree)
+
+    async def prune_stale(self) -> list[Path]:
+        """Remove worktrees under ``root_dir`` left by a run that crashed; return their paths.
+
+        Called at start under the run lock, when no other AutoDev run can be using them.
+        """
+        listing = await self._git(self.main_repo, "worktree", "list", "--porcelain", check=False)
+        stale = _paths_under(self.root_dir, listing.stdout)
+        active = {worktree.path for worktree in self._active.values()}
+        removed = sorted(stale - active)
+        for path in removed:
+            await self._remove_path(path)
+        if removed:
+            _log.warning("worktree.pruned_stale", count=len(removed), paths=[str(p) for p in removed])
+        return removed
+
+    async def _remove_path(self, path: Path) -> None:
+        result = await self._git(self.main_repo, "worktree", "remove", "--force", str(path), check=False)
+        if result.code != 0:
+            # Not a registered worktree any more (or half-created): delete the directory itself.
+            await anyio.to_thread.run_sync(lambda: shutil.rmtree(path, ignore_errors=True))
+        await self._git(self.main_repo, "worktree", "prune", check=False)
+
+
+def _paths_under(root_dir: Path, porcelain: str) -> set[Path]:
+    """Registered worktrees (from ``git worktree list --porcelain``) and directories under ``root_dir``."""
+    root = root_dir.resolve()
+    registered = (
+        Path(line.removeprefix("worktree ")).resolve()
+        for line in porcelain.splitlines()
+        if line.startswith("worktree ")
+    )
+    found = {path for path in registered if root in path.parents}
+    if root_dir.is_dir():
+        found.update(entry.resolve() for entry in root_dir.iterdir() if entry.is_dir())
+    return found

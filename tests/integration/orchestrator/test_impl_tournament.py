@@ -1,0 +1,112 @@
+"""The implementation tournament on a real repository: variants in worktrees, the winner in the main tree."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import anyio
+import pytest
+from support.orchestration import demo_project, orchestrator, script_with
+
+from autodev.adapters.base import AgentInvocation, AgentResult
+from autodev.adapters.scripted import ScriptedAdapter
+
+_SECTION = re.compile(r"^CANDIDATE (\w+):\n(.*?)(?=^CANDIDATE \w+:|^Rank all|\Z)", re.M | re.S)
+FAST = {
+    "qa_gates.secretscan.enabled": False,
+    "qa_gates.build.enabled": False,
+    "tournaments.plan.enabled": False,
+    "tournaments.impl.enabled": True,
+    "tournaments.impl.max_rounds": 1,
+}
+TOURNAMENT_ROLES = (
+    {"role": "critic_t", "text": "ISSUES:\n- [minor] no marker - traceability"},
+    {"role": "architect_b", "text": "DIRECTION:\n1. add a variant marker"},
+    {"role": "synthesizer", "text": "DIRECTION:\n1. add a merged marker"},
+)
+
+
+class VariantAgents(ScriptedAdapter):
+    """Developers in worktrees write a marker naming their variant; judges prefer ``VARIANT = "B"``."""
+
+    def __init__(self, *, raise_in_worktree: bool = False, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.raise_in_worktree = raise_in_worktree
+        self.judged = 0
+
+    async def execute(self, inv: AgentInvocation) -> AgentResult:
+        in_worktree = ".autodev/worktrees" in str(inv.cwd)
+        if inv.role == "developer" and in_worktree:
+            if self.raise_in_worktree:
+                raise RuntimeError("the developer crashed")
+            variant = "AB" if inv.cwd.name.endswith("-ab") else "B"
+            marker = inv.cwd / "textutils" / f"variant_{inv.task_id.replace('.', '_')}.py"
+            marker.write_text(f'"""Variant marker."""\n\nVARIANT = "{variant}"\n')
+            return AgentResult(success=True, text=f"wrote variant {variant} in {inv.cwd.name}", tool_calls=1)
+        if inv.role == "judge":
+            self.judged += 1
+            sections = _SECTION.findall(inv.prompt)
+            ordered = sorted(sections, key=lambda s: 'VARIANT = "B"' not in s[1])
+            return AgentResult(
+                success=True, text=f"RANKING: {' > '.join(label for label, _ in ordered)}\n#{self.judged}"
+            )
+        return await super().execute(inv)
+
+
+def _worktree_list(root: Path) -> list[str]:
+    out = subprocess.run(["git", "worktree", "list"], cwd=root, capture_output=True, text=True, check=True)
+    return out.stdout.splitlines()
+
+
+def test_judges_prefer_b_and_b_is_applied_and_committed(tmp_path: Path) -> None:
+    setup = demo_project(tmp_path)
+    script = script_with(setup, *TOURNAMENT_ROLES)
+    orch, _ = orchestrator(setup.repo_root, script, **FAST)
+    adapter = VariantAgents(script=script)
+    orch.adapter = adapter
+    outcome = anyio.run(orch.run, setup.intent)
+    assert [t.status for t in outcome.tasks] == ["complete", "complete"]
+    root = setup.repo_root
+    assert (root / "textutils" / "variant_1_1.py").read_text().endswith('VARIANT = "B"\n')
+    committed = subprocess.run(
+        ["git", "show", "--name-only", "--format=", outcome.tasks[0].commit or "HEAD"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert "textutils/variant_1_1.py" in committed and "textutils/slug.py" in committed
+    assert (
+        subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True).stdout
+        == ""
+    )
+    ledger = [json.loads(line) for line in (root / ".autodev" / "ledger.jsonl").read_text().splitlines()]
+    done = [e["payload"] for e in ledger if e["op"] == "impl_tournament_complete"]
+    assert [(d["task_id"], d["winner"], d["applied"]) for d in done] == [
+        ("1.1", "B@1", True),
+        ("1.2", "B@1", True),
+    ]
+    evidence = json.loads((root / ".autodev" / "evidence" / "1.1-tournament-2.json").read_text())
+    assert evidence["winner"] == "B@1" and evidence["phase"] == "impl"
+    assert (root / done[0]["artifact_dir"] / "a-original.patch").read_text().startswith("diff --git")
+    assert len(_worktree_list(root)) == 1
+    assert list((root / ".autodev" / "worktrees").iterdir()) == []
+    assert adapter.judged == 6
+
+
+def test_a_variant_that_raises_leaves_no_worktree_behind(tmp_path: Path) -> None:
+    setup = demo_project(tmp_path)
+    script = script_with(setup, *TOURNAMENT_ROLES)
+    orch, _ = orchestrator(setup.repo_root, script, **FAST)
+    orch.adapter = VariantAgents(raise_in_worktree=True, script=script)
+    with pytest.raises(RuntimeError, match="the developer crashed"):
+        anyio.run(orch.run, setup.intent)
+    root = setup.repo_root
+    assert len(_worktree_list(root)) == 1
+    assert list((root / ".autodev" / "worktrees").iterdir()) == []
+    # The tested change of the task is still in the main tree, untouched.
+    assert (root / "textutils" / "slug.py").exists()
+    assert not (root / "textutils" / "variant_1_1.py").exists()
