@@ -87,6 +87,7 @@ async def run_cli(
     adapter_env: Mapping[str, str] | None,
     transcript: Path | None,
     on_line: Callable[[bytes], None],
+    children_dir: Path | None = None,
 ) -> ProcessOutcome:
     """Run ``argv`` for ``inv``: prompt on stdin, ``child_env``, the call's cwd and deadline.
 
@@ -103,6 +104,7 @@ async def run_cli(
         stdin_data=inv.prompt.encode("utf-8"),
         transcript_path=transcript,
         max_output_bytes=AGENT_OUTPUT_LIMIT_BYTES,
+        children_dir=children_dir,
     )
     if not await anyio.Path(spec.cwd).is_dir():
         raise ProcessStartError(argv[0], False, f"working directory {spec.cwd} does not exist")

@@ -28,6 +28,7 @@ from autodev.adapters._cli import (
 from autodev.adapters.base import AgentInvocation, AgentResult, PlatformAdapter, ToolName
 from autodev.adapters.process import ProcessOutcome, ProcessStartError
 from autodev.config.schema import AutodevConfig
+from autodev.state.paths import AutodevPaths
 
 __all__ = [
     "CLAUDE_TOOLS",
@@ -214,6 +215,7 @@ class ClaudeCodeAdapter(PlatformAdapter):
                 inv,
                 adapter_env=self.env,
                 transcript=transcript,
+                children_dir=AutodevPaths(self.repo_root).children_dir,
                 on_line=parser.feed_line,
             )
         except ProcessStartError as exc:

@@ -34,6 +34,7 @@ from autodev.adapters.base import AgentInvocation, AgentResult, PlatformAdapter
 from autodev.adapters.process import ProcessOutcome, ProcessStartError
 from autodev.config.schema import AutodevConfig
 from autodev.errors import ConfigError
+from autodev.state.paths import AutodevPaths
 
 __all__ = ["INSTALL_HINT", "CodexAdapter", "CodexStreamParser", "build_argv"]
 
@@ -229,6 +230,7 @@ class CodexAdapter(PlatformAdapter):
                 inv,
                 adapter_env=self.env,
                 transcript=transcript,
+                children_dir=AutodevPaths(self.repo_root).children_dir,
                 on_line=parser.feed_line,
             )
         except ProcessStartError as exc:

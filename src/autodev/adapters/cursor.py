@@ -51,6 +51,7 @@ from autodev.adapters.base import AgentInvocation, AgentResult, PlatformAdapter
 from autodev.adapters.process import ProcessOutcome, ProcessStartError
 from autodev.config.schema import AutodevConfig
 from autodev.logging import get_logger
+from autodev.state.paths import AutodevPaths
 
 __all__ = ["INSTALL_HINT", "CursorAdapter", "CursorStreamParser", "build_argv"]
 
@@ -217,6 +218,7 @@ class CursorAdapter(PlatformAdapter):
                 inv,
                 adapter_env=self.env,
                 transcript=transcript,
+                children_dir=AutodevPaths(self.repo_root).children_dir,
                 on_line=parser.feed_line,
             )
         except ProcessStartError as exc:

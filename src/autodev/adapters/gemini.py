@@ -404,7 +404,12 @@ class GeminiAdapter(PlatformAdapter):
         argv = build_argv(self.executable, inv, policy, user_policies if has_user_policies else None)
         try:
             outcome = await run_cli(
-                argv, inv, adapter_env=self.env, transcript=transcript, on_line=parser.feed_line
+                argv,
+                inv,
+                adapter_env=self.env,
+                transcript=transcript,
+                on_line=parser.feed_line,
+                children_dir=AutodevPaths(self.repo_root).children_dir,
             )
         except ProcessStartError as exc:
             return start_failure(exc, install_hint=INSTALL_HINT)

@@ -58,6 +58,7 @@ from autodev.adapters.base import AgentInvocation, AgentResult, PlatformAdapter,
 from autodev.adapters.process import ProcessOutcome, ProcessStartError
 from autodev.config.schema import AutodevConfig
 from autodev.logging import get_logger
+from autodev.state.paths import AutodevPaths
 
 __all__ = [
     "AGENT_NAME",
@@ -372,6 +373,7 @@ class OpenCodeAdapter(PlatformAdapter):
                 call,
                 adapter_env=self.env,
                 transcript=transcript,
+                children_dir=AutodevPaths(self.repo_root).children_dir,
                 on_line=parser.feed_line,
             )
         except ProcessStartError as exc:

@@ -23,6 +23,8 @@ from typing import IO
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 
+from autodev.state.children import register_child
+
 __all__ = ["ProcessOutcome", "ProcessSpec", "ProcessStartError", "run_process"]
 
 MIB = 1024 * 1024
@@ -42,6 +44,10 @@ class ProcessSpec:
     max_line_bytes: int = 8 * MIB
     max_output_bytes: int = 512 * MIB
     keep_stderr_bytes: int = 32 * 1024
+    # Where the running child is registered (a file per process group) so that, if AutoDev itself is
+    # killed, the next run can stop what it left behind: children live in their own sessions and do not
+    # die with their parent.
+    children_dir: Path | None = None
 
 
 @dataclass(slots=True)
@@ -173,6 +179,7 @@ async def run_process(spec: ProcessSpec, on_line: Callable[[bytes], None]) -> Pr
     except OSError as exc:
         raise ProcessStartError(spec.argv[0], False, exc.strerror or str(exc)) from exc
 
+    registration = register_child(spec.children_dir, process.pid) if spec.children_dir else None
     outcome = ProcessOutcome(exit_code=None, duration_s=0.0, pid=process.pid)
     splitter = _LineSplitter(on_line, spec.max_line_bytes)
     stderr = _HeadTail(spec.keep_stderr_bytes)
@@ -220,6 +227,9 @@ async def run_process(spec: ProcessSpec, on_line: Callable[[bytes], None]) -> Pr
     finally:
         with anyio.CancelScope(shield=True):
             await _stop_group(process, spec.grace_s)
+            if registration is not None:
+                with contextlib.suppress(OSError):
+                    registration.unlink()
             if transcript is not None:
                 transcript.close()
             with contextlib.suppress(OSError, anyio.BrokenResourceError):

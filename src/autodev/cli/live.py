@@ -77,7 +77,8 @@ class LiveDisplay:
         if self._live is not None:
             self._live.update(self._render())
         else:
-            self.console.print(_plain(event), highlight=False, soft_wrap=True)
+            # markup=False: "[1.1/develop]" is text, not a rich style tag.
+            self.console.print(_plain(event), highlight=False, soft_wrap=True, markup=False)
 
     def _render(self) -> Group:
         table = Table(title=self._phase or "AutoDev", title_justify="left", expand=False)

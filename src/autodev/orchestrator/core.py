@@ -47,6 +47,14 @@ __all__ = ["Orchestrator", "ResponseMissingError", "RunOutcome"]
 _log = get_logger("autodev.orchestrator")
 
 
+def _remove_dead_temp_files(state_dir: Path) -> None:
+    """Delete ``.<name>.<pid>.tmp`` files of atomic writes whose writer died before renaming them."""
+    for temp in state_dir.rglob(".*.tmp"):
+        pid = temp.name.rsplit(".", 2)[-2]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            temp.unlink(missing_ok=True)
+
+
 class ResponseMissingError(AutodevError):
     """``autodev resume`` after an inline suspend, but the agent has not written its answer yet."""
 
@@ -146,6 +154,14 @@ class Orchestrator:
                 self._plan_manager = None
                 self._guardrails = None
 
+    async def _recover_from_a_killed_run(self) -> None:
+        """Under the run lock (taking it stopped a killed run's children): clear git and temp-file debris."""
+        _remove_dead_temp_files(self.paths.state_dir)
+        cleared = await self.git.clear_stale_locks()
+        if cleared:
+            _log.warning("orchestrator.stale_git_locks_removed", paths=[str(path) for path in cleared])
+        await prune_stale_worktrees(self)
+
     def emit(self, event: ProgressEvent) -> None:
         if self.listener is None:
             return
@@ -167,6 +183,7 @@ class Orchestrator:
         """Run the plan phase and save the plan (seed 001, FR-1)."""
         await self._require_git()
         with self._session():
+            await self._recover_from_a_killed_run()
             self.emit(ProgressEvent("phase", f"plan phase on {self.platform_name}"))
             _log.info("orchestrator.plan.start", intent_bytes=len(intent.encode("utf-8")))
             plan = await run_plan_phase(self, intent, replace=replace)
@@ -178,7 +195,7 @@ class Orchestrator:
         """Run the execute phase over all runnable tasks, or only ``task_id`` (seed 001, FR-2)."""
         await self._require_git()
         with self._session():
-            await prune_stale_worktrees(self)
+            await self._recover_from_a_killed_run()
             tasks = await run_execute_phase(self, task_id)
             clear_suspend_state(self.paths)
             return tasks
@@ -187,7 +204,7 @@ class Orchestrator:
         """Plan, then execute unless the plan must be approved first."""
         await self._require_git()
         with self._session():
-            await prune_stale_worktrees(self)
+            await self._recover_from_a_killed_run()
             await check_working_tree(self)
             self.emit(ProgressEvent("phase", f"plan phase on {self.platform_name}"))
             plan = await run_plan_phase(self, intent, replace=replace, require_approval=confirm_plan)
@@ -202,7 +219,7 @@ class Orchestrator:
         """Continue after an inline suspend, a crash, an approval or a budget stop (seed 001, FR-3)."""
         await self._require_git()
         with self._session():
-            await prune_stale_worktrees(self)
+            await self._recover_from_a_killed_run()
             state = load_suspend_state(self.paths)
             if state is not None and not await anyio.Path(state.response_path).exists():
                 raise ResponseMissingError(

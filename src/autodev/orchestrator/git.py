@@ -25,6 +25,22 @@ _EXCLUDE_STATE = ":(exclude).autodev"
 _FALLBACK_IDENTITY = ("-c", "user.name=AutoDev", "-c", "user.email=autodev@localhost")
 
 
+def _git_running_in(root: Path) -> bool:
+    """Whether any git process has its working directory inside ``root`` (read from /proc)."""
+    resolved = root.resolve()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            name = (entry / "comm").read_text().strip()
+            cwd = (entry / "cwd").resolve()
+        except OSError:
+            continue
+        if name.startswith("git") and (cwd == resolved or resolved in cwd.parents):
+            return True
+    return False
+
+
 class GitError(AutodevError):
     """A git command failed; the message carries the command and git's own words."""
 
@@ -61,7 +77,15 @@ class GitRepo:
         self.timeout_s = timeout_s
 
     async def _run(self, *args: str, env: Mapping[str, str] | None = None, check: bool = True) -> _GitOutput:
-        full_env = {**os.environ, **(env or {}), "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+        # GIT_OPTIONAL_LOCKS=0: status and diff never take the index lock just to refresh stat data, so a
+        # kill during them cannot leave a lock behind.
+        full_env = {
+            **os.environ,
+            **(env or {}),
+            "GIT_TERMINAL_PROMPT": "0",
+            "LC_ALL": "C",
+            "GIT_OPTIONAL_LOCKS": "0",
+        }
         try:
             with anyio.fail_after(self.timeout_s):
                 result = await anyio.run_process(
@@ -80,6 +104,22 @@ class GitRepo:
             detail = " ".join(output.stderr.split())[:300] or f"exit code {output.code}"
             raise GitError(f"git {' '.join(args[:3])} failed in {self.root}: {detail}")
         return output
+
+    async def clear_stale_locks(self) -> list[Path]:
+        """Remove lock files a killed git left behind (``index.lock``, ``HEAD.lock``, ref locks).
+
+        Only called under AutoDev's run lock, and only when no git process is running in this repository:
+        a lock with no live git holding it can only be debris, and git refuses to work until it is gone.
+        """
+        git_dir = Path((await self._run("rev-parse", "--absolute-git-dir")).stdout.strip())
+        candidates = [git_dir / "index.lock", git_dir / "HEAD.lock", git_dir / "ORIG_HEAD.lock"]
+        candidates += list((git_dir / "refs").rglob("*.lock"))
+        stale = [path for path in candidates if path.exists()]
+        if not stale or _git_running_in(self.root):
+            return []
+        for path in stale:
+            path.unlink(missing_ok=True)
+        return stale
 
     async def is_repository(self) -> bool:
         result = await self._run("rev-parse", "--is-inside-work-tree", check=False)

@@ -619,7 +619,13 @@ async def _settle(
             outcomes.append(_labelled(command, _timed_out(gate, settings)))
             break
         lines = _Lines()
-        spec = CheckSpec(argv=command.argv, cwd=project.root, timeout_s=remaining, env=command.env)
+        spec = CheckSpec(
+            argv=command.argv,
+            cwd=project.root,
+            timeout_s=remaining,
+            env=command.env,
+            children_dir=project.root / STATE_DIR_NAME / "children",
+        )
         check = await run_check(spec, on_line=lines.add if command.reads_output else None)
         checks.append(check)
         outcomes.append(_labelled(command, _read(check, command, lines.lines, gate, settings)))

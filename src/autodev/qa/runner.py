@@ -64,6 +64,7 @@ class CheckSpec:
     env: Mapping[str, str] = field(default_factory=dict)
     excerpt_bytes: int = 8 * 1024
     max_output_bytes: int = 64 * MIB
+    children_dir: Path | None = None
 
     def __post_init__(self) -> None:
         if not self.argv or not self.argv[0]:
@@ -113,6 +114,7 @@ async def run_check(spec: CheckSpec, *, on_line: Callable[[bytes], None] | None 
             transcript_path=transcript,
             max_output_bytes=spec.max_output_bytes,
             keep_stderr_bytes=STDERR_KEEP_BYTES,
+            children_dir=spec.children_dir,
         )
         try:
             outcome = await run_process(process, on_line or _ignore_line)

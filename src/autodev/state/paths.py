@@ -86,6 +86,11 @@ class AutodevPaths:
         return self.state_dir / "worktrees"
 
     @property
+    def children_dir(self) -> Path:
+        """Registrations of running agent CLIs and QA tools (see ``adapters.process.reap_orphans``)."""
+        return self.state_dir / "children"
+
+    @property
     def inline_state(self) -> Path:
         return self.state_dir / "inline-state.json"
 

@@ -1,5 +1,7 @@
 """The run lock: one ``autodev run|plan|execute|resume`` per repository at a time.
 
+Taking it also stops the agent CLIs and QA tools a killed run left behind (``state.children``).
+
 The ledger lock (``.autodev/lock``) is taken per change and waited for; this one is held for a whole run and
 never waited for: a second run is refused at once, naming the first one's pid. The kernel drops the lock when
 its holder dies, so a crashed run never leaves a stale lock behind. Read-only commands (``status``) never
@@ -16,9 +18,13 @@ from typing import Self
 from filelock import FileLock, Timeout
 
 from autodev.errors import LockHeldError, StateError
+from autodev.logging import get_logger
+from autodev.state.children import reap_orphans
 from autodev.state.paths import AutodevPaths, ensure_state_dir
 
 __all__ = ["SessionLock"]
+
+_log = get_logger("autodev.session")
 
 
 class SessionLock:
@@ -41,6 +47,11 @@ class SessionLock:
                 f"cannot create {self.lock_path}: {exc.strerror or exc}; free disk space or fix the "
                 "permissions of .autodev/, then try again"
             ) from exc
+        stopped = reap_orphans(self.paths.children_dir)
+        for worktree_children in self.paths.worktrees_dir.glob("*/.autodev/children"):
+            stopped += reap_orphans(worktree_children)
+        if stopped:
+            _log.warning("session.orphans_stopped", pids=stopped)
         try:
             self.owner_path.write_text(f"{os.getpid()}\n", encoding="ascii")
         except OSError as exc:

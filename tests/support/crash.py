@@ -1,0 +1,1142 @@
+"""Crash tests: a scenario to kill, a harness that kills it, and the invariants a resumed run must keep.
+
+The scenario is a small Python project (``mathkit``) in a fresh git repository plus a script for the
+scripted adapter that plays every role: the plan phase produces 8 tasks in 2 phases (with dependencies inside
+and across phases), each task adds one module and one test file that pass ruff and pytest, the reviewer
+approves, and the test engineer reports exactly the pass count AutoDev's own pytest run will see at that
+point of the plan. Agent calls take 0.05-0.2 s, so kills land inside them as well as inside gate runs,
+ledger appends, evidence writes and commits.
+
+``autodev run`` and ``autodev resume`` run as child processes, each leading its own process group, and a kill
+is a SIGKILL to that whole group at once, the way a CI timeout or ``kill -9 -PGID`` does it. A kill happens
+after a delay (from the start, or from a line of output), optionally at the first moment a trigger holds
+(ledger lock held, evidence file being written, a git lock held, commit made but not yet recorded).
+``check_invariants`` then holds the resumed repository to the uninterrupted reference run.
+
+Used by ``tests/crash`` (a few kill points on every CI run) and ``bench/crash_sweep.py`` (the full sweep).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from filelock import FileLock, Timeout
+
+from support.cli import Run
+
+__all__ = [
+    "INTENT",
+    "TASK_IDS",
+    "Fingerprint",
+    "KillAt",
+    "KillOutcome",
+    "Recovery",
+    "Scenario",
+    "TimedRun",
+    "base_env",
+    "check_invariants",
+    "final_fingerprint",
+    "git_locks",
+    "kill_and_recover",
+    "make_scenario",
+    "progress_lines",
+    "run_cli",
+    "run_timed",
+    "slow_down_git_add",
+    "slow_down_ref_updates",
+    "start_and_kill",
+    "stray_processes",
+]
+
+INTENT = (
+    "Add eight small math helpers to mathkit (arithmetic, then statistics and geometry), each with tests."
+)
+
+# --- the project and the plan ------------------------------------------------------------------------------
+
+_PROJECT: dict[str, str] = {
+    "pyproject.toml": (
+        '[project]\nname = "mathkit"\nversion = "0.1.0"\nrequires-python = ">=3.11"\n\n'
+        "[tool.ruff]\nline-length = 100\n\n"
+        '[tool.pytest.ini_options]\ntestpaths = ["tests"]\npythonpath = ["."]\n'
+        'addopts = ["-p", "no:cacheprovider"]\n'
+    ),
+    ".gitignore": "__pycache__/\n.pytest_cache/\n",
+    "README.md": "# mathkit\n\nSmall math helpers.\n",
+    "mathkit/__init__.py": '"""Small math helpers, one module each."""\n',
+    "mathkit/base.py": (
+        '"""The helper every other one is checked against."""\n\n\n'
+        "def identity(value: float) -> float:\n"
+        '    """``value`` unchanged."""\n'
+        "    return value\n"
+    ),
+    "tests/test_base.py": (
+        "from mathkit.base import identity\n\n\ndef test_identity() -> None:\n    assert identity(3) == 3\n"
+    ),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class _TaskSpec:
+    """One task of the scripted plan: the module the developer writes and the tests the test engineer adds."""
+
+    id: str
+    title: str
+    description: str
+    module: str
+    code: str
+    test_file: str
+    tests: str
+    acceptance: str
+    depends: tuple[str, ...] = ()
+
+    @property
+    def test_count(self) -> int:
+        return self.tests.count("\ndef test_")
+
+
+_PHASES: tuple[tuple[str, str, str], ...] = (
+    ("1", "Arithmetic", "The basic operations the later helpers build on."),
+    ("2", "Statistics and geometry", "Helpers built from the arithmetic of phase 1."),
+)
+
+_TASKS: tuple[_TaskSpec, ...] = (
+    _TaskSpec(
+        id="1.1",
+        title="Add numbers",
+        description="Add add(a, b) to mathkit/add.py.",
+        module="mathkit/add.py",
+        code=(
+            '"""Adding numbers."""\n\n\n'
+            "def add(a: float, b: float) -> float:\n"
+            '    """The sum of ``a`` and ``b``."""\n'
+            "    return a + b\n"
+        ),
+        test_file="tests/test_add.py",
+        tests=(
+            "from mathkit.add import add\n\n\n"
+            "def test_add_integers() -> None:\n    assert add(2, 3) == 5\n\n\n"
+            "def test_add_opposites() -> None:\n    assert add(-2, 2) == 0\n"
+        ),
+        acceptance="add(2, 3) == 5",
+    ),
+    _TaskSpec(
+        id="1.2",
+        title="Multiply numbers",
+        description="Add multiply(a, b) to mathkit/mul.py.",
+        module="mathkit/mul.py",
+        code=(
+            '"""Multiplying numbers."""\n\n\n'
+            "def multiply(a: float, b: float) -> float:\n"
+            '    """The product of ``a`` and ``b``."""\n'
+            "    return a * b\n"
+        ),
+        test_file="tests/test_mul.py",
+        tests=(
+            "from mathkit.mul import multiply\n\n\n"
+            "def test_multiply() -> None:\n    assert multiply(4, 5) == 20\n\n\n"
+            "def test_multiply_by_zero() -> None:\n    assert multiply(7, 0) == 0\n"
+        ),
+        acceptance="multiply(4, 5) == 20",
+    ),
+    _TaskSpec(
+        id="1.3",
+        title="Integer powers",
+        description="Add power(base, exponent) to mathkit/power.py, built on multiply.",
+        module="mathkit/power.py",
+        code=(
+            '"""Integer powers, built on multiply."""\n\n'
+            "from mathkit.mul import multiply\n\n\n"
+            "def power(base: float, exponent: int) -> float:\n"
+            '    """``base`` raised to a non-negative integer ``exponent``."""\n'
+            "    if exponent < 0:\n"
+            '        raise ValueError("exponent must not be negative")\n'
+            "    result = 1.0\n"
+            "    for _ in range(exponent):\n"
+            "        result = multiply(result, base)\n"
+            "    return result\n"
+        ),
+        test_file="tests/test_power.py",
+        tests=(
+            "import pytest\n\nfrom mathkit.power import power\n\n\n"
+            "def test_power() -> None:\n    assert power(2, 10) == 1024\n\n\n"
+            "def test_power_zero() -> None:\n    assert power(5, 0) == 1\n\n\n"
+            "def test_negative_exponent() -> None:\n"
+            "    with pytest.raises(ValueError):\n        power(2, -1)\n"
+        ),
+        acceptance="power(2, 10) == 1024",
+        depends=("1.2",),
+    ),
+    _TaskSpec(
+        id="1.4",
+        title="Arithmetic mean",
+        description="Add mean(values) to mathkit/mean.py, built on add.",
+        module="mathkit/mean.py",
+        code=(
+            '"""The arithmetic mean."""\n\n'
+            "from functools import reduce\n\n"
+            "from mathkit.add import add\n\n\n"
+            "def mean(values: list[float]) -> float:\n"
+            '    """The arithmetic mean of a non-empty list."""\n'
+            "    if not values:\n"
+            '        raise ValueError("mean of an empty list")\n'
+            "    return reduce(add, values, 0.0) / len(values)\n"
+        ),
+        test_file="tests/test_mean.py",
+        tests=(
+            "from mathkit.mean import mean\n\n\ndef test_mean() -> None:\n    assert mean([1, 2, 3]) == 2\n"
+        ),
+        acceptance="mean([1, 2, 3]) == 2",
+        depends=("1.1",),
+    ),
+    _TaskSpec(
+        id="2.1",
+        title="Median",
+        description="Add median(values) to mathkit/median.py.",
+        module="mathkit/median.py",
+        code=(
+            '"""The median."""\n\n\n'
+            "def median(values: list[float]) -> float:\n"
+            '    """The middle value (the mean of the two middle ones for an even count)."""\n'
+            "    ordered = sorted(values)\n"
+            "    middle = len(ordered) // 2\n"
+            "    if len(ordered) % 2:\n"
+            "        return ordered[middle]\n"
+            "    return (ordered[middle - 1] + ordered[middle]) / 2\n"
+        ),
+        test_file="tests/test_median.py",
+        tests=(
+            "from mathkit.median import median\n\n\n"
+            "def test_odd_count() -> None:\n    assert median([3, 1, 2]) == 2\n\n\n"
+            "def test_even_count() -> None:\n    assert median([4, 1, 3, 2]) == 2.5\n"
+        ),
+        acceptance="median([3, 1, 2]) == 2",
+    ),
+    _TaskSpec(
+        id="2.2",
+        title="Clamp",
+        description="Add clamp(value, low, high) to mathkit/clamp.py.",
+        module="mathkit/clamp.py",
+        code=(
+            '"""Keeping a value within bounds."""\n\n\n'
+            "def clamp(value: float, low: float, high: float) -> float:\n"
+            '    """``value`` moved into ``[low, high]``."""\n'
+            "    return max(low, min(value, high))\n"
+        ),
+        test_file="tests/test_clamp.py",
+        tests=(
+            "from mathkit.clamp import clamp\n\n\n"
+            "def test_inside() -> None:\n    assert clamp(5, 0, 10) == 5\n\n\n"
+            "def test_below() -> None:\n    assert clamp(-1, 0, 10) == 0\n\n\n"
+            "def test_above() -> None:\n    assert clamp(11, 0, 10) == 10\n"
+        ),
+        acceptance="clamp(11, 0, 10) == 10",
+    ),
+    _TaskSpec(
+        id="2.3",
+        title="Square area",
+        description="Add square_area(side) to mathkit/area.py, built on power.",
+        module="mathkit/area.py",
+        code=(
+            '"""Areas of shapes."""\n\n'
+            "from mathkit.power import power\n\n\n"
+            "def square_area(side: float) -> float:\n"
+            '    """The area of a square with sides of length ``side``."""\n'
+            "    return power(side, 2)\n"
+        ),
+        test_file="tests/test_area.py",
+        tests=(
+            "from mathkit.area import square_area\n\n\n"
+            "def test_square_area() -> None:\n    assert square_area(3) == 9\n"
+        ),
+        acceptance="square_area(3) == 9",
+        depends=("1.3",),
+    ),
+    _TaskSpec(
+        id="2.4",
+        title="Variance",
+        description="Add variance(values) to mathkit/variance.py, built on mean.",
+        module="mathkit/variance.py",
+        code=(
+            '"""The population variance."""\n\n'
+            "from mathkit.mean import mean\n\n\n"
+            "def variance(values: list[float]) -> float:\n"
+            '    """The mean squared distance of ``values`` from their mean."""\n'
+            "    centre = mean(values)\n"
+            "    return mean([(value - centre) ** 2 for value in values])\n"
+        ),
+        test_file="tests/test_variance.py",
+        tests=(
+            "from mathkit.variance import variance\n\n\n"
+            "def test_variance() -> None:\n    assert variance([1, 2, 3, 4, 5]) == 2\n\n\n"
+            "def test_constant_values() -> None:\n    assert variance([7, 7, 7]) == 0\n"
+        ),
+        acceptance="variance([1, 2, 3, 4, 5]) == 2",
+        depends=("1.4",),
+    ),
+)
+
+TASK_IDS: tuple[str, ...] = tuple(task.id for task in _TASKS)
+
+
+def _plan_markdown() -> str:
+    lines = ["# Plan: Math helpers for mathkit", "", "Eight helpers, each in its own module with tests.", ""]
+    for phase_id, title, description in _PHASES:
+        lines += [f"## Phase {phase_id}: {title}", description, ""]
+        for task in (t for t in _TASKS if t.id.split(".")[0] == phase_id):
+            lines += [
+                f"### Task {task.id}: {task.title}",
+                f"- Description: {task.description}",
+                f"- Files: {task.module}, {task.test_file}",
+                f"- Depends: {', '.join(task.depends) or 'none'}",
+                "- Acceptance:",
+                f"  - [ ] {task.acceptance}",
+                "",
+            ]
+    return "\n".join(lines)
+
+
+def _expected_test_counts() -> dict[str, int]:
+    """Tests in the suite after each task: what AutoDev's own pytest run counts when that task is tested.
+
+    Tasks run in plan order (every dependency points to an earlier task), so the count after a task is the
+    base project's tests plus those of every task up to and including it.
+    """
+    position = {task.id: index for index, task in enumerate(_TASKS)}
+    counts: dict[str, int] = {}
+    total = _PROJECT["tests/test_base.py"].count("\ndef test_")
+    for task in _TASKS:
+        assert all(position[dep] < position[task.id] for dep in task.depends), "dependencies must come first"
+        total += task.test_count
+        counts[task.id] = total
+    return counts
+
+
+def _script(seed: int) -> dict[str, Any]:
+    """The scripted agents' answers for every role, with small seeded latencies."""
+    rng = random.Random(seed)
+
+    def latency() -> float:
+        return round(rng.uniform(0.05, 0.2), 3)
+
+    counts = _expected_test_counts()
+    entries: list[dict[str, Any]] = [
+        {
+            "role": "explorer",
+            "latency_s": latency(),
+            "text": (
+                "mathkit is a package with one helper per module (mathkit/base.py); tests live in tests/ "
+                "and run with pytest; ruff is configured in pyproject.toml.\nFILES:\n- mathkit/base.py\n"
+                "- tests/test_base.py\n"
+                "LESSON: mathkit keeps one helper per module, each with its own test file"
+            ),
+        },
+        {
+            "role": "domain_expert",
+            "latency_s": latency(),
+            "text": (
+                "TOPIC: numeric helpers\nBuild higher helpers on the lower ones (power on multiply, variance "
+                "on mean) so that each is tested once.\nCONFIDENCE: HIGH"
+            ),
+        },
+        {"role": "architect", "latency_s": latency(), "text": _plan_markdown()},
+        {
+            "role": "critic_sounding_board",
+            "text": "VERDICT: NEEDS_REVISION\nISSUES:\n- unexpected failure\nRECOMMENDATION: investigate",
+        },
+    ]
+    for task in _TASKS:
+        entries += [
+            {
+                "role": "developer",
+                "task_id": task.id,
+                "latency_s": latency(),
+                "text": f"Implemented {task.title.lower()} in {task.module}.",
+                "edits": [{"path": task.module, "content": task.code}],
+            },
+            {
+                "role": "reviewer",
+                "task_id": task.id,
+                "latency_s": latency(),
+                "text": f"VERDICT: APPROVED\nISSUES:\n- none ({task.module} is small and documented)",
+            },
+            {
+                "role": "test_engineer",
+                "task_id": task.id,
+                "latency_s": latency(),
+                "text": (
+                    f"Added {task.test_file}.\n"
+                    f"RESULTS: passed={counts[task.id]} failed=0 total={counts[task.id]}"
+                ),
+                "edits": [{"path": task.test_file, "content": task.tests}],
+            },
+        ]
+    return {"entries": entries}
+
+
+# --- building a scenario -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    """A fresh repository to run AutoDev on, the agents' script, the intent, and the environment to use."""
+
+    repo: Path
+    script_path: Path
+    intent: str
+    env: dict[str, str]
+
+    def run_args(self) -> list[str]:
+        return ["run", self.intent, *self.agent_args()]
+
+    def resume_args(self) -> list[str]:
+        return ["resume", *self.agent_args()]
+
+    def agent_args(self) -> list[str]:
+        return ["--platform", "scripted", "--script", str(self.script_path)]
+
+
+# Inherited variables that would change what git or pytest do in the child processes.
+_DROPPED_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "PYTEST_ADDOPTS")
+
+
+def base_env() -> dict[str, str]:
+    """The caller's environment without AutoDev settings or variables that redirect git or pytest."""
+    return {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("AUTODEV_", "PYTEST_")) and key not in _DROPPED_ENV
+    }
+
+
+def _git(repo: Path, *args: str) -> str:
+    result = subprocess.run(
+        ["git", *args], cwd=repo, capture_output=True, text=True, check=False, env=base_env()
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"git {' '.join(args)} failed in {repo}: {result.stderr.strip()}")
+    return result.stdout
+
+
+def make_scenario(tmp_path: Path, *, seed: int = 7) -> Scenario:
+    """Create ``tmp_path/repo`` (the project, one commit) and ``tmp_path/script.json``; see the module doc.
+
+    The environment disables the build and secret-scan gates (they add seconds and nothing this scenario
+    needs) and runs the test gate as ``python -m pytest -q`` without plugin autoloading, so a whole run takes
+    seconds; syntax, lint and test still run for real on every task, so gate runs are among the kill points.
+    """
+    repo = tmp_path / "repo"
+    repo.mkdir(parents=True)
+    for relative, content in _PROJECT.items():
+        path = repo / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content, encoding="utf-8")
+    _git(repo, "init", "-q")
+    # A fixed identity and no signing, whatever the machine's global git configuration says.
+    for key, value in (("user.name", "Crash Test"), ("user.email", "crash@autodev.invalid")):
+        _git(repo, "config", key, value)
+    _git(repo, "config", "commit.gpgsign", "false")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "mathkit: initial version")
+    script_path = tmp_path / "script.json"
+    script_path.write_text(json.dumps(_script(seed), indent=2), encoding="utf-8")
+    env = base_env()
+    env.update(
+        {
+            "AUTODEV_QA_GATES__SECRETSCAN__ENABLED": "false",
+            "AUTODEV_QA_GATES__BUILD__ENABLED": "false",
+            # The default test command puts bytecode in a fresh scratch directory, so every run recompiles
+            # pytest itself (about 1 s); this one reads the installed bytecode and writes none.
+            "AUTODEV_QA_GATES__TEST__COMMAND": json.dumps([sys.executable, "-m", "pytest", "-q"]),
+            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            # Progress lines must reach the log file as they happen: they tell what a kill interrupted.
+            "PYTHONUNBUFFERED": "1",
+            "NO_COLOR": "1",
+            "COLUMNS": "200",
+        }
+    )
+    return Scenario(repo=repo, script_path=script_path, intent=INTENT, env=env)
+
+
+def slow_down_ref_updates(repo: Path, seconds: float) -> None:
+    """Make every ref update (as in ``git commit``) pause ``seconds`` while it holds ``.git/HEAD.lock``.
+
+    A ``reference-transaction`` hook runs with the ref locks taken ("prepared") and is not skipped by
+    ``--no-verify``; it lives in ``.git/hooks``, so the tracked files stay the same.
+    """
+    hook = repo / ".git" / "hooks" / "reference-transaction"
+    hook.parent.mkdir(parents=True, exist_ok=True)
+    hook.write_text(f'#!/bin/sh\nif [ "$1" = prepared ]; then sleep {seconds}; fi\ncat >/dev/null\n', "utf-8")
+    hook.chmod(0o755)
+
+
+def slow_down_git_add(repo: Path, seconds: float) -> None:
+    """Make ``git add`` take ``seconds`` per Python file, through a clean filter (as git-lfs has one).
+
+    ``git add`` holds ``.git/index.lock`` while it runs the filter, which widens a window that is otherwise a
+    millisecond or two. The filter is set in ``.git/config`` and ``.git/info/attributes``, so the tracked
+    files, and hence the final tree, stay the same.
+    """
+    _git(repo, "config", "filter.slow.clean", f"sleep {seconds}; cat")
+    _git(repo, "config", "filter.slow.smudge", "cat")
+    attributes = repo / ".git" / "info" / "attributes"
+    attributes.parent.mkdir(parents=True, exist_ok=True)
+    attributes.write_text("*.py filter=slow\n", encoding="utf-8")
+
+
+# --- running the CLI ------------------------------------------------------------------------------------
+
+
+def _argv(repo: Path, args: Sequence[str]) -> list[str]:
+    return [sys.executable, "-m", "autodev", "-C", str(repo), *args]
+
+
+def run_cli(args: Sequence[str], env: dict[str, str], timeout: float, *, repo: Path | None = None) -> Run:
+    """Run ``autodev ARGS`` to completion (with ``-C repo`` first when ``repo`` is given)."""
+    argv = _argv(repo, args) if repo is not None else [sys.executable, "-m", "autodev", *args]
+    proc = subprocess.run(
+        argv, env=env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, check=False
+    )
+    return Run(proc.returncode, proc.stdout, proc.stderr)
+
+
+def _start(repo: Path, args: Sequence[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    """Start ``autodev ARGS`` leading a new session (hence a new process group), output to ``log``."""
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            _argv(repo, args),
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def progress_lines(log: Path, start: int = 0) -> list[str]:
+    """The lines ``autodev`` printed to ``log`` after byte ``start``.
+
+    All non-empty lines: the plan phase's "[plan/step]" prefix is eaten by rich markup, so its lines read
+    "explorer working" and the like.
+    """
+    try:
+        text = log.read_bytes()[start:].decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        return []
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+@dataclass(frozen=True, slots=True)
+class TimedRun:
+    """An uninterrupted run: exit code, wall time, and when each progress line appeared."""
+
+    code: int
+    duration_s: float
+    timeline: list[tuple[float, str]]
+    output: str
+
+    def step_at(self, seconds: float) -> str:
+        """The last progress line printed at or before ``seconds`` into the run."""
+        current = "startup"
+        for at, line in self.timeline:
+            if at > seconds:
+                break
+            current = line
+        return current
+
+    def first(self, text: str) -> float:
+        """When the first line containing ``text`` appeared."""
+        return next(at for at, line in self.timeline if text in line)
+
+
+def run_timed(
+    repo: Path, args: Sequence[str], env: dict[str, str], log: Path, *, timeout: float = 300
+) -> TimedRun:
+    """Run ``autodev ARGS`` to the end, timestamping each progress line as it appears in ``log``."""
+    started = time.monotonic()
+    proc = _start(repo, args, env, log)
+    timeline: list[tuple[float, str]] = []
+    while True:
+        code = proc.poll()
+        lines = progress_lines(log)
+        now = time.monotonic() - started
+        timeline += [(round(now, 3), line) for line in lines[len(timeline) :]]
+        if code is not None:
+            break
+        if now > timeout:
+            _kill_group(proc)
+            raise RuntimeError(f"autodev {args[0]} did not finish within {timeout:.0f}s; see {log}")
+        time.sleep(0.005)
+    return TimedRun(code, time.monotonic() - started, timeline, log.read_text(errors="replace"))
+
+
+# --- looking at processes -------------------------------------------------------------------------------
+
+# x86_64 numbers of the system calls a killed autodev is usually inside; others are shown as numbers.
+_SYSCALLS_X86_64 = {
+    0: "read",
+    1: "write",
+    3: "close",
+    4: "stat",
+    5: "fstat",
+    7: "poll",
+    8: "lseek",
+    9: "mmap",
+    10: "mprotect",
+    11: "munmap",
+    12: "brk",
+    16: "ioctl",
+    17: "pread64",
+    18: "pwrite64",
+    23: "select",
+    39: "getpid",
+    56: "clone",
+    57: "fork",
+    58: "vfork",
+    59: "execve",
+    61: "wait4",
+    72: "fcntl",
+    73: "flock",
+    74: "fsync",
+    75: "fdatasync",
+    82: "rename",
+    87: "unlink",
+    202: "futex",
+    217: "getdents64",
+    230: "clock_nanosleep",
+    232: "epoll_wait",
+    233: "epoll_ctl",
+    247: "waitid",
+    257: "openat",
+    262: "newfstatat",
+    270: "pselect6",
+    271: "ppoll",
+    281: "epoll_pwait",
+    318: "getrandom",
+    332: "statx",
+    435: "clone3",
+}
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read().decode("utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def _syscall_of(pid: int) -> str:
+    words = (_read(f"/proc/{pid}/syscall") or "").split()
+    if not words:
+        return "unknown"
+    if not words[0].lstrip("-").isdigit():
+        return words[0]  # "running": on a CPU, in user space
+    number = int(words[0])
+    if platform.machine() == "x86_64":
+        return _SYSCALLS_X86_64.get(number, f"syscall {number}")
+    return f"syscall {number}"
+
+
+def _processes() -> dict[int, tuple[str, str]]:
+    """Every process: pid → (state letter, command line)."""
+    table: dict[int, tuple[str, str]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        stat = _read(f"/proc/{entry}/stat")
+        if not stat:
+            continue
+        cmdline = (_read(f"/proc/{entry}/cmdline") or "").replace("\0", " ").strip()
+        table[int(entry)] = (_state(stat), cmdline)
+    return table
+
+
+def _state(stat: str) -> str:
+    """The state letter of a /proc/PID/stat line (the command name before it may hold spaces and ')')."""
+    return stat[stat.rfind(")") + 2 : stat.rfind(")") + 3] if stat else ""
+
+
+def _flock_holders(path: Path) -> set[int]:
+    """Pids holding a flock on ``path`` (from /proc/locks, matched by inode)."""
+    try:
+        inode = str(path.stat().st_ino)
+    except OSError:
+        return set()
+    holders: set[int] = set()
+    for line in (_read("/proc/locks") or "").splitlines():
+        parts = line.split()
+        if len(parts) >= 6 and parts[1] == "FLOCK" and parts[5].rsplit(":", 1)[-1] == inode:
+            holders.add(int(parts[4]))
+    return holders
+
+
+def _short(cmdline: str, parent_cmdline: str) -> str:
+    words = cmdline.split()
+    if not words:
+        return "?"
+    if cmdline == parent_cmdline:
+        return "fork (about to exec)"
+    name = Path(words[0]).name
+    if name.startswith("python") and len(words) > 2 and words[1] == "-m":
+        return " ".join(words[2:4])
+    if name.startswith("python") and len(words) > 1 and words[1] == "-c":
+        return "python -c (syntax check)" if "py_compile" in cmdline else "python -c"
+    return " ".join([name, *words[1:2]])
+
+
+def _children(pid: int) -> list[int]:
+    """Direct children of ``pid``, from /proc/PID/task/*/children (cheap: no scan of every process)."""
+    found: list[int] = []
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for thread in threads:
+        found += [int(child) for child in (_read(f"/proc/{pid}/task/{thread}/children") or "").split()]
+    return found
+
+
+def probe(pid: int, repo: Path) -> dict[str, Any]:
+    """What the ``autodev`` process ``pid`` is doing (read with its group stopped, just before the kill)."""
+    own = (_read(f"/proc/{pid}/cmdline") or "").replace("\0", " ").strip()
+    children: list[str] = []
+    frontier = _children(pid)
+    while frontier:
+        child = frontier.pop(0)
+        if _state(_read(f"/proc/{child}/stat") or "") in ("Z", "X", ""):
+            continue
+        children.append(_short((_read(f"/proc/{child}/cmdline") or "").replace("\0", " ").strip(), own))
+        frontier += _children(child)
+    return {
+        "syscall": _syscall_of(pid),
+        "ledger_lock_held": pid in _flock_holders(repo / ".autodev" / "lock"),
+        "children": children,
+    }
+
+
+def stray_processes(repo: Path) -> list[tuple[int, str]]:
+    """Live processes (not zombies) whose command line names ``repo`` or whose working directory is in it."""
+    root = str(repo.resolve())
+    strays: list[tuple[int, str]] = []
+    for pid, (state, cmdline) in _processes().items():
+        if pid == os.getpid() or state in ("Z", "X"):
+            continue
+        try:
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+        except OSError:
+            cwd = ""
+        if root in cmdline or cwd == root or cwd.startswith(root + os.sep):
+            strays.append((pid, f"pid {pid} ({state}) in {cwd}: {cmdline[:160]}"))
+    return strays
+
+
+def git_locks(repo: Path) -> list[str]:
+    """Git's lock files in ``repo`` (``index.lock``, ``HEAD.lock``, ref locks).
+
+    A live git command holds them for a moment; one killed at the wrong moment leaves them behind.
+    """
+    git_dir = repo / ".git"
+    return sorted(
+        str(path.relative_to(repo)) for path in git_dir.rglob("*.lock") if "objects" not in path.parts
+    )
+
+
+def _forensics(repo: Path) -> dict[str, Any]:
+    """What a kill left on disk: the last ledger op, a torn ledger line, a git lock, unfinished temp files."""
+    ledger = repo / ".autodev" / "ledger.jsonl"
+    data = ledger.read_bytes() if ledger.exists() else b""
+    complete = data[: data.rfind(b"\n") + 1]
+    last_op = json.loads(complete.splitlines()[-1]).get("op") if complete else None
+    state_dir = repo / ".autodev"
+    temps = sorted(str(p.relative_to(repo)) for p in state_dir.rglob(".*.tmp")) if state_dir.exists() else []
+    return {
+        "ledger_entries": complete.count(b"\n"),
+        "last_op": last_op,
+        "torn_ledger_bytes": len(data) - len(complete),
+        "git_locks": git_locks(repo),
+        "temp_files": temps,
+    }
+
+
+# --- killing --------------------------------------------------------------------------------------------
+
+
+class _Trigger:
+    """A condition polled as fast as possible once armed; the kill lands the moment it holds.
+
+    They catch windows of a millisecond or two that a timed kill would rarely hit:
+
+    - ``ledger_lock``: autodev holds ``.autodev/lock``, i.e. it is inside a ledger transaction (writing an
+      evidence file, appending and fsyncing a line, writing the snapshot);
+    - ``evidence_write``: an evidence file is being written (its temp file exists);
+    - ``git_lock``: a git command holds one of its lock files (``.git/index.lock`` in ``git status``,
+      ``git add`` and ``git commit``; ``.git/HEAD.lock`` and the branch's ref lock in ``git commit``);
+    - ``committed``: a new commit exists on the branch and git has released every lock, i.e. the window
+      between a task's commit and the ledger entry that records it.
+    """
+
+    NAMES = ("ledger_lock", "evidence_write", "git_lock", "committed")
+
+    def __init__(self, name: str, repo: Path, pid: int) -> None:
+        if name not in self.NAMES:
+            raise ValueError(f"unknown trigger {name!r}; known: {', '.join(self.NAMES)}")
+        self.name = name
+        self.repo = repo
+        self.pid = pid
+        self._ref = self._ref_path()
+        self._ref_value = self._read_ref()
+        git_dir = repo / ".git"
+        self._locks = (
+            git_dir / "index.lock",
+            git_dir / "HEAD.lock",
+            self._ref.with_name(self._ref.name + ".lock"),
+        )
+
+    def _ref_path(self) -> Path:
+        head = (self.repo / ".git" / "HEAD").read_text(encoding="utf-8").strip()
+        return self.repo / ".git" / head.removeprefix("ref: ")
+
+    def _read_ref(self) -> str:
+        try:
+            return self._ref.read_text(encoding="utf-8")
+        except OSError:
+            return ""
+
+    def holds(self) -> bool:
+        if self.name == "ledger_lock":
+            return self.pid in _flock_holders(self.repo / ".autodev" / "lock")
+        if self.name == "evidence_write":
+            try:
+                return any(
+                    entry.name.endswith(".tmp") for entry in os.scandir(self.repo / ".autodev/evidence")
+                )
+            except FileNotFoundError:
+                return False
+        if self.name == "git_lock":
+            return any(path.exists() for path in self._locks)
+        return self._read_ref() != self._ref_value and not any(path.exists() for path in self._locks)
+
+
+@dataclass(frozen=True, slots=True)
+class KillAt:
+    """When to kill: ``delay_s`` after the start, or after the first output line containing ``anchor``;
+    then, with ``trigger``, at the first moment the trigger holds (see ``_Trigger``)."""
+
+    delay_s: float
+    anchor: str | None = None
+    trigger: str | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.delay_s:.3f}s after {self.anchor!r}" if self.anchor else f"{self.delay_s:.3f}s"
+        return where + (f", then on {self.trigger}" if self.trigger else "")
+
+
+@dataclass(slots=True)
+class KillOutcome:
+    """One start-and-kill of ``autodev run`` or ``autodev resume``."""
+
+    command: str
+    at: str
+    killed: bool = False
+    exit_code: int | None = None
+    after_s: float = 0.0
+    step: str = "startup"
+    probe: dict[str, Any] = field(default_factory=dict)
+    left: dict[str, Any] = field(default_factory=dict)
+    orphans: list[str] = field(default_factory=list)
+
+    @property
+    def activity(self) -> str:
+        """What the process was doing when it died, in a few words."""
+        if not self.killed:
+            return f"not killed: exited {self.exit_code} first"
+        children = self.probe.get("children") or []
+        held = "ledger lock held, " if self.probe.get("ledger_lock_held") else ""
+        syscall = self.probe.get("syscall")
+        inside = "on a CPU" if syscall == "running" else f"in {syscall}"
+        running = f"running {', '.join(children)}" if children else inside
+        return f"{self.step} ({held}{running})"
+
+
+def start_and_kill(scenario: Scenario, args: Sequence[str], log: Path, at: KillAt) -> KillOutcome:
+    """Start ``autodev ARGS``; SIGKILL its whole process group at ``at``, unless it exits first."""
+    outcome = KillOutcome(command=args[0], at=str(at))
+    offset = log.stat().st_size if log.exists() else 0
+    started = time.monotonic()
+    proc = _start(scenario.repo, args, scenario.env, log)
+    deadline = started + at.delay_s if at.anchor is None else None
+    anchor = at.anchor or ""
+    trigger: _Trigger | None = None
+    while True:
+        code = proc.poll()
+        if code is not None:
+            outcome.exit_code = code
+            outcome.after_s = round(time.monotonic() - started, 3)
+            return outcome
+        now = time.monotonic()
+        if deadline is None and any(anchor in line for line in progress_lines(log, offset)):
+            deadline = now + at.delay_s
+        if deadline is not None and now >= deadline:
+            if at.trigger is None:
+                break
+            if trigger is None:
+                trigger = _Trigger(at.trigger, scenario.repo, proc.pid)
+            if trigger.holds():
+                break
+            continue  # polled without sleeping: the windows are a millisecond or two
+        time.sleep(0.001 if deadline is not None and deadline - now < 0.01 else 0.004)
+    # Freeze the whole group first, so that what the probe reads is what the kill interrupts.
+    os.killpg(proc.pid, signal.SIGSTOP)
+    outcome.probe = probe(proc.pid, scenario.repo)
+    _kill_group(proc)
+    outcome.killed = True
+    outcome.after_s = round(time.monotonic() - started, 3)
+    lines = progress_lines(log, offset)
+    outcome.step = lines[-1] if lines else "startup"
+    outcome.left = _forensics(scenario.repo)
+    # The group is dead: anything still running in the repository escaped the kill.
+    outcome.orphans = [text for _, text in stray_processes(scenario.repo)]
+    return outcome
+
+
+# --- recovering -----------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Recovery:
+    """A killed run and everything it took to finish it."""
+
+    kills: list[KillOutcome]
+    resumes: list[Run] = field(default_factory=list)
+    restarted_run: bool = False
+    finished: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "kills": [asdict(kill) | {"activity": kill.activity} for kill in self.kills],
+            "resume_exit_codes": [run.code for run in self.resumes],
+            "restarted_run": self.restarted_run,
+            "finished": self.finished,
+        }
+
+    def problems(self) -> list[str]:
+        """Every ``autodev resume`` that was not killed must finish the run (exit 0) the first time."""
+        failed = self.resumes[:-1] if self.finished else self.resumes
+        messages = [
+            f"`autodev resume` exited {run.code}: {_tail(run.err or run.out)[:400]}" for run in failed
+        ]
+        found = [
+            message if messages.count(message) == 1 else f"{message} ({messages.count(message)} times)"
+            for message in dict.fromkeys(messages)
+        ]
+        if self.kills and not self.kills[0].killed and self.kills[0].exit_code != 0:
+            found.append(f"`autodev run` exited {self.kills[0].exit_code} without being killed")
+        return found
+
+
+def _tail(text: str, lines: int = 4) -> str:
+    return " | ".join(text.strip().splitlines()[-lines:])
+
+
+def _next_args(scenario: Scenario, recovery: Recovery) -> list[str]:
+    # Killed before it saved the intent, a run has nothing to resume: `autodev resume` says so and asks for
+    # `autodev run`, which is what a user does then.
+    if (scenario.repo / ".autodev" / "spec.md").exists():
+        return scenario.resume_args()
+    recovery.restarted_run = True
+    return scenario.run_args()
+
+
+def kill_and_recover(
+    scenario: Scenario,
+    log: Path,
+    run_kill: KillAt,
+    resume_kills: Sequence[KillAt] = (),
+    *,
+    max_resumes: int = 3,
+    timeout: float = 300,
+) -> Recovery:
+    """Kill ``autodev run`` at ``run_kill``, kill the following resumes at ``resume_kills`` in turn, then
+    run ``autodev resume`` until it exits 0 (at most ``max_resumes`` times)."""
+    first = start_and_kill(scenario, scenario.run_args(), log, run_kill)
+    recovery = Recovery(kills=[first])
+    if not first.killed:
+        recovery.finished = first.exit_code == 0
+        return recovery
+    for at in resume_kills:
+        kill = start_and_kill(scenario, _next_args(scenario, recovery), log, at)
+        recovery.kills.append(kill)
+        if not kill.killed:
+            code = kill.exit_code if kill.exit_code is not None else -1
+            recovery.resumes.append(Run(code, "", progress_lines(log)[-1] if log.exists() else ""))
+            if code == 0:
+                recovery.finished = True
+                return recovery
+    for _ in range(max_resumes):
+        result = run_cli(_next_args(scenario, recovery), scenario.env, timeout, repo=scenario.repo)
+        recovery.resumes.append(result)
+        with log.open("a", encoding="utf-8") as out:
+            out.write(result.out + result.err)
+        if result.code == 0:
+            recovery.finished = True
+            break
+    return recovery
+
+
+# --- the invariants -------------------------------------------------------------------------------------
+
+
+class Fingerprint(NamedTuple):
+    """What a finished run leaves in git: each file tracked at HEAD with its sha256; the commit subjects."""
+
+    files: list[tuple[str, str]]
+    commits: list[str]
+
+
+def final_fingerprint(repo: Path) -> Fingerprint:
+    """(sorted (path, sha256) of the files tracked at HEAD, commit subjects oldest first)."""
+    paths = [line.split("\t", 1)[1] for line in _git(repo, "ls-tree", "-r", "HEAD").splitlines()]
+    batch = subprocess.run(
+        ["git", "cat-file", "--batch"],
+        cwd=repo,
+        input="".join(f"HEAD:{path}\n" for path in paths).encode("utf-8"),
+        capture_output=True,
+        check=True,
+        env=base_env(),
+    ).stdout
+    files: list[tuple[str, str]] = []
+    position = 0
+    for path in paths:
+        header_end = batch.index(b"\n", position)
+        size = int(batch[position:header_end].split()[2])
+        content = batch[header_end + 1 : header_end + 1 + size]
+        files.append((path, hashlib.sha256(content).hexdigest()))
+        position = header_end + 1 + size + 1  # the content is followed by a newline
+    commits = _git(repo, "log", "--reverse", "--format=%s").splitlines()
+    return Fingerprint(sorted(files), commits)
+
+
+_TASK_COMMIT = re.compile(r"^autodev: (\S+) ")
+
+
+def check_invariants(repo: Path, reference: Fingerprint, *, env: dict[str, str] | None = None) -> list[str]:
+    """Every invariant a resumed run must keep; returns the violated ones (empty when all hold).
+
+    - every task is complete (``autodev status --json``); the tasks are those the reference run committed;
+    - each task has exactly one ``task_status`` op to ``complete`` in ``.autodev/ledger.jsonl``;
+    - ``autodev ledger verify`` exits 0 (hash chain, full replay, evidence hashes);
+    - ``plan.json`` is at the ledger head and equals a replay of the whole ledger, as does a snapshot load;
+    - the files tracked at HEAD and the commit subjects equal the reference's, and nothing is uncommitted;
+    - one worktree; no live process in the repository; the run and ledger locks are free; no git lock file.
+    """
+    from autodev.state.paths import AutodevPaths
+    from autodev.state.plan_manager import PlanManager, PlanState
+    from autodev.state.session_lock import SessionLock
+    from autodev.state.snapshot import decode_snapshot
+
+    problems: list[str] = []
+    env = env if env is not None else base_env()
+    expected = [match.group(1) for subject in reference.commits if (match := _TASK_COMMIT.match(subject))]
+
+    status = run_cli(["status", "--json"], env, 60, repo=repo)
+    if status.code != 0:
+        problems.append(f"`autodev status --json` exited {status.code}: {_tail(status.err)}")
+    else:
+        tasks = {task["id"]: task["status"] for task in json.loads(status.out)["tasks"]}
+        if sorted(tasks) != sorted(expected):
+            problems.append(f"plan tasks {sorted(tasks)} differ from the reference's {sorted(expected)}")
+        unfinished = {task_id: state for task_id, state in tasks.items() if state != "complete"}
+        if unfinished:
+            problems.append(f"tasks not complete: {unfinished}")
+
+    ledger = repo / ".autodev" / "ledger.jsonl"
+    completions = dict.fromkeys(expected, 0)
+    for raw in ledger.read_bytes().splitlines() if ledger.exists() else []:
+        entry = json.loads(raw)
+        if entry["op"] == "task_status" and entry["payload"].get("to") == "complete":
+            task_id = entry["payload"]["task_id"]
+            completions[task_id] = completions.get(task_id, 0) + 1
+    wrong = {task_id: count for task_id, count in completions.items() if count != 1}
+    if wrong:
+        problems.append(f"tasks recorded complete other than exactly once in the ledger: {wrong}")
+
+    verify = run_cli(["ledger", "verify"], env, 60, repo=repo)
+    if verify.code != 0:
+        problems.append(f"`autodev ledger verify` exited {verify.code}: {_tail(verify.out + verify.err, 8)}")
+
+    replay = PlanManager(repo, readonly=True, use_snapshot=False)
+    replay.load()
+    replayed = replay.state_copy()
+    from_snapshot = PlanManager(repo, readonly=True)
+    from_snapshot.load()
+    if from_snapshot.state_copy() != replayed:
+        problems.append("loading from plan.json gives another state than replaying the ledger")
+    try:
+        snapshot = decode_snapshot((repo / ".autodev" / "plan.json").read_bytes())
+    except (OSError, ValueError) as exc:
+        problems.append(f"plan.json is unusable: {exc}")
+    else:
+        if snapshot.ledger_seq != replay.ledger_head.seq:
+            problems.append(
+                f"plan.json reflects ledger entry {snapshot.ledger_seq}; the ledger ends at "
+                f"{replay.ledger_head.seq}"
+            )
+        elif PlanState.model_validate_json(snapshot.state_bytes) != replayed:
+            problems.append("plan.json differs from the ledger replay")
+
+    actual = final_fingerprint(repo)
+    if actual.commits != reference.commits:
+        problems.append(f"commits {actual.commits} differ from the reference's {reference.commits}")
+    if actual.files != reference.files:
+        ours, theirs = dict(actual.files), dict(reference.files)
+        differing = sorted(path for path in set(ours) | set(theirs) if ours.get(path) != theirs.get(path))
+        problems.append(f"files at HEAD differ from the reference's: {differing}")
+    dirty = _git(repo, "status", "--porcelain", "--", ".", ":(exclude).autodev").strip()
+    if dirty:
+        problems.append(f"uncommitted changes left in the working tree: {dirty.splitlines()}")
+
+    worktrees = _git(repo, "worktree", "list", "--porcelain").splitlines()
+    if sum(line.startswith("worktree ") for line in worktrees) != 1:
+        problems.append(f"stray worktrees: {[line for line in worktrees if line.startswith('worktree ')]}")
+    strays = [text for _, text in stray_processes(repo)]
+    if strays:
+        problems.append(f"processes still running in the repository: {strays}")
+
+    session = SessionLock(AutodevPaths(repo))
+    try:
+        session.acquire()
+    except Exception as exc:  # LockHeldError; any failure to take the lock is the finding
+        problems.append(f"the run lock .autodev/session.lock is not free: {exc}")
+    else:
+        session.release()
+    ledger_lock = FileLock(str(repo / ".autodev" / "lock"), timeout=0)
+    try:
+        ledger_lock.acquire(timeout=0)
+    except Timeout:
+        problems.append("the ledger lock .autodev/lock is still held")
+    else:
+        ledger_lock.release()
+    stale = git_locks(repo)
+    if stale:
+        problems.append(f"stale git lock files left behind (later git writes fail): {stale}")
+    return problems
