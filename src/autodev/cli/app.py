@@ -336,6 +336,28 @@ def approve(obj: CliContext) -> None:
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
+@click.pass_obj
+def clean(obj: CliContext) -> None:
+    """Remove what a crashed run left behind: its agent and tool processes, stale git locks, worktrees.
+
+    Every start does this anyway; nothing recorded in the ledger is touched.
+    """
+    import anyio
+
+    from autodev.config import load_config
+    from autodev.orchestrator import Orchestrator
+    from autodev.orchestrator.inline_state import load_suspend_state
+
+    obj.start_logging(create_state=True)
+    config = load_config(obj.repo_root, overrides={"platform": "inline"})
+    orchestrator = Orchestrator(obj.repo_root, config=config)
+    anyio.run(orchestrator.clean)
+    click.echo("Cleaned: no leftover processes, git locks, temp files or tournament worktrees remain.")
+    if load_suspend_state(obj.paths) is not None:
+        click.echo("An inline delegation is still pending; `autodev resume` continues it.")
+
+
+@cli.command(epilog=EXIT_CODES_HELP)
 @click.option(
     "--dir",
     "directory",

@@ -246,6 +246,13 @@ class Orchestrator:
             clear_suspend_state(self.paths)
             return tasks
 
+    async def clean(self) -> None:
+        """What a start does after a crash, on demand: stop leftover children, clear stale git locks, remove
+        dead temp files and stale worktrees (``autodev clean``). Work recorded in the ledger is untouched."""
+        await self._require_git()
+        with self._session():
+            await self._recover_from_a_killed_run()
+
     def approve(self) -> Plan:
         """Record the user's approval of the current plan (``autodev approve``)."""
         with self._session():
