@@ -32,19 +32,22 @@ import secrets
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Protocol
 
 import anyio
 
-from autodev.adapters.base import AgentError, AgentInvocation, AgentResult
+from autodev.adapters.base import AgentError, AgentInvocation, AgentResult, PlatformAdapter
 from autodev.adapters.process import ProcessOutcome, ProcessSpec, ProcessStartError, run_process
 from autodev.config.schema import AutodevConfig
 from autodev.errors import AutodevError
+from autodev.logging import get_logger
 from autodev.state.paths import AutodevPaths
 
 __all__ = [
     "HEALTHCHECK_TIMEOUT_S",
+    "CliAdapter",
     "JsonLines",
+    "StreamParser",
     "check_health",
     "child_env",
     "cost_from_tokens",
@@ -56,6 +59,8 @@ __all__ = [
 ]
 
 HEALTHCHECK_TIMEOUT_S = 10.0
+
+_log = get_logger("autodev.adapters")
 
 # Task ids and roles come from plans and config; keep only characters that are safe in a file name.
 _UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
@@ -279,3 +284,79 @@ def outcome_failure(
         message=f"{cli} exited without a result event ({outcome.stdout_bytes} bytes of output{skipped})"
         + (f"; stderr: {excerpt}" if excerpt else ""),
     )
+
+
+class StreamParser(Protocol):
+    """What a CLI adapter's parser offers: lines in, one result out."""
+
+    def feed_line(self, line: bytes) -> None: ...
+
+    def to_result(self, outcome: ProcessOutcome, *, timeout_s: float, transcript: Path) -> AgentResult: ...
+
+
+class CliAdapter(PlatformAdapter):
+    """The plumbing the subprocess adapters share: configuration, running one call, workspace, health.
+
+    A subclass names its executable and install hint, builds its argv and parser, and calls ``_run``.
+    ``executable`` defaults to ``default_executable`` looked up on the child's PATH; ``env`` overrides the
+    inherited environment for every call (the call's own ``env`` overrides both). Transcripts go to
+    ``<repo_root>/.autodev/transcripts/``. ``last_pid`` is a diagnostic: the pid (and process group id) of
+    the most recent call that ran, or None before any (with concurrent calls, the last to finish).
+    """
+
+    default_executable: ClassVar[str] = ""
+    install_hint: ClassVar[str] = ""
+
+    def __init__(
+        self,
+        *,
+        repo_root: Path,
+        config: AutodevConfig,
+        executable: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.repo_root = repo_root
+        self.config = config
+        self.executable = executable or self.default_executable
+        self.env = dict(env) if env is not None else None
+        self.last_pid: int | None = None
+
+    async def _run(
+        self,
+        argv: Sequence[str],
+        inv: AgentInvocation,
+        parser: StreamParser,
+        *,
+        call: AgentInvocation | None = None,
+    ) -> AgentResult:
+        """Run ``argv`` for ``inv`` (as ``call`` when the adapter adjusted it) and let ``parser`` judge."""
+        transcript = transcript_path(self.repo_root, inv)
+        try:
+            outcome = await run_cli(
+                argv,
+                call or inv,
+                adapter_env=self.env,
+                transcript=transcript,
+                on_line=parser.feed_line,
+                children_dir=AutodevPaths(self.repo_root).children_dir,
+            )
+        except ProcessStartError as exc:
+            return start_failure(exc, install_hint=self.install_hint)
+        self.last_pid = outcome.pid
+        for failure in getattr(parser, "tool_errors", ()):
+            _log.warning(
+                "agent tool call failed",
+                platform=self.name,
+                role=inv.role,
+                task_id=inv.task_id,
+                detail=failure,
+            )
+        return parser.to_result(outcome, timeout_s=inv.timeout_s, transcript=transcript)
+
+    async def init_workspace(self, cwd: Path, agents: Sequence[Any]) -> None:
+        """Check ``cwd`` and create the transcripts directory (these CLIs need no instruction files)."""
+        prepare_workspace(self.repo_root, cwd)
+
+    async def healthcheck(self) -> tuple[bool, str]:
+        """Whether ``<executable> --version`` answers within 10 s, with the version it prints."""
+        return await check_health(self.executable, install_hint=self.install_hint, env=self.env)

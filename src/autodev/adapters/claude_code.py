@@ -16,19 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from autodev.adapters._cli import (
+    CliAdapter,
     JsonLines,
-    check_health,
     cost_from_tokens,
     outcome_failure,
-    prepare_workspace,
-    run_cli,
-    start_failure,
-    transcript_path,
 )
-from autodev.adapters.base import AgentInvocation, AgentResult, PlatformAdapter, ToolName
-from autodev.adapters.process import ProcessOutcome, ProcessStartError
+from autodev.adapters.base import AgentInvocation, AgentResult, ToolName
+from autodev.adapters.process import ProcessOutcome
 from autodev.config.schema import AutodevConfig
-from autodev.state.paths import AutodevPaths
 
 __all__ = [
     "CLAUDE_TOOLS",
@@ -180,7 +175,7 @@ class ClaudeStreamParser:
         return AgentResult(success=True, **fields)
 
 
-class ClaudeCodeAdapter(PlatformAdapter):
+class ClaudeCodeAdapter(CliAdapter):
     """Runs each ``AgentInvocation`` through the ``claude`` CLI.
 
     ``executable`` defaults to ``claude`` looked up on the child's PATH; ``env`` overrides the inherited
@@ -190,46 +185,13 @@ class ClaudeCodeAdapter(PlatformAdapter):
     """
 
     name = "claude_code"
-
-    def __init__(
-        self,
-        *,
-        repo_root: Path,
-        config: AutodevConfig,
-        executable: str | None = None,
-        env: Mapping[str, str] | None = None,
-    ) -> None:
-        self.repo_root = repo_root
-        self.config = config
-        self.executable = executable or "claude"
-        self.env = dict(env) if env is not None else None
-        self.last_pid: int | None = None
+    default_executable = "claude"
+    install_hint = INSTALL_HINT
 
     async def execute(self, inv: AgentInvocation) -> AgentResult:
         """Run ``inv`` with ``claude -p`` and report what its result event affirms."""
         parser = ClaudeStreamParser(config=self.config, model=inv.model)
-        transcript = transcript_path(self.repo_root, inv)
-        try:
-            outcome = await run_cli(
-                build_argv(self.executable, inv),
-                inv,
-                adapter_env=self.env,
-                transcript=transcript,
-                children_dir=AutodevPaths(self.repo_root).children_dir,
-                on_line=parser.feed_line,
-            )
-        except ProcessStartError as exc:
-            return start_failure(exc, install_hint=INSTALL_HINT)
-        self.last_pid = outcome.pid
-        return parser.to_result(outcome, timeout_s=inv.timeout_s, transcript=transcript)
-
-    async def init_workspace(self, cwd: Path, agents: Sequence[Any]) -> None:
-        """Check ``cwd`` and create the transcripts directory; Claude Code needs no instruction files."""
-        prepare_workspace(self.repo_root, cwd)
-
-    async def healthcheck(self) -> tuple[bool, str]:
-        """Whether ``claude --version`` answers within 10 s, with the version it prints."""
-        return await check_health(self.executable, install_hint=INSTALL_HINT, env=self.env)
+        return await self._run(build_argv(self.executable, inv), inv, parser)
 
 
 def _error_message(result: dict[str, Any]) -> str:

@@ -21,20 +21,15 @@ from pathlib import Path
 from typing import Any
 
 from autodev.adapters._cli import (
+    CliAdapter,
     JsonLines,
-    check_health,
     cost_from_tokens,
     outcome_failure,
-    prepare_workspace,
-    run_cli,
-    start_failure,
-    transcript_path,
 )
-from autodev.adapters.base import AgentInvocation, AgentResult, PlatformAdapter
-from autodev.adapters.process import ProcessOutcome, ProcessStartError
+from autodev.adapters.base import AgentInvocation, AgentResult
+from autodev.adapters.process import ProcessOutcome
 from autodev.config.schema import AutodevConfig
 from autodev.errors import ConfigError
-from autodev.state.paths import AutodevPaths
 
 __all__ = ["INSTALL_HINT", "CodexAdapter", "CodexStreamParser", "build_argv"]
 
@@ -188,7 +183,7 @@ class CodexStreamParser:
         return AgentResult(success=True, **fields)
 
 
-class CodexAdapter(PlatformAdapter):
+class CodexAdapter(CliAdapter):
     """Runs each ``AgentInvocation`` through ``codex exec``.
 
     ``executable`` defaults to ``codex`` looked up on the child's PATH; ``env`` overrides the inherited
@@ -199,6 +194,8 @@ class CodexAdapter(PlatformAdapter):
     """
 
     name = "codex"
+    default_executable = "codex"
+    install_hint = INSTALL_HINT
 
     def __init__(
         self,
@@ -213,38 +210,13 @@ class CodexAdapter(PlatformAdapter):
             key, sep, _ = option.partition("=")
             if not sep or not key.strip():
                 raise ConfigError(f"{option!r} is not a key=value Codex config override", key="extra_config")
-        self.repo_root = repo_root
-        self.config = config
-        self.executable = executable or "codex"
-        self.env = dict(env) if env is not None else None
+        super().__init__(repo_root=repo_root, config=config, executable=executable, env=env)
         self.extra_config = tuple(extra_config)
-        self.last_pid: int | None = None
 
     async def execute(self, inv: AgentInvocation) -> AgentResult:
         """Run ``inv`` with ``codex exec`` and report what its turn events affirm."""
         parser = CodexStreamParser(config=self.config, model=inv.model)
-        transcript = transcript_path(self.repo_root, inv)
-        try:
-            outcome = await run_cli(
-                build_argv(self.executable, inv, self.extra_config),
-                inv,
-                adapter_env=self.env,
-                transcript=transcript,
-                children_dir=AutodevPaths(self.repo_root).children_dir,
-                on_line=parser.feed_line,
-            )
-        except ProcessStartError as exc:
-            return start_failure(exc, install_hint=INSTALL_HINT)
-        self.last_pid = outcome.pid
-        return parser.to_result(outcome, timeout_s=inv.timeout_s, transcript=transcript)
-
-    async def init_workspace(self, cwd: Path, agents: Sequence[Any]) -> None:
-        """Check ``cwd`` and create the transcripts directory; Codex needs no instruction files."""
-        prepare_workspace(self.repo_root, cwd)
-
-    async def healthcheck(self) -> tuple[bool, str]:
-        """Whether ``codex --version`` answers within 10 s, with the version it prints."""
-        return await check_health(self.executable, install_hint=INSTALL_HINT, env=self.env)
+        return await self._run(build_argv(self.executable, inv, self.extra_config), inv, parser)
 
 
 def _add(total: int | None, value: Any) -> int | None:

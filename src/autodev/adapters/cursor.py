@@ -34,30 +34,20 @@ else the ``result`` text. Success needs a ``result`` event with ``is_error`` fal
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from autodev.adapters._cli import (
+    CliAdapter,
     JsonLines,
-    check_health,
     outcome_failure,
-    prepare_workspace,
-    run_cli,
-    start_failure,
-    transcript_path,
 )
-from autodev.adapters.base import AgentInvocation, AgentResult, PlatformAdapter
-from autodev.adapters.process import ProcessOutcome, ProcessStartError
-from autodev.config.schema import AutodevConfig
-from autodev.logging import get_logger
-from autodev.state.paths import AutodevPaths
+from autodev.adapters.base import AgentInvocation, AgentResult
+from autodev.adapters.process import ProcessOutcome
 
 __all__ = ["INSTALL_HINT", "CursorAdapter", "CursorStreamParser", "build_argv"]
 
 INSTALL_HINT = "install it with `curl https://cursor.com/install -fsS | bash` (https://cursor.com/docs/cli)"
-
-_log = get_logger("autodev.adapters.cursor")
 
 
 def build_argv(executable: str, inv: AgentInvocation) -> list[str]:
@@ -182,7 +172,7 @@ class CursorStreamParser:
         return f"{message} (failed tool calls: {'; '.join(self.tool_errors)})"
 
 
-class CursorAdapter(PlatformAdapter):
+class CursorAdapter(CliAdapter):
     """Runs each ``AgentInvocation`` through ``cursor-agent -p``.
 
     ``executable`` defaults to ``cursor-agent`` looked up on the child's PATH; ``env`` overrides the
@@ -193,54 +183,12 @@ class CursorAdapter(PlatformAdapter):
     """
 
     name = "cursor"
-
-    def __init__(
-        self,
-        *,
-        repo_root: Path,
-        config: AutodevConfig,
-        executable: str | None = None,
-        env: Mapping[str, str] | None = None,
-    ) -> None:
-        self.repo_root = repo_root
-        self.config = config
-        self.executable = executable or "cursor-agent"
-        self.env = dict(env) if env is not None else None
-        self.last_pid: int | None = None
+    default_executable = "cursor-agent"
+    install_hint = INSTALL_HINT
 
     async def execute(self, inv: AgentInvocation) -> AgentResult:
         """Run ``inv`` with ``cursor-agent -p`` and report what its result event affirms."""
-        parser = CursorStreamParser()
-        transcript = transcript_path(self.repo_root, inv)
-        try:
-            outcome = await run_cli(
-                build_argv(self.executable, inv),
-                inv,
-                adapter_env=self.env,
-                transcript=transcript,
-                children_dir=AutodevPaths(self.repo_root).children_dir,
-                on_line=parser.feed_line,
-            )
-        except ProcessStartError as exc:
-            return start_failure(exc, install_hint=INSTALL_HINT)
-        self.last_pid = outcome.pid
-        for failure in parser.tool_errors:
-            _log.warning(
-                "agent tool call failed",
-                platform=self.name,
-                role=inv.role,
-                task_id=inv.task_id,
-                detail=failure,
-            )
-        return parser.to_result(outcome, timeout_s=inv.timeout_s, transcript=transcript)
-
-    async def init_workspace(self, cwd: Path, agents: Sequence[Any]) -> None:
-        """Check ``cwd`` and create the transcripts directory; Cursor needs no instruction files."""
-        prepare_workspace(self.repo_root, cwd)
-
-    async def healthcheck(self) -> tuple[bool, str]:
-        """Whether ``cursor-agent --version`` answers within 10 s, with the version it prints."""
-        return await check_health(self.executable, install_hint=INSTALL_HINT, env=self.env)
+        return await self._run(build_argv(self.executable, inv), inv, CursorStreamParser())
 
 
 def _error_message(result: dict[str, Any]) -> str:

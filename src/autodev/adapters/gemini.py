@@ -43,21 +43,16 @@ from typing import Any
 import anyio
 
 from autodev.adapters._cli import (
+    CliAdapter,
     JsonLines,
-    check_health,
     child_env,
     cost_from_tokens,
     outcome_failure,
-    prepare_workspace,
-    run_cli,
-    start_failure,
-    transcript_path,
 )
-from autodev.adapters.base import AgentInvocation, AgentResult, PlatformAdapter, ToolName
-from autodev.adapters.process import ProcessOutcome, ProcessStartError
+from autodev.adapters.base import AgentInvocation, AgentResult, ToolName
+from autodev.adapters.process import ProcessOutcome
 from autodev.config.schema import AutodevConfig
 from autodev.errors import AutodevError
-from autodev.logging import get_logger
 from autodev.state.atomic import atomic_write_text
 from autodev.state.paths import AutodevPaths, ensure_state_dir
 
@@ -138,8 +133,6 @@ EXIT_CODES: Mapping[int, str] = {
     130: "cancelled",
 }
 """Gemini CLI exit codes and what they mean."""
-
-_log = get_logger("autodev.adapters.gemini")
 
 
 def denied_tools(tools: Sequence[ToolName]) -> list[str]:
@@ -358,7 +351,7 @@ class GeminiStreamParser:
         return f"{message} (failed tool calls: {'; '.join(self.tool_errors)})"
 
 
-class GeminiAdapter(PlatformAdapter):
+class GeminiAdapter(CliAdapter):
     """Runs each ``AgentInvocation`` through the ``gemini`` CLI, headless.
 
     ``executable`` defaults to ``gemini`` looked up on the child's PATH; ``env`` overrides the inherited
@@ -369,20 +362,8 @@ class GeminiAdapter(PlatformAdapter):
     """
 
     name = "gemini"
-
-    def __init__(
-        self,
-        *,
-        repo_root: Path,
-        config: AutodevConfig,
-        executable: str | None = None,
-        env: Mapping[str, str] | None = None,
-    ) -> None:
-        self.repo_root = repo_root
-        self.config = config
-        self.executable = executable or "gemini"
-        self.env = dict(env) if env is not None else None
-        self.last_pid: int | None = None
+    default_executable = "gemini"
+    install_hint = INSTALL_HINT
 
     async def execute(self, inv: AgentInvocation) -> AgentResult:
         """Run ``inv`` with ``gemini`` and report what its result event affirms."""
@@ -400,37 +381,8 @@ class GeminiAdapter(PlatformAdapter):
         user_policies = user_policies_dir(child_env(self.env, inv))
         has_user_policies = await anyio.Path(user_policies).is_dir()
         parser = GeminiStreamParser(config=self.config, model=inv.model)
-        transcript = transcript_path(self.repo_root, inv)
         argv = build_argv(self.executable, inv, policy, user_policies if has_user_policies else None)
-        try:
-            outcome = await run_cli(
-                argv,
-                inv,
-                adapter_env=self.env,
-                transcript=transcript,
-                on_line=parser.feed_line,
-                children_dir=AutodevPaths(self.repo_root).children_dir,
-            )
-        except ProcessStartError as exc:
-            return start_failure(exc, install_hint=INSTALL_HINT)
-        self.last_pid = outcome.pid
-        for failure in parser.tool_errors:
-            _log.warning(
-                "agent tool call failed",
-                platform=self.name,
-                role=inv.role,
-                task_id=inv.task_id,
-                detail=failure,
-            )
-        return parser.to_result(outcome, timeout_s=inv.timeout_s, transcript=transcript)
-
-    async def init_workspace(self, cwd: Path, agents: Sequence[Any]) -> None:
-        """Check ``cwd`` and create the transcripts directory; policies are written per capability set."""
-        prepare_workspace(self.repo_root, cwd)
-
-    async def healthcheck(self) -> tuple[bool, str]:
-        """Whether ``gemini --version`` answers within 10 s, with the version it prints."""
-        return await check_health(self.executable, install_hint=INSTALL_HINT, env=self.env)
+        return await self._run(argv, inv, parser)
 
 
 def _tokens(counts: dict[str, Any]) -> tuple[int | None, int | None, int | None]:

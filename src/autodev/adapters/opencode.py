@@ -44,21 +44,15 @@ from pathlib import Path
 from typing import Any
 
 from autodev.adapters._cli import (
+    CliAdapter,
     JsonLines,
-    check_health,
     child_env,
     cost_from_tokens,
     outcome_failure,
-    prepare_workspace,
-    run_cli,
-    start_failure,
-    transcript_path,
 )
-from autodev.adapters.base import AgentInvocation, AgentResult, PlatformAdapter, ToolName
-from autodev.adapters.process import ProcessOutcome, ProcessStartError
+from autodev.adapters.base import AgentInvocation, AgentResult, ToolName
+from autodev.adapters.process import ProcessOutcome
 from autodev.config.schema import AutodevConfig
-from autodev.logging import get_logger
-from autodev.state.paths import AutodevPaths
 
 __all__ = [
     "AGENT_NAME",
@@ -116,8 +110,6 @@ _FAILED_FINISH = {
     "content-filter": "the provider's content filter stopped the answer",
     "error": "the model call ended with an error",
 }
-
-_log = get_logger("autodev.adapters.opencode")
 
 
 # OpenCode's own default keeps secrets files out of ``read``; a plain "allow" would replace that guard.
@@ -331,7 +323,7 @@ class OpenCodeStreamParser:
         return f"{message} (failed tool calls: {'; '.join(self.tool_errors)})"
 
 
-class OpenCodeAdapter(PlatformAdapter):
+class OpenCodeAdapter(CliAdapter):
     """Runs each ``AgentInvocation`` through ``opencode run``.
 
     ``executable`` defaults to ``opencode`` looked up on the child's PATH; ``env`` overrides the inherited
@@ -342,20 +334,8 @@ class OpenCodeAdapter(PlatformAdapter):
     """
 
     name = "opencode"
-
-    def __init__(
-        self,
-        *,
-        repo_root: Path,
-        config: AutodevConfig,
-        executable: str | None = None,
-        env: Mapping[str, str] | None = None,
-    ) -> None:
-        self.repo_root = repo_root
-        self.config = config
-        self.executable = executable or "opencode"
-        self.env = dict(env) if env is not None else None
-        self.last_pid: int | None = None
+    default_executable = "opencode"
+    install_hint = INSTALL_HINT
 
     async def execute(self, inv: AgentInvocation) -> AgentResult:
         """Run ``inv`` with ``opencode run`` and report what its event stream proves."""
@@ -366,36 +346,7 @@ class OpenCodeAdapter(PlatformAdapter):
             return AgentResult.failure("spawn_failed", f"opencode was not started: {exc}")
         call = inv.model_copy(update={"env": {**inv.env, CONFIG_CONTENT_ENV: content}})
         parser = OpenCodeStreamParser(config=self.config, model=inv.model)
-        transcript = transcript_path(self.repo_root, inv)
-        try:
-            outcome = await run_cli(
-                build_argv(self.executable, inv),
-                call,
-                adapter_env=self.env,
-                transcript=transcript,
-                children_dir=AutodevPaths(self.repo_root).children_dir,
-                on_line=parser.feed_line,
-            )
-        except ProcessStartError as exc:
-            return start_failure(exc, install_hint=INSTALL_HINT)
-        self.last_pid = outcome.pid
-        for failure in parser.tool_errors:
-            _log.warning(
-                "agent tool call failed",
-                platform=self.name,
-                role=inv.role,
-                task_id=inv.task_id,
-                detail=failure,
-            )
-        return parser.to_result(outcome, timeout_s=inv.timeout_s, transcript=transcript)
-
-    async def init_workspace(self, cwd: Path, agents: Sequence[Any]) -> None:
-        """Check ``cwd`` and create the transcripts directory; the agent is defined per call."""
-        prepare_workspace(self.repo_root, cwd)
-
-    async def healthcheck(self) -> tuple[bool, str]:
-        """Whether ``opencode --version`` answers within 10 s, with the version it prints."""
-        return await check_health(self.executable, install_hint=INSTALL_HINT, env=self.env)
+        return await self._run(build_argv(self.executable, inv), inv, parser, call=call)
 
 
 def _error_message(error: Any) -> str:
