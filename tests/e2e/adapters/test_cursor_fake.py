@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 from support.model_server import BIG_END, BIG_START
+from support.processes import survivors
 
 from autodev.adapters.base import AgentInvocation, ToolName
 from autodev.adapters.cursor import CursorAdapter
@@ -146,34 +146,6 @@ def _calls(log_file: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in log_file.read_text().splitlines()]
 
 
-def _live_group_members(pgid: int) -> list[int]:
-    """Processes in group ``pgid`` that are not zombies (nothing in this container reaps orphans)."""
-    live: list[int] = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            status = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # The command name may hold spaces and parentheses; the fields after the last ')' are fixed.
-        state, _ppid, pgrp = status[status.rindex(")") + 2 :].split()[:3]
-        if int(pgrp) == pgid and state not in ("Z", "X"):
-            live.append(int(entry.name))
-    return live
-
-
-async def _survivors(pgid: int) -> list[int]:
-    """Live members of group ``pgid`` after up to 3 s for them to finish dying from the SIGKILL."""
-    live = _live_group_members(pgid)
-    for _ in range(60):
-        if not live:
-            break
-        await anyio.sleep(0.05)
-        live = _live_group_members(pgid)
-    return live
-
-
 @pytest.mark.asyncio
 async def test_a_tool_call_that_writes_lands_and_the_result_is_parsed(
     adapter: CursorAdapter, log_file: Path, workdir: Path, repo: Path
@@ -246,7 +218,7 @@ async def test_a_hang_times_out_and_leaves_no_process(adapter: CursorAdapter, wo
     assert result.exit_code is None
     assert 2.0 <= result.duration_s < 10.0
     assert adapter.last_pid is not None
-    assert await _survivors(adapter.last_pid) == []
+    assert await survivors(adapter.last_pid) == []
 
 
 @pytest.mark.asyncio

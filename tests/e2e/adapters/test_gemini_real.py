@@ -6,10 +6,10 @@ import hashlib
 import json
 from pathlib import Path
 
-import anyio
 import pytest
 from support.agent_clis import isolated_env
 from support.model_server import BIG_END, BIG_START, ModelServer, Scenario
+from support.processes import survivors
 
 from autodev.adapters.base import AgentInvocation, ToolName
 from autodev.adapters.gemini import GeminiAdapter
@@ -69,34 +69,6 @@ def _invocation(
         timeout_s=timeout_s,
         task_id="1.1",
     )
-
-
-def _live_group_members(pgid: int) -> list[int]:
-    """Processes in group ``pgid`` that are not zombies (nothing in this container reaps orphans)."""
-    live: list[int] = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # The command name may hold spaces and parentheses; the fields after the last ')' are fixed.
-        state, _ppid, pgrp = stat[stat.rindex(")") + 2 :].split()[:3]
-        if int(pgrp) == pgid and state not in ("Z", "X"):
-            live.append(int(entry.name))
-    return live
-
-
-async def _survivors(pgid: int) -> list[int]:
-    """Live members of group ``pgid`` after up to 3 s for them to finish dying from the SIGKILL."""
-    live = _live_group_members(pgid)
-    for _ in range(60):
-        if not live:
-            break
-        await anyio.sleep(0.05)
-        live = _live_group_members(pgid)
-    return live
 
 
 def _offered(server: ModelServer) -> list[tuple[str, ...]]:
@@ -188,7 +160,7 @@ async def test_a_model_that_never_answers_times_out_and_leaves_no_process(
     assert result.exit_code is None
     assert 8.0 <= result.duration_s < 18.0
     assert adapter.last_pid is not None
-    assert await _survivors(adapter.last_pid) == []
+    assert await survivors(adapter.last_pid) == []
 
 
 @pytest.mark.asyncio

@@ -6,10 +6,10 @@ import hashlib
 import json
 from pathlib import Path
 
-import anyio
 import pytest
 from support.agent_clis import isolated_env
 from support.model_server import BIG_END, BIG_START, ModelServer, Scenario
+from support.processes import survivors
 
 from autodev.adapters.base import AgentInvocation, ToolName
 from autodev.adapters.opencode import OpenCodeAdapter
@@ -94,34 +94,6 @@ def _invocation(
     )
 
 
-def _live_group_members(pgid: int) -> list[int]:
-    """Processes in group ``pgid`` that are not zombies (nothing in this container reaps orphans)."""
-    live: list[int] = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # The command name may hold spaces and parentheses; the fields after the last ')' are fixed.
-        state, _ppid, pgrp = stat[stat.rindex(")") + 2 :].split()[:3]
-        if int(pgrp) == pgid and state not in ("Z", "X"):
-            live.append(int(entry.name))
-    return live
-
-
-async def _survivors(pgid: int) -> list[int]:
-    """Live members of group ``pgid`` after up to 3 s for them to finish dying from the SIGKILL."""
-    live = _live_group_members(pgid)
-    for _ in range(60):
-        if not live:
-            break
-        await anyio.sleep(0.05)
-        live = _live_group_members(pgid)
-    return live
-
-
 def _chat_requests(server: ModelServer) -> list[tuple[str, ...]]:
     return [request.tool_names for request in server.requests if request.api == "chat"]
 
@@ -193,7 +165,7 @@ async def test_a_model_that_never_answers_times_out_and_leaves_no_process(
     assert result.exit_code is None
     assert 6.0 <= result.duration_s < 16.0
     assert adapter.last_pid is not None
-    assert await _survivors(adapter.last_pid) == []
+    assert await survivors(adapter.last_pid) == []
 
 
 @pytest.mark.asyncio

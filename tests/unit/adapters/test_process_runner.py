@@ -3,30 +3,14 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import sys
 from pathlib import Path
 
 import anyio
 import pytest
+from support.processes import live_group_members
 
 from autodev.adapters.process import ProcessSpec, ProcessStartError, run_process
-
-
-def _live_members(pgid: int) -> list[int]:
-    """Processes of the group that are not zombies (this container's init does not reap orphans)."""
-    alive = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            alive.append(int(entry))
-    return alive
 
 
 def _spec(code: str, tmp_path: Path, **kwargs: object) -> ProcessSpec:
@@ -60,7 +44,7 @@ async def test_deadline_kills_the_whole_group(tmp_path: Path) -> None:
     )
     outcome = await run_process(_spec(code, tmp_path, timeout_s=1.5, grace_s=0.5), lambda _line: None)
     assert outcome.timed_out and outcome.exit_code is None
-    assert _live_members(outcome.pid) == []
+    assert live_group_members(outcome.pid) == []
 
 
 @pytest.mark.asyncio
@@ -68,7 +52,7 @@ async def test_children_left_behind_after_a_normal_exit_are_stopped(tmp_path: Pa
     code = "import subprocess; subprocess.Popen(['sleep', '60']); print('bye')"
     outcome = await run_process(_spec(code, tmp_path, timeout_s=20), lambda _line: None)
     assert outcome.exit_code == 0 and not outcome.timed_out
-    assert _live_members(outcome.pid) == []
+    assert live_group_members(outcome.pid) == []
 
 
 @pytest.mark.asyncio
@@ -81,7 +65,7 @@ async def test_cancellation_kills_the_group(tmp_path: Path) -> None:
     code = "import os, time; print(os.getpid(), flush=True); time.sleep(60)"
     with anyio.move_on_after(1.5):
         await run_process(_spec(code, tmp_path, timeout_s=60, grace_s=0.5), on_line)
-    assert pids and _live_members(pids[0]) == []
+    assert pids and live_group_members(pids[0]) == []
 
 
 @pytest.mark.asyncio
@@ -96,7 +80,7 @@ async def test_output_flood_is_bounded_and_stopped(tmp_path: Path) -> None:
     outcome = await run_process(_spec(code, tmp_path, timeout_s=60, max_output_bytes=2_000_000), on_line)
     assert outcome.output_limited and not outcome.timed_out and outcome.exit_code is None
     assert 1_000 < count < 3_000
-    assert _live_members(outcome.pid) == []
+    assert live_group_members(outcome.pid) == []
 
 
 @pytest.mark.asyncio
