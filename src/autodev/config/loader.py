@@ -396,6 +396,11 @@ def _blame(
     related = [
         index for path, index in origins.items() if loc[: len(path)] == path or path[: len(loc)] == loc
     ]
+    if not related and len(loc) > 1:
+        # A required key missing from a table (``[price_table."m"]`` without output_per_mtok): blame the
+        # source that wrote the table.
+        table = loc[:-1]
+        related = [index for path, index in origins.items() if path[: len(table)] == table]
     return layers[max(related)].source if related else None
 
 
