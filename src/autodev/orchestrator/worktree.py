@@ -4,13 +4,17 @@ Each variant gets its own worktree under ``.autodev/worktrees/``, created *detac
 commit with the current change applied, so a variant starts from exactly what the main tree holds and
 never moves a branch. Worktrees share the object store, so creating one is cheap. A run that dies leaves
 its worktrees behind; ``prune_stale`` finds the ones under the manager's root and removes them.
+
+The parallel execute phase gives each in-flight task a worktree of its own: ``claim`` one at the task's base
+commit, ``release`` it when the task ends, and ``adopt`` the worktree a resumed task recorded in the ledger.
+``WorktreePool`` (``worktree_pool.py``) offers the same calls with recycled worktrees.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,11 +57,22 @@ def _encode(patch: str) -> bytes:
 class WorktreeManager:
     """Create, diff, apply and remove detached worktrees of ``main_repo`` under ``root_dir``."""
 
-    def __init__(self, main_repo: Path, root_dir: Path, *, timeout_s: float = 120.0) -> None:
+    def __init__(
+        self,
+        main_repo: Path,
+        root_dir: Path,
+        *,
+        timeout_s: float = 120.0,
+        admin_lock: anyio.Lock | None = None,
+    ) -> None:
         self.main_repo = Path(main_repo).resolve()
         self.root_dir = Path(root_dir)
         self.timeout_s = timeout_s
         self._active: dict[str, Worktree] = {}
+        # git worktree add/remove/list/prune read every worktree's admin files and fail on one a concurrent
+        # add has half written ("failed to read .git/worktrees/x/commondir"), so they take turns.
+        # Share ``admin_lock`` between managers of one repository (task worktrees and tournament variants).
+        self._admin_lock = admin_lock or anyio.Lock()
 
     @property
     def active(self) -> list[Worktree]:
@@ -83,27 +98,74 @@ class WorktreeManager:
             raise WorktreeError(f"git {' '.join(args[:3])} failed in {cwd}: {detail}")
         return out
 
-    async def create(self, name: str, base: str, patch: str = "") -> Worktree:
-        """A detached worktree ``root_dir/name`` at ``base`` with ``patch`` (a binary git diff) applied."""
+    async def create(self, name: str, base: str, patch: str = "", *, replace: bool = False) -> Worktree:
+        """A detached worktree ``root_dir/name`` at ``base`` with ``patch`` (a binary git diff) applied.
+
+        An existing ``root_dir/name`` is an error, unless ``replace``: then it is removed first.
+        """
         if not name or "/" in name or name.startswith("."):
             raise WorktreeError(f"not a usable worktree name: {name!r}")
         path = self.root_dir / name
         if path.exists():
-            raise WorktreeError(f"{path} already exists; remove it (or run prune_stale) first")
+            if not replace:
+                raise WorktreeError(f"{path} already exists; remove it (or run prune_stale) first")
+            _log.warning("worktree.replaced_leftover", name=name, path=str(path))
+            self._active.pop(name, None)
+            await self._remove_path(path)
         self.root_dir.mkdir(parents=True, exist_ok=True)
-        await self._git(self.main_repo, "worktree", "add", "--detach", "--quiet", str(path), base)
+        await self._admin("add", "--detach", "--no-checkout", "--quiet", str(path), base)
         worktree = Worktree(name, path.resolve(), base)
         self._active[name] = worktree
-        if patch:
-            try:
+        try:
+            # Checking out every file is the slow part: outside the lock, so worktrees fill in parallel.
+            await self._git(worktree.path, "reset", "--hard", "--quiet")
+            if patch:
                 await self._git(
                     worktree.path, "apply", "--binary", "--whitespace=nowarn", "-", stdin=_encode(patch)
                 )
-            except WorktreeError:
-                await self.remove(worktree)
-                raise
+        except WorktreeError:
+            await self.remove(worktree)
+            raise
         _log.info("worktree.created", name=name, base=base, patch_bytes=len(patch))
         return worktree
+
+    async def claim(self, task_id: str, base: str) -> Worktree:
+        """A clean detached worktree ``task-<task_id>`` at ``base`` for one task.
+
+        A directory of that name (left by a crashed run) is removed first, so a retried task starts clean.
+        """
+        return await self.create(f"task-{task_id}", base, replace=True)
+
+    async def release(self, worktree: Worktree) -> None:
+        """Give back a worktree from ``claim`` or ``adopt``: it is removed."""
+        await self.remove(worktree)
+
+    def adopt(self, path: Path, base: str) -> Worktree:
+        """Track an existing worktree under ``root_dir`` (a resumed task's) as this manager's own.
+
+        ``cleanup_all`` and ``release`` remove it and ``prune_stale`` keeps it, as for one ``create`` made.
+        """
+        resolved = Path(path).resolve()
+        # Only a directory under the root: removing an adopted path must never reach the main tree.
+        if self.root_dir.resolve() not in resolved.parents or not resolved.is_dir():
+            raise WorktreeError(f"cannot adopt {path}: not a worktree directory under {self.root_dir}")
+        held = self._active.get(resolved.name)
+        if held is not None and held.path != resolved:
+            raise WorktreeError(f"cannot adopt {path}: the name {resolved.name!r} is taken by {held.path}")
+        worktree = Worktree(resolved.name, resolved, base)
+        self._active[worktree.name] = worktree
+        _log.info("worktree.adopted", name=worktree.name, base=base)
+        return worktree
+
+    async def reset(self, worktree: Worktree, base: str) -> Worktree:
+        """Make ``worktree`` exactly ``base``: tracked files restored, untracked and ignored files deleted."""
+        await self._git(worktree.path, "checkout", "--detach", "--force", "--quiet", base)
+        # -ff: also nested repositories a task may have cloned or initialised.
+        await self._git(worktree.path, "clean", "-ffdxq")
+        moved = Worktree(worktree.name, worktree.path, base)
+        if worktree.name in self._active:
+            self._active[worktree.name] = moved
+        return moved
 
     async def diff(self, worktree: Worktree) -> WorkingDiff:
         """Everything in ``worktree`` that differs from its base commit (untracked files included)."""
@@ -151,27 +213,36 @@ class WorktreeManager:
         for worktree in list(self._active.values()):
             await self.remove(worktree)
 
-    async def prune_stale(self) -> list[Path]:
+    async def prune_stale(self, keep: Collection[Path] = ()) -> list[Path]:
         """Remove worktrees under ``root_dir`` left by a run that crashed; return their paths.
 
+        Active worktrees and the paths in ``keep`` (resumed tasks' worktrees, about to be adopted) stay.
         Called at start under the run lock, when no other AutoDev run can be using them.
         """
-        listing = await self._git(self.main_repo, "worktree", "list", "--porcelain", check=False)
+        listing = await self._admin("list", "--porcelain", check=False)
         stale = _paths_under(self.root_dir, listing.stdout)
-        active = {worktree.path for worktree in self._active.values()}
-        removed = sorted(stale - active)
+        kept = _resolved(keep) | {worktree.path for worktree in self._active.values()}
+        removed = sorted(stale - kept)
         for path in removed:
             await self._remove_path(path)
         if removed:
             _log.warning("worktree.pruned_stale", count=len(removed), paths=[str(p) for p in removed])
         return removed
 
+    async def _admin(self, *args: str, check: bool = True) -> _Out:
+        async with self._admin_lock:
+            return await self._git(self.main_repo, "worktree", *args, check=check)
+
     async def _remove_path(self, path: Path) -> None:
-        result = await self._git(self.main_repo, "worktree", "remove", "--force", str(path), check=False)
+        result = await self._admin("remove", "--force", str(path), check=False)
         if result.code != 0:
             # Not a registered worktree any more (or half-created): delete the directory itself.
             await anyio.to_thread.run_sync(lambda: shutil.rmtree(path, ignore_errors=True))
-        await self._git(self.main_repo, "worktree", "prune", check=False)
+        await self._admin("prune", check=False)
+
+
+def _resolved(paths: Collection[Path]) -> set[Path]:
+    return {Path(path).resolve() for path in paths}
 
 
 def _paths_under(root_dir: Path, porcelain: str) -> set[Path]:

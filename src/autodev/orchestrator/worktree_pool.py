@@ -1,0 +1,217 @@
+"""A warm pool of detached worktrees for the parallel execute phase (seed 001, 5.8).
+
+Opt-in: ``cold_start`` creates N worktrees concurrently at execute-phase entry, and ``release`` recycles
+one with ``git checkout --force`` to the baseline and ``git clean -ffdx`` instead of paying ``git worktree
+add`` (a checkout of every file) on every task dispatch. ``claim`` never waits: with the pool empty or never
+started it falls back to a fresh ``task-<id>`` worktree, removed again on release, so the pool never grows
+past its size. Otherwise it offers ``WorktreeManager``'s calls, delegating to the manager it wraps.
+
+``release`` leaves a pooled worktree clean at the baseline, and ``claim`` resets it once more (a cheap
+checkout and clean when nothing changed), so neither a task writing after its release nor a cancelled reset
+can leak into the next task. A worktree that cannot be reset is removed, and the pool runs one smaller.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Collection
+from contextlib import suppress
+from pathlib import Path
+
+import anyio
+
+from autodev.errors import AutodevError
+from autodev.logging import get_logger
+from autodev.orchestrator.git import GitRepo, WorkingDiff
+from autodev.orchestrator.worktree import Worktree, WorktreeError, WorktreeManager
+
+__all__ = ["WorktreePool"]
+
+_log = get_logger("autodev.worktree_pool")
+
+# Each worktree add checks out the whole tree; more at once only makes the disk the bottleneck.
+_COLD_START_CONCURRENCY = 4
+
+
+class WorktreePool:
+    """Pre-created worktrees ``pool-0..pool-(size-1)`` under ``root_dir``, recycled between tasks."""
+
+    def __init__(
+        self,
+        main_repo: Path,
+        root_dir: Path,
+        size: int,
+        *,
+        timeout_s: float = 120.0,
+        admin_lock: anyio.Lock | None = None,
+    ) -> None:
+        if size < 0:
+            raise ValueError(f"pool size must be >= 0, not {size}")
+        self._manager = WorktreeManager(main_repo, root_dir, timeout_s=timeout_s, admin_lock=admin_lock)
+        self._size = size
+        self._baseline: str | None = None
+        self._started = False
+        self._pooled: set[str] = set()  # names of the pool's own worktrees: idle, claimed or being reset
+        self._idle: deque[Worktree] = deque()
+        self._claimed: dict[str, Worktree] = {}
+
+    @property
+    def size(self) -> int:
+        """How many worktrees the pool keeps at most."""
+        return self._size
+
+    @property
+    def baseline(self) -> str | None:
+        """The main repository's HEAD when ``cold_start`` ran (None before), where released worktrees go."""
+        return self._baseline
+
+    @property
+    def active(self) -> list[Worktree]:
+        """Every worktree held: pooled (idle or claimed), overflow, adopted and created."""
+        return self._manager.active
+
+    async def cold_start(self, n: int | None = None) -> list[Worktree]:
+        """Create ``n`` (default: ``size``) pooled worktrees at the main HEAD, concurrently; return them.
+
+        A worktree that cannot be created is logged and the pool runs smaller. Leftover ``pool-*``
+        directories of a crashed run are replaced. Only the first call does anything.
+        """
+        count = self._size if n is None else n
+        if not 0 <= count <= self._size:
+            raise ValueError(f"cold_start(n) needs 0 <= n <= size ({self._size}), not {n}")
+        if self._started:
+            return []
+        self._started = True  # before the first await, so a concurrent second call returns at once
+        try:
+            baseline = self._baseline = await self._head()
+        except BaseException:
+            self._started = False
+            raise
+        # A resumed task may have adopted a pool-* worktree of the crashed run: leave its name alone.
+        taken = {worktree.name for worktree in self._manager.active}
+        names = [name for name in (f"pool-{i}" for i in range(count + len(taken))) if name not in taken]
+        created: list[Worktree] = []
+        limiter = anyio.CapacityLimiter(_COLD_START_CONCURRENCY)
+
+        async def start(name: str) -> None:
+            async with limiter:
+                try:
+                    worktree = await self._manager.create(name, baseline, replace=True)
+                except WorktreeError as exc:
+                    _log.warning("worktree_pool.create_failed", name=name, error=str(exc))
+                    return
+            self._pooled.add(name)
+            self._idle.append(worktree)
+            created.append(worktree)
+
+        async with anyio.create_task_group() as group:
+            for name in names[:count]:
+                group.start_soon(start, name)
+        _log.info("worktree_pool.started", size=len(created), wanted=count, baseline=baseline)
+        return created
+
+    async def claim(self, task_id: str, base: str | None = None) -> Worktree:
+        """A worktree exactly clean at ``base`` (default: the baseline) for task ``task_id``.
+
+        Takes an idle pooled worktree when there is one, else creates ``task-<task_id>`` (removed on release).
+        """
+        target = base or self._baseline or await self._head()
+        while self._idle:
+            worktree = self._idle.popleft()  # no await since the check: no other claim can take it
+            try:
+                claimed = await self._manager.reset(worktree, target)
+            except WorktreeError as exc:
+                _log.warning("worktree_pool.reset_failed", name=worktree.name, error=str(exc))
+                await self._drop(worktree)
+                continue
+            except BaseException:
+                # Cancelled mid-reset: still ours, and the next claim resets it anyway.
+                self._idle.append(worktree)
+                raise
+            self._claimed[claimed.name] = claimed
+            return claimed
+        return await self._manager.claim(task_id, target)
+
+    async def release(self, worktree: Worktree) -> None:
+        """Give ``worktree`` back: a pooled one is reset to the baseline and queued, any other is removed.
+
+        A pooled worktree that cannot be reset is removed instead. Releasing twice does nothing. Runs to the
+        end even when the calling task is being cancelled, as cleanup in ``finally`` must.
+        """
+        with anyio.CancelScope(shield=True):
+            if self._baseline is None or worktree.name not in self._pooled:
+                await self._manager.release(worktree)
+                return
+            # Identity, not equality: a stale handle must not reset the worktree now lent to another task.
+            if self._claimed.get(worktree.name) is not worktree:
+                return
+            del self._claimed[worktree.name]
+            try:
+                idle = await self._manager.reset(worktree, self._baseline)
+            except WorktreeError as exc:
+                _log.warning("worktree_pool.reset_failed", name=worktree.name, error=str(exc))
+                await self._drop(worktree)
+                return
+            self._idle.append(idle)
+
+    def adopt(self, path: Path, base: str) -> Worktree:
+        """Track a resumed task's existing worktree; it is removed on release (see ``WorktreeManager``)."""
+        return self._manager.adopt(path, base)
+
+    async def cleanup_all(self) -> None:
+        """Remove every worktree the pool holds and, when nothing else is left in it, its root directory.
+
+        Safe to call more than once; afterwards ``cold_start`` may run again.
+        """
+        with anyio.CancelScope(shield=True):
+            self._idle.clear()
+            self._claimed.clear()
+            self._pooled.clear()
+            self._started = False
+            self._baseline = None
+            await self._manager.cleanup_all()
+            # rmdir, not rmtree: the root may be shared with other managers' worktrees.
+            with suppress(OSError):
+                await anyio.Path(self._manager.root_dir).rmdir()
+
+    async def create(self, name: str, base: str, patch: str = "", *, replace: bool = False) -> Worktree:
+        """A worktree outside the pool (see ``WorktreeManager.create``); removed on release."""
+        return await self._manager.create(name, base, patch, replace=replace)
+
+    async def diff(self, worktree: Worktree) -> WorkingDiff:
+        """Everything in ``worktree`` that differs from its base commit (see ``WorktreeManager.diff``)."""
+        return await self._manager.diff(worktree)
+
+    async def apply_to_main(self, patch: str) -> None:
+        """Apply ``patch`` to the main working tree (see ``WorktreeManager.apply_to_main``)."""
+        await self._manager.apply_to_main(patch)
+
+    async def revert_on_main(self, patch: str) -> None:
+        """Take ``patch`` back out of the main tree (see ``WorktreeManager.revert_on_main``)."""
+        await self._manager.revert_on_main(patch)
+
+    async def remove(self, worktree: Worktree) -> None:
+        """Remove ``worktree`` for good, taking it out of the pool if it was pooled."""
+        self._claimed.pop(worktree.name, None)
+        await self._drop(worktree)
+
+    async def prune_stale(self, keep: Collection[Path] = ()) -> list[Path]:
+        """Remove worktrees a crashed run left under the root, except held ones and ``keep``."""
+        return await self._manager.prune_stale(keep)
+
+    async def _drop(self, worktree: Worktree) -> None:
+        self._pooled.discard(worktree.name)
+        idle = [held for held in self._idle if held.name != worktree.name]
+        if len(idle) != len(self._idle):
+            self._idle = deque(idle)
+        await self._manager.remove(worktree)
+
+    async def _head(self) -> str:
+        repo = self._manager.main_repo
+        try:
+            head = await GitRepo(repo, timeout_s=self._manager.timeout_s).head()
+        except AutodevError as exc:
+            raise WorktreeError(f"cannot read the HEAD commit of {repo}: {exc}") from exc
+        if head is None:
+            raise WorktreeError(f"{repo} has no commit yet; a worktree pool needs one to start from")
+        return head

@@ -1,0 +1,283 @@
+"""WorktreePool and WorktreeManager's per-task calls on a real git repository: warm start, recycling to an
+exactly clean tree, overflow, concurrent claims, crash leftovers, cleanup; claim, release, adopt, prune."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import anyio
+import pytest
+
+from autodev.orchestrator.worktree import Worktree, WorktreeError, WorktreeManager
+from autodev.orchestrator.worktree_pool import WorktreePool
+
+
+def _git(root: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+
+def _commit(root: Path, message: str) -> str:
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", message)
+    return _git(root, "rev-parse", "HEAD").strip()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path.resolve() / "repo"  # git reports resolved paths
+    (root / "pkg").mkdir(parents=True)
+    _git(root, "init", "-q")
+    (root / ".gitignore").write_text("*.log\nbuild/\n")
+    (root / "app.py").write_text("VALUE = 1\n")
+    (root / "pkg" / "gone.py").write_text("GONE = False\n")
+    _commit(root, "init")
+    return root
+
+
+def _head(path: Path) -> str:
+    return _git(path, "rev-parse", "HEAD").strip()
+
+
+def _dirt(path: Path) -> str:
+    """Every difference from HEAD, untracked and ignored files included; empty when exactly clean."""
+    return _git(path, "status", "--porcelain", "--ignored", "--untracked-files=all")
+
+
+def _registered(root: Path) -> list[Path]:
+    listing = _git(root, "worktree", "list", "--porcelain").splitlines()
+    return [Path(line.removeprefix("worktree ")) for line in listing if line.startswith("worktree ")]
+
+
+def _scribble(worktree: Worktree) -> None:
+    """What a task leaves behind: edits, a new file, ignored build output, a deletion and a commit."""
+    (worktree.path / "app.py").write_text("VALUE = 99\n")
+    (worktree.path / "new.py").write_text("NEW = True\n")
+    (worktree.path / "debug.log").write_text("noise\n")
+    (worktree.path / "build").mkdir()
+    (worktree.path / "build" / "out.o").write_bytes(b"\0\1")
+    (worktree.path / "pkg" / "gone.py").unlink()
+    _git(worktree.path, "commit", "-q", "-am", "a task's own commit")
+    (worktree.path / "app.py").write_text("VALUE = 100\n")
+
+
+def _pool(repo: Path, size: int) -> WorktreePool:
+    return WorktreePool(repo, repo / ".autodev" / "worktrees", size)
+
+
+@pytest.mark.asyncio
+async def test_cold_start_creates_n_registered_worktrees_at_the_baseline_once(repo: Path) -> None:
+    pool = _pool(repo, 3)
+    created = await pool.cold_start()
+    baseline = _head(repo)
+    assert pool.baseline == baseline
+    assert sorted(worktree.name for worktree in created) == ["pool-0", "pool-1", "pool-2"]
+    assert set(_registered(repo)) == {repo, *(worktree.path for worktree in created)}
+    for worktree in created:
+        assert worktree.base == baseline and _head(worktree.path) == baseline and _dirt(worktree.path) == ""
+    assert await pool.cold_start() == []
+    assert len(_registered(repo)) == 4 and len(pool.active) == 3
+    await pool.cleanup_all()
+
+
+@pytest.mark.asyncio
+async def test_a_claimed_worktree_is_exactly_clean_after_a_previous_claimer_dirtied_it(repo: Path) -> None:
+    pool = _pool(repo, 1)
+    await pool.cold_start()
+    first = await pool.claim("1.1")
+    _scribble(first)
+    await pool.release(first)
+    second = await pool.claim("1.2")
+    assert second.path == first.path  # recycled, not recreated
+    assert _head(second.path) == pool.baseline and _dirt(second.path) == ""
+    assert (second.path / "app.py").read_text() == "VALUE = 1\n"
+    assert (second.path / "pkg" / "gone.py").exists()
+    assert not (second.path / "debug.log").exists() and not (second.path / "build").exists()
+    await pool.cleanup_all()
+
+
+@pytest.mark.asyncio
+async def test_claim_at_another_base_gives_that_commit_clean_and_release_goes_back(repo: Path) -> None:
+    older = _head(repo)
+    (repo / "app.py").write_text("VALUE = 2\n")
+    baseline = _commit(repo, "second")
+    pool = _pool(repo, 1)
+    await pool.cold_start()
+    worktree = await pool.claim("2.1", older)
+    assert worktree.base == older and _head(worktree.path) == older and _dirt(worktree.path) == ""
+    assert (worktree.path / "app.py").read_text() == "VALUE = 1\n"
+    _scribble(worktree)
+    await pool.release(worktree)
+    assert [(held.name, held.base) for held in pool.active] == [("pool-0", baseline)]
+    assert _head(worktree.path) == baseline and _dirt(worktree.path) == ""
+    await pool.cleanup_all()
+
+
+@pytest.mark.asyncio
+async def test_overflow_worktrees_beyond_the_pool_are_removed_on_release(repo: Path) -> None:
+    pool = _pool(repo, 2)
+    await pool.cold_start()
+    claimed = [await pool.claim(task_id) for task_id in ("a", "b", "c", "d")]
+    assert sorted(worktree.name for worktree in claimed) == ["pool-0", "pool-1", "task-c", "task-d"]
+    assert len(_registered(repo)) == 5
+    for worktree in claimed:
+        await pool.release(worktree)
+    assert sorted(worktree.name for worktree in pool.active) == ["pool-0", "pool-1"]
+    assert len(_registered(repo)) == 3 and not (repo / ".autodev" / "worktrees" / "task-c").exists()
+    # The queue holds two, not four: a third claim overflows again.
+    again = [await pool.claim(task_id) for task_id in ("e", "f", "g")]
+    assert sorted(worktree.name for worktree in again) == ["pool-0", "pool-1", "task-g"]
+    await pool.cleanup_all()
+
+
+@pytest.mark.asyncio
+async def test_without_cold_start_claims_overflow_at_the_main_head(repo: Path) -> None:
+    pool = _pool(repo, 2)
+    worktree = await pool.claim("x")
+    assert worktree.name == "task-x" and _head(worktree.path) == _head(repo)
+    await pool.release(worktree)
+    assert pool.active == [] and len(_registered(repo)) == 1
+
+
+@pytest.mark.asyncio
+async def test_releasing_twice_never_queues_a_worktree_twice(repo: Path) -> None:
+    pool = _pool(repo, 1)
+    await pool.cold_start()
+    worktree = await pool.claim("1")
+    await pool.release(worktree)
+    await pool.release(worktree)
+    first, second = await pool.claim("2"), await pool.claim("3")
+    assert (first.name, second.name) == ("pool-0", "task-3")
+    await pool.release(worktree)  # a stale handle: must not reset pool-0, now lent to task 2
+    (first.path / "work.py").write_text("IN_PROGRESS = True\n")
+    await pool.release(worktree)
+    assert (first.path / "work.py").exists()
+    await pool.cleanup_all()
+
+
+@pytest.mark.asyncio
+async def test_a_worktree_that_cannot_be_reset_is_removed_not_queued(repo: Path) -> None:
+    pool = _pool(repo, 1)
+    await pool.cold_start()
+    worktree = await pool.claim("1")
+    git_dir = Path(_git(worktree.path, "rev-parse", "--absolute-git-dir").strip())
+    (git_dir / "index.lock").write_text("")  # as a git killed mid-command leaves it
+    await pool.release(worktree)
+    assert pool.active == [] and not worktree.path.exists() and len(_registered(repo)) == 1
+    assert (await pool.claim("2")).name == "task-2"
+    await pool.cleanup_all()
+
+
+@pytest.mark.asyncio
+async def test_concurrent_claims_never_share_a_worktree(repo: Path) -> None:
+    size = 3
+    pool = _pool(repo, size)
+    await pool.cold_start()
+    paths: list[Path] = []
+
+    async def task(task_id: str) -> None:
+        worktree = await pool.claim(task_id)
+        (worktree.path / "owner.txt").write_text(task_id)
+        await anyio.sleep(0.05)
+        assert (worktree.path / "owner.txt").read_text() == task_id
+        paths.append(worktree.path)
+        await pool.release(worktree)
+
+    async with anyio.create_task_group() as group:
+        for i in range(2 * size):
+            group.start_soon(task, str(i))
+    assert len(paths) == len(set(paths)) == 2 * size
+    assert sorted(worktree.name for worktree in pool.active) == ["pool-0", "pool-1", "pool-2"]
+    assert all(_dirt(worktree.path) == "" for worktree in pool.active)
+    await pool.cleanup_all()
+
+
+@pytest.mark.asyncio
+async def test_cleanup_all_removes_everything_and_can_run_again(repo: Path) -> None:
+    root_dir = repo / ".autodev" / "worktrees"
+    pool = _pool(repo, 2)
+    await pool.cold_start()
+    await pool.claim("a")
+    await pool.claim("b")
+    await pool.claim("c")  # overflow
+    await pool.cleanup_all()
+    assert _registered(repo) == [repo] and not root_dir.exists() and pool.active == []
+    await pool.cleanup_all()
+    assert _registered(repo) == [repo]
+
+
+@pytest.mark.asyncio
+async def test_leftovers_of_a_crashed_run_do_not_break_cold_start(repo: Path) -> None:
+    root_dir = repo / ".autodev" / "worktrees"
+    crashed = _pool(repo, 1)
+    await crashed.cold_start()
+    _scribble(await crashed.claim("1"))  # the run dies holding pool-0
+    (root_dir / "pool-1").mkdir()  # and half-way through creating pool-1
+    (root_dir / "pool-1" / "junk.txt").write_text("junk")
+
+    pool = _pool(repo, 2)
+    created = await pool.cold_start()
+    assert sorted(worktree.name for worktree in created) == ["pool-0", "pool-1"]
+    for worktree in created:
+        assert _head(worktree.path) == pool.baseline and _dirt(worktree.path) == ""
+    assert len(_registered(repo)) == 3
+    await pool.cleanup_all()
+    assert _registered(repo) == [repo]
+
+
+@pytest.mark.asyncio
+async def test_manager_claim_replaces_a_crashed_tasks_worktree_and_release_removes_it(repo: Path) -> None:
+    base = _head(repo)
+    root_dir = repo / ".autodev" / "worktrees"
+    _scribble(await WorktreeManager(repo, root_dir).claim("1.2", base))  # then the run dies
+
+    manager = WorktreeManager(repo, root_dir)
+    worktree = await manager.claim("1.2", base)
+    assert worktree.name == "task-1.2" and _head(worktree.path) == base and _dirt(worktree.path) == ""
+    assert manager.active == [worktree]
+    await manager.release(worktree)
+    assert manager.active == [] and not worktree.path.exists() and len(_registered(repo)) == 1
+
+
+@pytest.mark.asyncio
+async def test_prune_stale_keeps_a_resumed_tasks_worktree_which_adopt_then_tracks(repo: Path) -> None:
+    base = _head(repo)
+    root_dir = repo / ".autodev" / "worktrees"
+    crashed = WorktreeManager(repo, root_dir)
+    resumed, abandoned = await crashed.claim("3", base), await crashed.claim("4", base)
+    (resumed.path / "progress.py").write_text("DONE = 1\n")
+
+    manager = WorktreeManager(repo, root_dir)
+    assert await manager.prune_stale(keep=[root_dir / ".." / "worktrees" / "task-3"]) == [abandoned.path]
+    adopted = manager.adopt(resumed.path, base)
+    assert adopted == Worktree("task-3", resumed.path, base) and manager.active == [adopted]
+    assert (adopted.path / "progress.py").read_text() == "DONE = 1\n"
+    assert await manager.prune_stale() == []  # adopted counts as ours
+    with pytest.raises(WorktreeError, match="cannot adopt"):
+        manager.adopt(repo, base)  # never the main tree: release would delete it
+    await manager.cleanup_all()
+    assert _registered(repo) == [repo] and manager.active == []
+
+
+@pytest.mark.asyncio
+async def test_pool_adopts_a_resumed_worktree_and_removes_it_on_release(repo: Path) -> None:
+    root_dir = repo / ".autodev" / "worktrees"
+    crashed = _pool(repo, 1)
+    await crashed.cold_start()
+    resumed = await crashed.claim("7")  # pool-0, recorded in the ledger, then the run dies
+
+    pool = _pool(repo, 1)
+    assert await pool.prune_stale(keep=[resumed.path]) == []
+    adopted = pool.adopt(resumed.path, resumed.base)
+    created = await pool.cold_start()
+    assert [worktree.name for worktree in created] == ["pool-1"]  # the adopted pool-0 is left alone
+    await pool.release(adopted)
+    assert not adopted.path.exists() and [worktree.name for worktree in pool.active] == ["pool-1"]
+    await pool.cleanup_all()
+    assert not root_dir.exists()
