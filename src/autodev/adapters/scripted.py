@@ -16,13 +16,32 @@ order, the last one repeating once the sequence is used up. In TOML::
 
 The placeholders ``{task_id}``, ``{attempt}`` and ``{role}`` are replaced in ``text``, in edit paths and
 contents, and in failure messages; every other brace is left as written, so code in edits needs no
-escaping. Edits are applied inside the invocation's ``cwd`` and never outside it. Nothing depends on wall
-clock or randomness: the same script and the same calls give the same results.
+escaping. Edits are applied inside the invocation's ``cwd`` and never outside it.
+
+``latency_s`` simulates a slow agent: a call sleeps that many seconds before it answers (and reports them
+as its ``duration_s``), so cancelling the caller interrupts it before any edit. A top-level ``latency_s``
+is the default for every call; a response's own ``latency_s`` replaces it, 0 included. Both must be finite
+and 0 or more. A call whose latency exceeds its ``timeout_s`` sleeps until the deadline and times out::
+
+    latency_s = 0.5               # top-level keys come before the first [[entries]]
+
+    [[entries]]
+    role = "developer"
+    edits = [{ path = "src/mod_{task_id}.py", content = "VALUE = 1\\n" }]
+
+    [[entries]]
+    role = "reviewer"
+    latency_s = 2.0               # this role is slower than the default
+    text = "VERDICT: APPROVED"
+
+Nothing depends on wall clock or randomness (latency only delays an answer, it never changes it): the same
+script and the same calls give the same results.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -51,6 +70,14 @@ _IN_MEMORY = "<in-memory script>"
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+def _finite_seconds(value: float | None) -> float | None:
+    # A bare ge=0 would let inf through (an endless call) and reject NaN as "not >= 0", which misleads.
+    # The message leaves out the field's name: the error's location (``entries[0].latency_s``) gives it.
+    if value is not None and not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"must be a finite number of seconds, 0 or more, not {value!r}")
+    return value
 
 
 class ScriptEdit(_Model):
@@ -91,7 +118,9 @@ class ScriptResponse(_Model):
 
     text: str = Field(default="", description="The agent's answer.")
     edits: list[ScriptEdit] = Field(default_factory=list, description="Files to write or delete.")
-    latency_s: float = Field(default=0.0, ge=0, description="Seconds the call takes.")
+    latency_s: float | None = Field(
+        default=None, description="Seconds the call takes; unset takes the script's latency_s."
+    )
     fail: ScriptFailure | None = Field(
         default=None, description="Report this failure (after applying the edits) instead of success."
     )
@@ -101,6 +130,8 @@ class ScriptResponse(_Model):
     tool_calls: int | None = Field(
         default=None, ge=0, description="Tool calls to report; unset reports one per edit."
     )
+
+    _latency_is_seconds = field_validator("latency_s")(_finite_seconds)
 
 
 _RESPONSE_FIELDS = frozenset(ScriptResponse.model_fields)
@@ -159,7 +190,12 @@ class ScriptEntry(ScriptResponse):
 class Script(_Model):
     """A whole script: the entries the scripted agent answers from."""
 
+    latency_s: float = Field(
+        default=0.0, description="Seconds every call takes unless its response sets its own latency_s."
+    )
     entries: list[ScriptEntry] = Field(default_factory=list, description="Entries, in any order.")
+
+    _latency_is_seconds = field_validator("latency_s")(_finite_seconds)
 
     @model_validator(mode="after")
     def _unique_keys(self) -> Script:
@@ -177,8 +213,9 @@ class Script(_Model):
 class ScriptedAdapter(PlatformAdapter):
     """A ``PlatformAdapter`` whose agent follows a ``Script``; every call it receives is kept in ``calls``.
 
-    An unmatched role gives a failure of kind ``scripted_failure``; a response whose ``latency_s`` exceeds
-    the call's ``timeout_s`` gives a ``timeout`` failure once the deadline has passed, without its edits.
+    An unmatched role gives a failure of kind ``scripted_failure``; a call whose latency (the response's
+    ``latency_s``, else the script's) exceeds its ``timeout_s`` gives a ``timeout`` failure once the deadline
+    has passed, without its edits.
     An edit path that leads outside ``cwd`` (through a symlink) raises ``PathEscapeError`` before any file
     is touched: that is a broken script, not an agent's answer.
     """
@@ -201,14 +238,16 @@ class ScriptedAdapter(PlatformAdapter):
         response = self._next_response(inv)
         if response is None:
             return AgentResult.failure("scripted_failure", self._unmatched(inv))
-        if response.latency_s > inv.timeout_s:
+        latency = self.script.latency_s if response.latency_s is None else response.latency_s
+        if latency > inv.timeout_s:
             await anyio.sleep(inv.timeout_s)
             return AgentResult.failure(
                 "timeout",
-                f"scripted {inv.role} takes {response.latency_s:g}s, over the {inv.timeout_s:g}s deadline",
+                f"scripted {inv.role} takes {latency:g}s, over the {inv.timeout_s:g}s deadline",
                 duration_s=inv.timeout_s,
             )
-        await anyio.sleep(response.latency_s)
+        # Sleeping before the edits lets a cancelled caller interrupt the call with nothing written.
+        await anyio.sleep(latency)
         values = {"task_id": inv.task_id, "attempt": str(inv.attempt), "role": inv.role}
         try:
             _apply_edits(response.edits, inv.cwd, values, role=inv.role)
@@ -216,7 +255,7 @@ class ScriptedAdapter(PlatformAdapter):
             return AgentResult.failure(
                 "scripted_failure",
                 f"scripted {inv.role} could not edit {exc.filename or 'a file'}: {exc.strerror or exc}",
-                duration_s=response.latency_s,
+                duration_s=latency,
             )
         fields: dict[str, Any] = {
             "text": _render(response.text, values),
@@ -224,7 +263,7 @@ class ScriptedAdapter(PlatformAdapter):
             "tokens_in": response.tokens_in,
             "tokens_out": response.tokens_out,
             "tool_calls": len(response.edits) if response.tool_calls is None else response.tool_calls,
-            "duration_s": response.latency_s,
+            "duration_s": latency,
         }
         if response.fail is not None:
             return AgentResult.failure(response.fail.kind, _render(response.fail.message, values), **fields)

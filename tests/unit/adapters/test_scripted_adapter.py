@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from autodev.adapters import AgentInvocation, ScriptedAdapter, create_adapter
@@ -212,6 +213,98 @@ async def test_latency_beyond_the_deadline_is_a_timeout_without_edits(tmp_path: 
     assert result.error.kind == "timeout"
     assert "0.05s deadline" in result.error.message
     assert not (tmp_path / "late.txt").exists()
+
+
+@pytest.mark.asyncio
+async def test_the_script_latency_delays_every_call_and_is_reported_as_its_duration(tmp_path: Path) -> None:
+    adapter = ScriptedAdapter(script={"latency_s": 0.05, "entries": [{"role": "judge", "text": "A"}]})
+
+    started = time.monotonic()
+    result = await adapter.execute(_inv(tmp_path, "judge", timeout_s=5))
+
+    assert result.success
+    assert time.monotonic() - started >= 0.05
+    assert result.duration_s == 0.05
+
+
+@pytest.mark.asyncio
+async def test_a_response_latency_replaces_the_script_latency_even_when_it_is_zero(tmp_path: Path) -> None:
+    adapter = ScriptedAdapter(
+        script={
+            "latency_s": 0.05,
+            "entries": [
+                {"role": "reviewer", "responses": [{"text": "now", "latency_s": 0}, {"text": "default"}]},
+                {"role": "judge", "text": "own", "latency_s": 0.02},
+            ],
+        }
+    )
+
+    started = time.monotonic()
+    results = [await adapter.execute(_inv(tmp_path, role)) for role in ("reviewer", "reviewer", "judge")]
+
+    assert [(r.text, r.duration_s) for r in results] == [("now", 0.0), ("default", 0.05), ("own", 0.02)]
+    assert time.monotonic() - started >= 0.07
+
+
+@pytest.mark.asyncio
+async def test_a_script_latency_beyond_the_deadline_is_a_timeout(tmp_path: Path) -> None:
+    adapter = ScriptedAdapter(script={"latency_s": 30, "entries": [{"role": "judge", "text": "A"}]})
+
+    result = await adapter.execute(_inv(tmp_path, "judge", timeout_s=0.05))
+
+    assert result.error is not None
+    assert result.error.kind == "timeout"
+    assert "takes 30s, over the 0.05s deadline" in result.error.message
+
+
+@pytest.mark.asyncio
+async def test_cancelling_the_caller_interrupts_the_latency_before_any_edit(tmp_path: Path) -> None:
+    adapter = ScriptedAdapter(
+        script={
+            "latency_s": 60,
+            "entries": [{"role": "developer", "edits": [{"path": "late.txt", "content": "too late"}]}],
+        }
+    )
+
+    with anyio.move_on_after(0.05) as scope:
+        await adapter.execute(_inv(tmp_path, "developer", timeout_s=120))
+
+    assert scope.cancelled_caught
+    assert not (tmp_path / "late.txt").exists()
+    assert [call.role for call in adapter.calls] == ["developer"]
+
+
+@pytest.mark.parametrize("value", [-0.5, float("nan"), float("inf")])
+@pytest.mark.parametrize(
+    ("where", "key"),
+    [
+        ("script", "latency_s"),
+        ("entry", "entries[0].latency_s"),
+        ("response", "entries[0].responses[0].latency_s"),
+    ],
+)
+def test_a_negative_or_non_finite_latency_is_a_config_error_naming_the_field(
+    where: str, key: str, value: float
+) -> None:
+    script: dict[str, Any] = {
+        "script": {"latency_s": value, "entries": [{"role": "judge"}]},
+        "entry": {"entries": [{"role": "judge", "latency_s": value}]},
+        "response": {"entries": [{"role": "judge", "responses": [{"latency_s": value}]}]},
+    }[where]
+
+    with pytest.raises(ConfigError) as info:
+        ScriptedAdapter(script=script)
+
+    assert info.value.key == key
+    assert f"{key}: must be a finite number of seconds, 0 or more, not {value!r}" in info.value.message
+
+
+def test_a_nan_latency_in_a_toml_script_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "script.toml"
+    path.write_text('latency_s = nan\n\n[[entries]]\nrole = "judge"\n')
+
+    with pytest.raises(ConfigError, match=r"script\.toml: latency_s: must be a finite number of seconds"):
+        ScriptedAdapter.from_file(path)
 
 
 @pytest.mark.asyncio

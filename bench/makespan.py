@@ -1,0 +1,229 @@
+"""Execute-phase makespan: a seeded DAG of tasks, scripted agents with a fixed latency, several parallelisms.
+
+All tasks sit in one phase (so a per-phase dispatcher can use the whole width), each writes its own file (so
+file overlap never serializes two tasks) and depends on 0-2 earlier tasks; the DAG has exactly ``--depth``
+levels, so its critical path is ``--depth`` tasks long. Every agent call (developer, reviewer, test engineer)
+sleeps ``--latency`` seconds; QA gates are off, recorded as skipped by the configuration, so what a run
+measures is agent latency plus the orchestrator's own work.
+
+For each parallelism (``tournaments.execute_max_parallel_tasks``), in a fresh repository, only
+``Orchestrator.execute()`` is timed. The ideal makespan is ``max(critical path, total work / parallelism)``
+where a task's work is its agent calls (counted by the adapter, retries included) times the latency;
+``efficiency`` is ideal / measured. Every task must end complete with its file committed, else the exit
+code is 1.
+
+    python bench/makespan.py [--tasks 60] [--latency 0.5] [--parallelism 1,4,8] [--seed 1] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _scenario import bench_config, git_repo, succeeding_script
+
+from autodev.adapters.base import AgentInvocation, AgentResult
+from autodev.adapters.scripted import ScriptedAdapter
+from autodev.logging import configure_quiet_logging
+from autodev.orchestrator import Orchestrator
+from autodev.state.plan_manager import PlanManager
+from autodev.state.schemas import Phase, Plan, Task
+
+QUICK_TASKS = 12
+QUICK_LATENCY_S = 0.1
+
+
+class CountingAdapter(ScriptedAdapter):
+    """The scripted adapter, also recording the most calls it ever had in flight at once."""
+
+    def __init__(self, latency_s: float) -> None:
+        super().__init__(script=succeeding_script(latency_s))
+        self.in_flight = 0
+        self.max_in_flight = 0
+
+    async def execute(self, inv: AgentInvocation) -> AgentResult:
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            return await super().execute(inv)
+        finally:
+            self.in_flight -= 1
+
+
+def task_file(task_id: str) -> str:
+    # The path the developer of succeeding_script() writes, so each task owns exactly the file it declares.
+    return f"src/mod_{task_id}.py"
+
+
+def dag_plan(n_tasks: int, depth: int, seed: int) -> Plan:
+    """``n_tasks`` in one phase over ``depth`` levels: a task of level L > 0 depends on one task of level L-1
+    (which makes its chain L+1 tasks long) and sometimes on one more of any lower level."""
+    rng = random.Random(seed)
+    # One task per level first, so no level is empty and the longest chain is exactly ``depth`` tasks.
+    levels = sorted([*range(depth), *(rng.randrange(depth) for _ in range(n_tasks - depth))])
+    ids = [f"1.{i + 1}" for i in range(n_tasks)]
+    by_level: dict[int, list[str]] = {}
+    tasks: list[Task] = []
+    for task_id, level in zip(ids, levels, strict=True):
+        deps: list[str] = []
+        if level > 0:
+            deps.append(rng.choice(by_level[level - 1]))
+            lower = [other for lv in range(level) for other in by_level[lv] if other not in deps]
+            if lower and rng.random() < 0.5:
+                deps.append(rng.choice(lower))
+        by_level.setdefault(level, []).append(task_id)
+        tasks.append(
+            Task(
+                id=task_id,
+                phase_id="1",
+                title=f"Task {task_id}",
+                description="Write one module.",
+                files=[task_file(task_id)],
+                depends_on=deps,
+            )
+        )
+    return Plan(
+        plan_id=f"plan-makespan-{n_tasks}-{seed}",
+        spec_hash="bench",
+        title=f"{n_tasks}-task DAG, depth {depth}, seed {seed}",
+        phases=[Phase(id="1", title="Phase 1", tasks=tasks)],
+        created_at="2026-01-01T00:00:00+00:00",
+        updated_at="2026-01-01T00:00:00+00:00",
+    )
+
+
+def critical_path(tasks: Sequence[Task], work: dict[str, float]) -> tuple[float, int]:
+    """The longest dependency chain by work: (its work, its number of tasks). ``tasks`` in plan order."""
+    best: dict[str, tuple[float, int]] = {}
+    for task in tasks:  # dependencies come earlier in plan order, so they are already known
+        head = max((best[dep] for dep in task.depends_on), default=(0.0, 0))
+        best[task.id] = (head[0] + work[task.id], head[1] + 1)
+    return max(best.values())
+
+
+def committed_files(root: Path) -> set[str]:
+    listing = subprocess.run(
+        ["git", "ls-tree", "-r", "--name-only", "HEAD"], cwd=root, check=True, capture_output=True, text=True
+    )
+    return set(listing.stdout.splitlines())
+
+
+def measure(plan: Plan, latency_s: float, parallelism: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = git_repo(Path(tmp) / "repo")
+        with PlanManager(root) as manager:
+            manager.init_plan(plan)
+        adapter = CountingAdapter(latency_s)
+        config = bench_config(root, **{"tournaments.execute_max_parallel_tasks": parallelism})
+        orchestrator = Orchestrator(root, config=config, adapter=adapter)
+
+        async def timed_execute() -> float:
+            started = time.perf_counter()
+            await orchestrator.execute()
+            return time.perf_counter() - started
+
+        measured = anyio.run(timed_execute)
+
+        final = PlanManager.open(root, readonly=True).plan.iter_tasks()
+        committed = committed_files(root)
+        problems = [
+            f"{t.id}: {t.status}" + (f" ({t.blocked_reason})" if t.blocked_reason else "")
+            for t in final
+            if t.status != "complete"
+        ]
+        problems += [
+            f"{t.id}: {task_file(t.id)} is not in HEAD" for t in final if task_file(t.id) not in committed
+        ]
+
+    calls = Counter(call.task_id for call in adapter.calls)
+    work = {task.id: calls[task.id] * latency_s for task in plan.iter_tasks()}
+    total_work = sum(work.values())
+    path_work, path_tasks = critical_path(plan.iter_tasks(), work)
+    ideal = max(path_work, total_work / parallelism)
+    per_task = [calls[task.id] for task in plan.iter_tasks()]
+    return {
+        "measured_s": round(measured, 3),
+        "ideal_s": round(ideal, 3),
+        "efficiency": round(ideal / measured, 3),
+        "total_work_s": round(total_work, 3),
+        "critical_path_s": round(path_work, 3),
+        "critical_path_tasks": path_tasks,
+        "agent_calls": len(adapter.calls),
+        "calls_per_task": {"min": min(per_task), "max": max(per_task)},
+        # Calls for no task of the plan: they take time the ideal does not count.
+        "other_calls": sum(n for task_id, n in calls.items() if task_id not in work),
+        # How many agent calls really overlapped: shows whether the parallelism setting took effect.
+        "max_concurrent_calls": adapter.max_in_flight,
+        "problems": problems,
+    }
+
+
+def parallelisms(text: str) -> list[int]:
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected integers of 1 or more, got {text!r}")
+    return values
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=None, help="tasks in the DAG (default 60)")
+    parser.add_argument("--latency", type=float, default=None, help="seconds per agent call (default 0.5)")
+    parser.add_argument("--depth", type=int, default=None, help="DAG levels (default: sqrt of --tasks)")
+    parser.add_argument("--parallelism", type=parallelisms, default=[1, 4, 8], help="e.g. 1,4,8")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--quick", action="store_true", help="12 tasks, 0.1 s latency: a sanity run")
+    args = parser.parse_args()
+    n_tasks = args.tasks if args.tasks is not None else (QUICK_TASKS if args.quick else 60)
+    latency = args.latency if args.latency is not None else (QUICK_LATENCY_S if args.quick else 0.5)
+    depth = args.depth if args.depth is not None else max(1, round(n_tasks**0.5))
+    if n_tasks < 1 or not 1 <= depth <= n_tasks or latency < 0:
+        parser.error("need --tasks >= 1, 1 <= --depth <= --tasks and --latency >= 0")
+    configure_quiet_logging()
+    plan = dag_plan(n_tasks, depth, args.seed)
+    runs: dict[str, dict[str, Any]] = {}
+    for parallelism in args.parallelism:
+        print(f"parallelism {parallelism} ...", file=sys.stderr, flush=True)
+        runs[str(parallelism)] = measure(plan, latency, parallelism)
+    tasks = plan.iter_tasks()
+    print(
+        json.dumps(
+            {
+                "benchmark": "makespan",
+                "seed": args.seed,
+                "tasks": n_tasks,
+                "edges": sum(len(task.depends_on) for task in tasks),
+                "depth": depth,
+                "latency_s": latency,
+                "runs": runs,
+            },
+            indent=2,
+        )
+    )
+    failed = {p: run["problems"] for p, run in runs.items() if run["problems"]}
+    if failed:
+        for parallelism, problems in failed.items():
+            print(
+                f"parallelism {parallelism}: {len(problems)} problem(s), e.g. {problems[0]}",
+                file=sys.stderr,
+            )
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
