@@ -83,7 +83,13 @@ class AutodevPaths:
 
     @property
     def worktrees_dir(self) -> Path:
+        """Implementation-tournament variants (short-lived, one per variant)."""
         return self.state_dir / "worktrees"
+
+    @property
+    def task_worktrees_dir(self) -> Path:
+        """The worktrees tasks work in when they run in parallel (one per in-flight task, or a pool)."""
+        return self.state_dir / "task-worktrees"
 
     @property
     def children_dir(self) -> Path:

@@ -41,6 +41,7 @@ from autodev.state.schemas import (
     TASK_STATUSES,
     TERMINAL_STATUSES,
     Evidence,
+    Phase,
     Plan,
     Task,
     TaskStatus,
@@ -113,6 +114,30 @@ class _LockOwner:
     pid: int | None
 
 
+@contextmanager
+def _recorded_version_kept(path: Path) -> Iterator[None]:
+    """Around replacing an evidence file and recording it: if the recording fails (a full disk), put the
+    version the ledger already records back, so the file never disagrees with its last recorded hash.
+
+    The old version is kept as a hard link (no space needed, even on a full disk).
+    """
+    backup = path.with_name(f".{path.name}.{os.getpid()}.prev")
+    try:
+        os.link(path, backup)
+    except OSError:
+        backup_made = False
+    else:
+        backup_made = True
+    try:
+        yield
+    except BaseException:
+        if backup_made:
+            os.replace(backup, path)
+        raise
+    if backup_made:
+        backup.unlink(missing_ok=True)
+
+
 class PlanManager:
     """Crash-safe plan state for one repository. Use as a context manager or call ``close()``.
 
@@ -156,6 +181,8 @@ class PlanManager:
             "plan_approved": self._apply_plan_approved,
             "plan_phase_started": self._apply_plan_phase_started,
             "plan_step_done": self._apply_plan_step_done,
+            "phase_baseline": self._apply_phase_baseline,
+            "phase_checkpoint": self._apply_phase_checkpoint,
         }
 
     # --- lifecycle ----------------------------------------------------------------------------------
@@ -278,11 +305,14 @@ class PlanManager:
     def evidence_for(self, task_id: str) -> list[EvidenceRef]:
         return [ref.model_copy() for ref in self._state.evidence.get(task_id, [])]
 
-    def next_pending_tasks(self, limit: int, in_flight: Collection[str] = ()) -> list[Task]:
+    def next_pending_tasks(
+        self, limit: int, in_flight: Collection[str] = (), *, phase_id: str | None = None
+    ) -> list[Task]:
         """Up to ``limit`` pending tasks that may start now, in a deterministic order.
 
         A task is ready when every dependency is complete or skipped, and its ``files`` overlap neither an
-        in-flight task's files nor those of a task picked earlier in the same call.
+        in-flight task's files nor those of a task picked earlier in the same call. ``phase_id`` limits the
+        choice to one phase (the per-phase dispatcher).
         """
         plan = self._require_plan()
         busy_files: set[str] = set()
@@ -294,6 +324,8 @@ class PlanManager:
                 break
             if task.status != "pending" or task.id in in_flight:
                 continue
+            if phase_id is not None and task.phase_id != phase_id:
+                continue
             if any(self._tasks[dep].status not in ("complete", "skipped") for dep in task.depends_on):
                 continue
             if busy_files.intersection(task.files):
@@ -301,6 +333,31 @@ class PlanManager:
             busy_files.update(task.files)
             picked.append(task.model_copy(deep=True))
         return picked
+
+    def speculable_candidate(self, parent_id: str, in_flight: Collection[str]) -> Task | None:
+        """The one child that may start before ``parent_id`` finishes (seed 001, 5.7), or None.
+
+        The parent must be in flight on its first attempt; the child must be pending, depend on the parent
+        alone (no diamonds), and touch no file of any in-flight task. The first such child in pick order.
+        """
+        parent = self._task(parent_id)
+        if parent.status in TERMINAL_STATUSES or parent.status == "pending" or parent.retry_count != 0:
+            return None
+        busy_files: set[str] = set()
+        for task_id in in_flight:
+            busy_files.update(self._task(task_id).files)
+        children = set(self._children.get(parent_id, ()))
+        for task in self._pick_order(self._require_plan()):
+            if task.id not in children or task.id in in_flight or task.status != "pending":
+                continue
+            if task.depends_on == [parent_id] and not busy_files.intersection(task.files):
+                return task.model_copy(deep=True)
+        return None
+
+    def phase_of(self, task_id: str) -> Phase:
+        """A copy of the phase that holds ``task_id``."""
+        phase_id = self._task(task_id).phase_id
+        return next(p for p in self._require_plan().phases if p.id == phase_id).model_copy(deep=True)
 
     def status(self) -> dict[str, Any]:
         """The JSON object of ``autodev status --json`` (seed 001, section 11.3)."""
@@ -353,11 +410,13 @@ class PlanManager:
         reason: str | None = None,
         base_commit: str | None = None,
         commit: str | None = None,
+        worktree: str | None = None,
     ) -> Task:
         """Move a task along ``TASK_TRANSITIONS``.
 
         ``reason`` is kept as ``blocked_reason`` when blocking; ``base_commit`` records the commit a developer
-        starts from, ``commit`` the commit that completed the task.
+        starts from, ``commit`` the commit that completed the task, ``worktree`` the isolated worktree the
+        task works in (cleared when the task reaches a terminal status).
         """
         with self._locked():
             task = self._task(task_id)
@@ -369,16 +428,24 @@ class PlanManager:
                 payload["base_commit"] = base_commit
             if commit is not None:
                 payload["commit"] = commit
+            if worktree is not None:
+                payload["worktree"] = worktree
             self._append("task_status", payload)
             return task.model_copy(deep=True)
 
     def mark_task_retry(
-        self, task_id: str, issues: Sequence[str] = (), *, back_to_developer: bool = False
+        self,
+        task_id: str,
+        issues: Sequence[str] = (),
+        *,
+        back_to_developer: bool = False,
+        base_commit: str | None = None,
     ) -> int:
         """Count one more failed attempt and keep its concrete failures for the next one; new count.
 
         With ``back_to_developer`` the same ledger op also moves the task to ``in_progress``, so a crash can
         never leave a counted retry without the status change that goes with it (or the reverse).
+        ``base_commit`` moves the task to a new base (an isolated task retried after a merge conflict).
         """
         with self._locked():
             task = self._task(task_id)
@@ -391,6 +458,8 @@ class PlanManager:
                 assert_transition(task.status, "in_progress", task_id=task_id)
                 payload["from"] = task.status
                 payload["to"] = "in_progress"
+            if base_commit is not None:
+                payload["base_commit"] = base_commit
             self._append("task_retry", payload)
             return task.retry_count
 
@@ -452,7 +521,8 @@ class PlanManager:
         """Write the evidence file atomically, then record its path and hash in the ledger."""
         if evidence.task_id != "plan":
             self._task(evidence.task_id)
-        with self._locked():
+        target = self.paths.evidence_file(evidence.task_id, evidence.kind, evidence.attempt)
+        with self._locked(), _recorded_version_kept(target):
             written = write_evidence(self.paths, evidence)
             self._append(
                 "evidence_recorded",
@@ -469,7 +539,7 @@ class PlanManager:
     def record_patch(self, task_id: str, diff: str, *, attempt: int = 1) -> Path:
         """Write ``evidence/<task>.patch`` and record it in the ledger."""
         self._task(task_id)
-        with self._locked():
+        with self._locked(), _recorded_version_kept(self.paths.patch_file(task_id)):
             written = write_patch(self.paths, task_id, diff)
             self._append(
                 "evidence_recorded",
@@ -533,6 +603,29 @@ class PlanManager:
                 "plan_step_done",
                 {"spec_hash": progress.spec_hash, "role": role, "path": ref.path, "sha256": ref.sha256},
             )
+
+    def record_phase_baseline(self, phase_id: str, commit: str) -> bool:
+        """Record the commit a phase started from (its review range begins there); once per phase."""
+        with self._locked():
+            if self._phase(phase_id).baseline_commit is not None:
+                return False
+            self._append("phase_baseline", {"phase_id": phase_id, "commit": commit})
+            return True
+
+    def record_phase_checkpoint(self, phase_id: str, commit: str) -> bool:
+        """Record the commit at which every task of a phase was terminal (its review range ends there).
+
+        Once per phase: later commits of other phases never move it. Returns whether it was recorded now.
+        """
+        with self._locked():
+            phase = self._phase(phase_id)
+            if phase.end_checkpoint_commit is not None:
+                return False
+            unfinished = [t.id for t in phase.tasks if t.status not in TERMINAL_STATUSES]
+            if unfinished:
+                raise StateError(f"phase {phase_id} still has unfinished tasks: {', '.join(unfinished)}")
+            self._append("phase_checkpoint", {"phase_id": phase_id, "commit": commit})
+            return True
 
     def record_event(self, op: str, payload: dict[str, Any]) -> None:
         """Append an audit-only op (tournament results, speculative bookkeeping, notes)."""
@@ -675,7 +768,7 @@ class PlanManager:
             )
         try:
             applier(entry)
-        except (KeyError, TypeError, ValueError, ValidationError) as exc:
+        except (KeyError, TypeError, ValueError, ValidationError, StateError) as exc:
             raise LedgerCorruptError(
                 f"op {entry.op!r} cannot be applied ({exc})",
                 path=str(self.paths.ledger),
@@ -721,6 +814,10 @@ class PlanManager:
             task.base_commit = payload["base_commit"]
         if "commit" in payload:
             task.commit = payload["commit"]
+        if "worktree" in payload:
+            task.worktree = payload["worktree"]
+        if target in TERMINAL_STATUSES:
+            task.worktree = None
 
     def _apply_task_retry(self, entry: LedgerEntry) -> None:
         payload = entry.payload
@@ -730,6 +827,8 @@ class PlanManager:
         if "to" in payload:
             task.status = payload["to"]
             task.blocked_reason = None
+        if "base_commit" in payload:
+            task.base_commit = payload["base_commit"]
 
     def _apply_task_escalated(self, entry: LedgerEntry) -> None:
         task = self._replayed_task(entry, entry.payload["task_id"], None)
@@ -744,6 +843,7 @@ class PlanManager:
         task.blocked_reason = None
         task.last_issues = []
         task.base_commit = None
+        task.worktree = None
 
     def _apply_tasks_blocked(self, entry: LedgerEntry) -> None:
         reason = entry.payload["reason"]
@@ -751,6 +851,13 @@ class PlanManager:
             task = self._replayed_task(entry, item["id"], item["from"])
             task.status = "blocked"
             task.blocked_reason = reason
+            task.worktree = None
+
+    def _apply_phase_baseline(self, entry: LedgerEntry) -> None:
+        self._phase(str(entry.payload["phase_id"])).baseline_commit = str(entry.payload["commit"])
+
+    def _apply_phase_checkpoint(self, entry: LedgerEntry) -> None:
+        self._phase(str(entry.payload["phase_id"])).end_checkpoint_commit = str(entry.payload["commit"])
 
     def _apply_evidence_recorded(self, entry: LedgerEntry) -> None:
         payload = entry.payload
@@ -814,6 +921,12 @@ class PlanManager:
                 f"no plan in {self.paths.state_dir}; create one with `autodev plan --from-markdown FILE`"
             )
         return self._state.plan
+
+    def _phase(self, phase_id: str) -> Phase:
+        phase = next((p for p in self._require_plan().phases if p.id == phase_id), None)
+        if phase is None:
+            raise StateError(f"phase {phase_id!r} is not in the plan")
+        return phase
 
     def _task(self, task_id: str) -> Task:
         self._require_plan()

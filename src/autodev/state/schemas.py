@@ -74,6 +74,8 @@ class Task(_Persisted):
     base_commit: str | None = None
     last_issues: list[str] = Field(default_factory=list)
     commit: str | None = None
+    # The git worktree an isolated (parallel) task works in while it is in flight, relative to the repo.
+    worktree: str | None = None
 
 
 class Phase(_Persisted):
@@ -229,6 +231,27 @@ class TournamentEvidence(_EvidenceBase):
     history: list[dict[str, Any]] = Field(default_factory=list)
 
 
+class PhaseReviewEvidence(_EvidenceBase):
+    """A finished phase's change: the exact commit range and the phase's own commits in it.
+
+    Stored with ``task_id="plan"`` and ``attempt`` = the phase's position (1-based). In cross-phase mode a
+    later phase may commit inside the range; those commits are listed apart and kept out of ``diff``.
+    """
+
+    kind: Literal["phase_review"] = "phase_review"
+    phase_id: str
+    baseline_commit: str | None
+    end_checkpoint_commit: str
+    commits: list[str] = Field(default_factory=list)
+    foreign_commits: list[str] = Field(default_factory=list)
+    files_changed: list[str] = Field(default_factory=list)
+    diff: str = ""
+    reviewed: bool = False
+    verdict: ReviewVerdict | None = None
+    issues: list[str] = Field(default_factory=list)
+    output_text: str = ""
+
+
 Evidence = Annotated[
     CoderEvidence
     | GateEvidence
@@ -237,8 +260,11 @@ Evidence = Annotated[
     | ExploreEvidence
     | SMEEvidence
     | CriticEvidence
-    | TournamentEvidence,
+    | TournamentEvidence
+    | PhaseReviewEvidence,
     Field(discriminator="kind"),
 ]
 
-EvidenceKind = Literal["developer", "review", "test", "explore", "domain_expert", "critic", "tournament"]
+EvidenceKind = Literal[
+    "developer", "review", "test", "explore", "domain_expert", "critic", "tournament", "phase_review"
+]

@@ -22,7 +22,9 @@ TASK_TRANSITIONS: Mapping[TaskStatus, frozenset[TaskStatus]] = {
     "auto_gated": frozenset({"reviewed", "in_progress", "blocked"}),
     "reviewed": frozenset({"tested", "in_progress", "blocked"}),
     "tested": frozenset({"tournamented", "in_progress", "blocked"}),
-    "tournamented": frozenset({"complete", "blocked"}),
+    # Beyond the seed: a parallel task whose finished change no longer merges onto the main tree (a
+    # conflict with work merged meanwhile) goes back to the developer on the new base (ADR 0009).
+    "tournamented": frozenset({"complete", "in_progress", "blocked"}),
     "complete": frozenset(),
     "blocked": frozenset({"in_progress"}),
     "skipped": frozenset(),

@@ -17,7 +17,7 @@ SEED_TABLE = {
     "auto_gated": {"reviewed", "in_progress", "blocked"},
     "reviewed": {"tested", "in_progress", "blocked"},
     "tested": {"tournamented", "in_progress", "blocked"},
-    "tournamented": {"complete", "blocked"},
+    "tournamented": {"complete", "in_progress", "blocked"},
     "complete": set(),
     "blocked": {"in_progress"},
     "skipped": set(),
