@@ -54,6 +54,7 @@ class Case:
     run: KillAt
     resumes: tuple[KillAt, ...] = ()
     resume_says: str | None = None
+    workers: int = 1
 
 
 def _cases(seed: int) -> dict[str, Case]:
@@ -76,6 +77,17 @@ def _cases(seed: int) -> dict[str, Case]:
         "gates": Case(KillAt(rng.uniform(0.05, 0.35), "[2.1/gates] QA gates running")),
         # The commit exists but the ledger does not say so yet: the resume must record it, not commit again.
         "commit": Case(KillAt(rng.uniform(0.0, 0.01), "[2.2/commit] committing", trigger="committed")),
+        # Three tasks at once in their own worktrees: killed while several agents work; the resume is
+        # killed between a merge onto the branch and the ledger entry that records it.
+        "parallel": Case(
+            KillAt(rng.uniform(0.0, 0.1), "[1.2/develop] developer working"),
+            (KillAt(0.0, "merging", trigger="committed"),),
+            workers=3,
+        ),
+        # Killed inside a ledger transaction while other workers are mid-step.
+        "parallel-ledger": Case(
+            KillAt(rng.uniform(0.0, 0.05), "[1.4/review] reviewer working", trigger="ledger_lock"), workers=3
+        ),
     }
 
 
@@ -130,7 +142,7 @@ def killed_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Future[Ki
 
     def kill_and_resume(name: str) -> Killed:
         root = tmp_path_factory.mktemp(f"crash-{name}")
-        scenario = make_scenario(root)
+        scenario = make_scenario(root, workers=CASES[name].workers)
         log = root / "autodev.log"
         return Killed(scenario, log, kill_and_recover(scenario, log, CASES[name].run, CASES[name].resumes))
 
@@ -148,7 +160,10 @@ def test_killed_run_resumes_to_the_same_result(
     report = _report(recovery, killed.log)
     assert all(kill.killed for kill in recovery.kills), f"a kill came too late to land:\n{report}"
     assert recovery.finished, f"`autodev resume` never finished the run:\n{report}"
-    problems = recovery.problems() + check_invariants(killed.scenario.repo, reference.fingerprint)
+    ordered = CASES[name].workers == 1
+    problems = recovery.problems() + check_invariants(
+        killed.scenario.repo, reference.fingerprint, ordered=ordered
+    )
     assert problems == [], f"{report}\nproblems:\n" + "\n".join(problems)
     expected = CASES[name].resume_says
     assert expected is None or expected in killed.log.read_text(), f"no {expected!r}:\n{report}"

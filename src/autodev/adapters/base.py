@@ -124,6 +124,8 @@ class PlatformAdapter(ABC):
     """How AutoDev reaches one agent platform. The orchestrator calls only these three methods."""
 
     name: str = "abstract"
+    # Calls the platform can serve at once; None: no limit of its own (config and machine still apply).
+    max_concurrent_calls: int | None = None
 
     @abstractmethod
     async def execute(self, inv: AgentInvocation) -> AgentResult:

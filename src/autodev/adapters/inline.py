@@ -77,6 +77,8 @@ class InlineAdapter(PlatformAdapter):
     """A ``PlatformAdapter`` whose agent is whoever answers the delegation files under ``repo_root``."""
 
     name = "inline"
+    # A run suspends on its first delegation file: two tasks in flight would each need an answer at once.
+    max_concurrent_calls = 1
 
     def __init__(self, *, repo_root: Path) -> None:
         self.paths = AutodevPaths(repo_root.resolve())

@@ -353,7 +353,19 @@ class AutodevConfig(_Settings):
     speculative_execution_enabled: bool = Field(
         default=False,
         description="Start one child task per phase before its parent finishes; it is rolled back "
-        "and requeued if the parent fails. Requires cross_phase_parallelism_enabled to matter.",
+        "and requeued if the parent's first attempt fails. Needs parallel, isolated tasks "
+        "(execute parallelism above 1 and auto_commit).",
+    )
+    phase_review_enabled: bool = Field(
+        default=False,
+        description="When every task of a phase has finished, have the reviewer read the phase's "
+        "whole change (one agent call per phase). The phase's commit range is recorded either way.",
+    )
+    max_concurrent_agents: int = Field(
+        default=8,
+        ge=1,
+        description="Agent calls running at once across all tasks (rate limits, machine load); also "
+        "caps the execute parallelism derived from the machine's resources.",
     )
     tournaments: TournamentsSettings = Field(
         default_factory=TournamentsSettings,

@@ -29,12 +29,14 @@ from autodev.errors import EXIT_SUSPENDED, AutodevError
 from autodev.guardrails import GuardrailEnforcer, LoopDetector
 from autodev.logging import get_logger
 from autodev.orchestrator.events import ProgressEvent, ProgressListener
-from autodev.orchestrator.execute_phase import check_working_tree, run_execute_phase
+from autodev.orchestrator.execute_phase import MID_FLIGHT, check_working_tree, run_execute_phase
 from autodev.orchestrator.git import GitRepo
 from autodev.orchestrator.impl_tournament_runner import prune_stale_worktrees, run_impl_tournament
 from autodev.orchestrator.inline_state import clear_suspend_state, load_suspend_state
 from autodev.orchestrator.plan_phase import run_plan_phase
 from autodev.orchestrator.plan_tournament_runner import run_plan_tournament
+from autodev.orchestrator.workspace import TASK_REF_PREFIX, TaskWorkspace
+from autodev.orchestrator.worktree import WorktreeManager
 from autodev.state.knowledge import KnowledgeStore
 from autodev.state.paths import AutodevPaths, ensure_state_dir
 from autodev.state.plan_manager import PlanManager
@@ -48,11 +50,13 @@ _log = get_logger("autodev.orchestrator")
 
 
 def _remove_dead_temp_files(state_dir: Path) -> None:
-    """Delete ``.<name>.<pid>.tmp`` files of atomic writes whose writer died before renaming them."""
-    for temp in state_dir.rglob(".*.tmp"):
-        pid = temp.name.rsplit(".", 2)[-2]
-        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
-            temp.unlink(missing_ok=True)
+    """Delete ``.<name>.<pid>.tmp`` files of atomic writes whose writer died before renaming them, and the
+    ``.<name>.<pid>.prev`` links kept while an evidence file was being replaced and recorded."""
+    for pattern in (".*.tmp", ".*.prev"):
+        for temp in state_dir.rglob(pattern):
+            pid = temp.name.rsplit(".", 2)[-2]
+            if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+                temp.unlink(missing_ok=True)
 
 
 class ResponseMissingError(AutodevError):
@@ -116,6 +120,8 @@ class Orchestrator:
         self._plan_manager: PlanManager | None = None
         self._guardrails: GuardrailEnforcer | None = None
         self._knowledge: KnowledgeStore | None = None
+        self._agent_slots: anyio.CapacityLimiter | None = None
+        self._worktree_admin_lock: anyio.Lock | None = None
 
     # --- wiring that needs the state directory ------------------------------------------------------
 
@@ -137,10 +143,28 @@ class Orchestrator:
             raise AutodevError("the orchestrator is not running; call plan(), execute(), run() or resume()")
         return self._knowledge
 
+    @property
+    def agent_slots(self) -> anyio.CapacityLimiter:
+        """At most ``max_concurrent_agents`` agent calls at once, however many tasks are in flight."""
+        if self._agent_slots is None:  # made lazily: a limiter belongs to the running event loop
+            self._agent_slots = anyio.CapacityLimiter(self.config.max_concurrent_agents)
+        return self._agent_slots
+
+    @property
+    def worktree_admin_lock(self) -> anyio.Lock:
+        """One lock for ``git worktree add/remove/list/prune`` in this repository: concurrent ones can read
+        each other's half-written admin files and fail."""
+        if self._worktree_admin_lock is None:
+            self._worktree_admin_lock = anyio.Lock()
+        return self._worktree_admin_lock
+
     @contextmanager
     def _session(self) -> Iterator[None]:
         """Hold the run lock and open the ledger for one public call; always leave a checkpoint."""
         ensure_state_dir(self.paths)
+        # Locks and limiters belong to one event loop; each public call may run in a new one.
+        self._agent_slots = None
+        self._worktree_admin_lock = None
         with SessionLock(self.paths):
             manager = PlanManager(self.repo_root, lock_timeout_s=self.config.lock_timeout_s)
             manager.load()
@@ -161,6 +185,29 @@ class Orchestrator:
         if cleared:
             _log.warning("orchestrator.stale_git_locks_removed", paths=[str(path) for path in cleared])
         await prune_stale_worktrees(self)
+        await self._prune_task_worktrees()
+
+    async def _prune_task_worktrees(self) -> None:
+        """Remove task worktrees and pinned task commits nothing in flight owns any more.
+
+        A task interrupted mid-flight keeps its worktree (``resume`` continues it there), and its pinned
+        commit when it was interrupted while merging.
+        """
+        manager = self.plan_manager
+        in_flight = (
+            {task.id: task for task in manager.tasks() if task.status in MID_FLIGHT}
+            if manager.has_plan
+            else {}
+        )
+        keep = [self.repo_root / task.worktree for task in in_flight.values() if task.worktree]
+        tasks_dir = self.paths.task_worktrees_dir
+        manager = WorktreeManager(self.repo_root, tasks_dir, admin_lock=self.worktree_admin_lock)
+        await manager.prune_stale(keep=keep)
+        for ref in await self.git.refs_under(TASK_REF_PREFIX):
+            task = in_flight.get(ref.removeprefix(TASK_REF_PREFIX))
+            # A pinned commit belongs to the merge step only; back at an earlier step it is stale.
+            if task is None or task.status != "tournamented":
+                await self.git.delete_ref(ref)
 
     def emit(self, event: ProgressEvent) -> None:
         if self.listener is None:
@@ -271,10 +318,14 @@ class Orchestrator:
             return plan
         return await run_plan_tournament(self, plan, intent)
 
-    async def impl_tournament_hook(self, task: Task) -> None:
-        """Refine a tested implementation with an implementation tournament when enabled."""
+    async def impl_tournament_hook(self, task: Task, workspace: TaskWorkspace | None = None) -> None:
+        """Refine a tested implementation with an implementation tournament when enabled.
+
+        ``workspace`` is where the task's change lives (its own worktree when tasks run in parallel).
+        """
         if self.config.tournaments.impl.enabled and not self.disable_impl_tournament:
-            await run_impl_tournament(self, task)
+            tree = workspace or TaskWorkspace(self.repo_root, self.git)
+            await run_impl_tournament(self, task, tree.root, tree.git)
 
     # --- helpers ------------------------------------------------------------------------------------
 

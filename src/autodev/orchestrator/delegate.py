@@ -87,7 +87,8 @@ async def delegate(orch: Orchestrator, request: DelegationRequest) -> AgentResul
         metadata={"step": request.step, "phase": request.phase, "session_id": orch.session_id},
     )
     try:
-        result = await orch.adapter.execute(invocation)
+        async with orch.agent_slots:
+            result = await orch.adapter.execute(invocation)
     except DelegationPendingSignal as signal:
         write_suspend_state(
             orch.paths,

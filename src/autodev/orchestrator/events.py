@@ -14,6 +14,7 @@ __all__ = ["EventKind", "ProgressEvent", "ProgressListener"]
 
 EventKind = Literal[
     "phase",  # plan phase / execute phase started or finished
+    "task_started",  # a task left pending and began; ``details`` holds its worktree path when isolated
     "step_started",  # an agent call, a gate run or a commit began for a task
     "step_finished",  # ... and ended (``ok`` says how)
     "task_finished",  # a task reached complete or blocked

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+import anyio
 
 from autodev.adapters.base import AgentResult
 from autodev.agents.parsing import parse_critic_verdict, parse_review_verdict, parse_test_results
@@ -29,6 +31,14 @@ from autodev.orchestrator.delegation_envelope import DelegationAction, Delegatio
 from autodev.orchestrator.events import ProgressEvent
 from autodev.orchestrator.git import WorkingDiff
 from autodev.orchestrator.text import clip
+from autodev.orchestrator.workspace import (
+    Integrated,
+    TaskWorkspace,
+    commit_message,
+    integrate,
+    rebase_after_conflict,
+    task_ref,
+)
 from autodev.qa import GateResult, run_gates
 from autodev.state.schemas import (
     TERMINAL_STATUSES,
@@ -46,14 +56,23 @@ from autodev.state.schemas import (
 if TYPE_CHECKING:
     from autodev.orchestrator.core import Orchestrator
 
-__all__ = ["PlanNotApprovedError", "WorkingTreeDirtyError", "check_working_tree", "run_execute_phase"]
+__all__ = [
+    "MID_FLIGHT",
+    "PlanNotApprovedError",
+    "TaskContext",
+    "WorkingTreeDirtyError",
+    "block_task",
+    "check_working_tree",
+    "execute_task",
+    "run_execute_phase",
+]
 
 _log = get_logger("autodev.execute_phase")
 
 # How much of a diff or of tool output goes into an agent's prompt; the evidence files keep everything.
 PROMPT_DIFF_CHARS = 60_000
 PROMPT_OUTPUT_CHARS = 4_000
-_MID_FLIGHT: tuple[TaskStatus, ...] = (
+MID_FLIGHT: tuple[TaskStatus, ...] = (
     "in_progress",
     "coded",
     "auto_gated",
@@ -76,13 +95,44 @@ class WorkingTreeDirtyError(AutodevError):
 
 @dataclass(frozen=True, slots=True)
 class StepFailure:
-    """Why a step failed, as concrete lines the developer's next attempt will see."""
+    """Why a step failed, as concrete lines the developer's next attempt will see.
+
+    ``new_base`` moves an isolated task onto a new base commit for its next attempt (after a conflict).
+    """
 
     issues: tuple[str, ...]
+    new_base: str | None = None
 
     @property
     def summary(self) -> str:
         return self.issues[0] if self.issues else "unspecified failure"
+
+
+async def _nothing_to_wait_for() -> None:
+    return None
+
+
+def _no_change(task_id: str) -> None:
+    return None
+
+
+@dataclass(slots=True)
+class TaskContext:
+    """How one task runs: its working tree, and the dispatcher's hooks around it.
+
+    ``integration_lock`` serializes what touches the main tree (integration, commits, phase checkpoints);
+    ``before_integration`` lets a speculative task wait for its parent; ``on_change`` tells the dispatcher
+    at once that the task failed an attempt or was blocked (a speculative child may have to be rolled back).
+    """
+
+    workspace: TaskWorkspace
+    integration_lock: anyio.Lock = field(default_factory=anyio.Lock)
+    before_integration: Callable[[], Awaitable[None]] = _nothing_to_wait_for
+    on_change: Callable[[str], None] = _no_change
+    after_complete: Callable[[Task], Awaitable[None]] | None = None
+    # The developer's change as git showed it, reused by the gates and the review (they change no file);
+    # dropped on any failure and before the test engineer, who adds files.
+    developer_diff: WorkingDiff | None = None
 
 
 def _agent_failure(role: str, result: AgentResult) -> StepFailure:
@@ -96,6 +146,8 @@ def _agent_failure(role: str, result: AgentResult) -> StepFailure:
 
 async def run_execute_phase(orch: Orchestrator, task_id: str | None = None) -> list[Task]:
     """Process every runnable task in dependency order (or only ``task_id``); return their final states."""
+    from autodev.orchestrator.dispatcher import Dispatcher
+
     pm = orch.plan_manager
     plan = pm.plan
     if plan.metadata.get("requires_approval") and not pm.plan_approved:
@@ -110,14 +162,7 @@ async def run_execute_phase(orch: Orchestrator, task_id: str | None = None) -> l
     _cascade_existing_blocks(orch)
     orch.emit(ProgressEvent("phase", f"execute phase: {plan.title or plan.plan_id}"))
     _log.info("orchestrator.execute.start", task_id=task_id)
-    processed: list[str] = []
-    if task_id is not None:
-        await _execute_one(orch, task_id)
-        processed.append(task_id)
-    else:
-        while (next_id := _next_task_id(orch)) is not None:
-            await _execute_one(orch, next_id)
-            processed.append(next_id)
+    processed = await Dispatcher(orch, only_task=task_id).run()
     pm.checkpoint()
     final = [pm.get_task(tid) for tid in processed]
     _log.info(
@@ -132,8 +177,10 @@ async def run_execute_phase(orch: Orchestrator, task_id: str | None = None) -> l
 async def check_working_tree(orch: Orchestrator) -> None:
     """Refuse to start on uncommitted user changes (they would end up in the first task's commit)."""
     manager = orch.plan_manager
-    if manager.has_plan and manager.task_ids_with_status(*_MID_FLIGHT):
-        return  # a task is mid-flight: the uncommitted changes are its own work
+    if manager.has_plan and any(
+        manager.get_task(tid).worktree is None for tid in manager.task_ids_with_status(*MID_FLIGHT)
+    ):
+        return  # a task is mid-flight in the main tree: the uncommitted changes are its own work
     if not await orch.git.is_clean():
         raise WorkingTreeDirtyError(
             f"{orch.repo_root} has uncommitted changes; commit or stash them first, so that each task's "
@@ -166,25 +213,13 @@ def _check_runnable(orch: Orchestrator, task_id: str) -> None:
         )
 
 
-def _next_task_id(orch: Orchestrator) -> str | None:
-    """A task interrupted mid-flight first (plan order), then the next ready pending task."""
-    pm = orch.plan_manager
-    mid_flight = pm.task_ids_with_status(*_MID_FLIGHT)
-    if mid_flight:
-        return mid_flight[0]
-    ready = pm.next_pending_tasks(1)
-    return ready[0].id if ready else None
-
-
 # --- one task --------------------------------------------------------------------------------------------
 
 
-async def _execute_one(orch: Orchestrator, task_id: str) -> None:
+async def execute_task(orch: Orchestrator, task_id: str, ctx: TaskContext) -> None:
+    """Run one started task (status past pending) from its recorded step until it is terminal."""
     pm = orch.plan_manager
-    if pm.get_task(task_id).status == "pending":
-        base = await orch.git.ensure_base_commit()
-        pm.update_task_status(task_id, "in_progress", base_commit=base)
-    steps: dict[str, Callable[[Orchestrator, Task], Awaitable[StepFailure | None]]] = {
+    steps: dict[str, Callable[[Orchestrator, Task, TaskContext], Awaitable[StepFailure | None]]] = {
         "in_progress": _developer_step,
         "coded": _gates_step,
         "auto_gated": _review_step,
@@ -198,19 +233,28 @@ async def _execute_one(orch: Orchestrator, task_id: str) -> None:
         if task.status in TERMINAL_STATUSES:
             return
         if task.retry_count >= limit:
-            await _escalate(orch, task)
+            await _escalate(orch, task, ctx)
             return
         try:
-            failure = await steps[task.status](orch, task)
+            failure = await steps[task.status](orch, task, ctx)
         except LoopDetectedError as exc:
-            _block(orch, task_id, f"loop_detected: {exc.message}")
+            block_task(orch, task_id, f"loop_detected: {exc.message}", ctx)
             return
         except GuardrailExceededError as exc:
-            _block(orch, task_id, f"guardrail: {exc.message}")
+            block_task(orch, task_id, f"guardrail: {exc.message}", ctx)
             return
         if failure is None:
             continue
-        count = pm.mark_task_retry(task_id, failure.issues, back_to_developer=count_below(task, limit))
+        ctx.developer_diff = None
+        count = pm.mark_task_retry(
+            task_id,
+            failure.issues,
+            back_to_developer=count_below(task, limit),
+            base_commit=failure.new_base,
+        )
+        if failure.new_base is not None:
+            await ctx.workspace.git.delete_ref(task_ref(task_id))
+        ctx.on_change(task_id)
         _log.info("execute_phase.retry", task_id=task_id, retry=count, reason=failure.summary)
         orch.emit(
             ProgressEvent(
@@ -230,10 +274,13 @@ def count_below(task: Task, limit: int) -> bool:
     return task.retry_count + 1 < limit
 
 
-def _block(orch: Orchestrator, task_id: str, reason: str) -> None:
+def block_task(orch: Orchestrator, task_id: str, reason: str, ctx: TaskContext | None = None) -> None:
+    """Block ``task_id`` and every task depending on it, with ``reason``."""
     pm = orch.plan_manager
     pm.update_task_status(task_id, "blocked", reason=reason)
     blocked = pm.mark_blocked_descendants(task_id, reason)
+    if ctx is not None:
+        ctx.on_change(task_id)
     _log.warning("execute_phase.task_blocked", task_id=task_id, reason=reason, descendants=blocked)
     orch.emit(ProgressEvent("task_finished", f"blocked: {reason}", task_id, "blocked", ok=False))
     for child in blocked:
@@ -258,7 +305,7 @@ def _envelope(task: Task, role: str, action: DelegationAction, **context: object
 
 
 def _request(
-    task: Task, role: str, step: str, envelope: DelegationEnvelope, extra: str = ""
+    task: Task, role: str, step: str, envelope: DelegationEnvelope, ctx: TaskContext, extra: str = ""
 ) -> DelegationRequest:
     return DelegationRequest(
         role=role,
@@ -266,6 +313,7 @@ def _request(
         phase="execute",
         step=step,
         task_id=task.id,
+        cwd=ctx.workspace.root,
         attempt=task.retry_count + 1,
         retry_count=task.retry_count,
         last_issues=tuple(task.last_issues),
@@ -294,24 +342,24 @@ async def _agent(orch: Orchestrator, task: Task, request: DelegationRequest) -> 
     return result
 
 
-async def _current_diff(orch: Orchestrator, task: Task) -> WorkingDiff:
+async def _current_diff(task: Task, ctx: TaskContext) -> WorkingDiff:
     if task.base_commit is None:
         raise AutodevError(f"task {task.id} has no recorded base commit; the ledger is from an older AutoDev")
-    return await orch.git.diff_against(task.base_commit)
+    return await ctx.workspace.git.diff_against(task.base_commit)
 
 
 # --- the steps -------------------------------------------------------------------------------------------
 
 
-async def _developer_step(orch: Orchestrator, task: Task) -> StepFailure | None:
+async def _developer_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> StepFailure | None:
     extra = ""
     if task.last_issues:
         extra = "THE PREVIOUS ATTEMPT FAILED. Fix these problems first:\n" + "\n".join(
             f"- {clip(issue, PROMPT_OUTPUT_CHARS)}" for issue in task.last_issues
         )
-    request = _request(task, "developer", "develop", _envelope(task, "developer", "implement"), extra)
+    request = _request(task, "developer", "develop", _envelope(task, "developer", "implement"), ctx, extra)
     result = await _agent(orch, task, request)
-    diff = await _current_diff(orch, task)
+    diff = await _current_diff(task, ctx)
     orch.guardrails.check_diff(task.id, diff.size_bytes)
     pm = orch.plan_manager
     pm.record_evidence(
@@ -339,6 +387,7 @@ async def _developer_step(orch: Orchestrator, task: Task) -> StepFailure | None:
             )
         )
     pm.update_task_status(task.id, "coded")
+    ctx.developer_diff = diff
     return None
 
 
@@ -380,10 +429,10 @@ def _gate_issue(result: GateResult) -> str:
     return f"{line}:\n{clip(output, PROMPT_OUTPUT_CHARS)}" if output else line
 
 
-async def _gates_step(orch: Orchestrator, task: Task) -> StepFailure | None:
-    diff = await _current_diff(orch, task)
+async def _gates_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> StepFailure | None:
+    diff = ctx.developer_diff or await _current_diff(task, ctx)
     orch.emit(ProgressEvent("step_started", "QA gates running", task.id, "gates", task.retry_count + 1))
-    results = await run_gates(orch.repo_root, list(diff.files), orch.config.qa_gates)
+    results = await run_gates(ctx.workspace.root, list(diff.files), orch.config.qa_gates)
     passed = all(result.counts_as_pass for result in results)
     orch.plan_manager.record_evidence(
         GateEvidence(
@@ -409,10 +458,11 @@ async def _gates_step(orch: Orchestrator, task: Task) -> StepFailure | None:
     return None
 
 
-async def _review_step(orch: Orchestrator, task: Task) -> StepFailure | None:
-    diff = await _current_diff(orch, task)
+async def _review_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> StepFailure | None:
+    diff = ctx.developer_diff or await _current_diff(task, ctx)
+    ctx.developer_diff = None
     extra = "THE CHANGE TO REVIEW (git diff against the task's base):\n" + clip(diff.patch, PROMPT_DIFF_CHARS)
-    request = _request(task, "reviewer", "review", _envelope(task, "reviewer", "review"), extra)
+    request = _request(task, "reviewer", "review", _envelope(task, "reviewer", "review"), ctx, extra)
     result = await _agent(orch, task, request)
     if not result.success:
         return _agent_failure("reviewer", result)
@@ -449,13 +499,13 @@ def _run_counts(excerpt: str) -> tuple[int, int] | None:
     return (counts["passed"], counts["failed"]) if found else None
 
 
-async def _test_step(orch: Orchestrator, task: Task) -> StepFailure | None:
-    request = _request(task, "test_engineer", "test", _envelope(task, "test_engineer", "test"))
+async def _test_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> StepFailure | None:
+    request = _request(task, "test_engineer", "test", _envelope(task, "test_engineer", "test"), ctx)
     result = await _agent(orch, task, request)
     if not result.success:
         return _agent_failure("test engineer", result)
     claim = parse_test_results(result.text)
-    diff = await _current_diff(orch, task)
+    diff = await _current_diff(task, ctx)
     orch.guardrails.check_diff(task.id, diff.size_bytes)
     test_only = orch.config.qa_gates.model_copy(
         update={
@@ -466,7 +516,7 @@ async def _test_step(orch: Orchestrator, task: Task) -> StepFailure | None:
     orch.emit(
         ProgressEvent("step_started", "AutoDev runs the tests itself", task.id, "verify", request.attempt)
     )
-    runs = [r for r in await run_gates(orch.repo_root, list(diff.files), test_only) if r.gate == "test"]
+    runs = [r for r in await run_gates(ctx.workspace.root, list(diff.files), test_only) if r.gate == "test"]
     run = runs[0] if runs else None
     run_excerpt = _gate_output(run) if run else ""
     real = _run_counts(run_excerpt)
@@ -513,22 +563,58 @@ async def _test_step(orch: Orchestrator, task: Task) -> StepFailure | None:
     return None
 
 
-async def _tournament_step(orch: Orchestrator, task: Task) -> StepFailure | None:
-    await orch.impl_tournament_hook(task)
+async def _tournament_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> StepFailure | None:
+    await orch.impl_tournament_hook(task, ctx.workspace)
     orch.plan_manager.update_task_status(task.id, "tournamented")
     return None
 
 
-async def _complete_step(orch: Orchestrator, task: Task) -> StepFailure | None:
+async def _complete_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> StepFailure | None:
     commit: str | None = None
+    if ctx.workspace.isolated:
+        await ctx.before_integration()
+        orch.emit(ProgressEvent("step_started", "merging", task.id, "merge", task.retry_count + 1))
+        async with ctx.integration_lock:
+            outcome = await integrate(orch, ctx.workspace, task)
+            if isinstance(outcome, Integrated):
+                await _record_complete(orch, task, outcome.commit, ctx)
+                return None
+        applied = await rebase_after_conflict(ctx.workspace, outcome)
+        old_patch = await ctx.workspace.git.commit_patch(outcome.commit)
+        issue = (
+            f"your change conflicts with work merged meanwhile ({', '.join(outcome.paths[:10])}); the "
+            f"working directory is now at the current code ({outcome.head[:10]}) with your change re-applied"
+            + (
+                ""
+                if applied
+                else "; git left conflict markers (<<<<<<< ======= >>>>>>>): resolve them, keeping the "
+                "intent of both sides"
+            )
+            + f".\nYour previous change was:\n{clip(old_patch, PROMPT_DIFF_CHARS)}"
+        )
+        return StepFailure((issue,), new_base=outcome.head)
     if orch.config.auto_commit:
-        message = f"autodev: {task.id} {task.title}"
+        message = commit_message(task)
         orch.emit(ProgressEvent("step_started", "committing", task.id, "commit", task.retry_count + 1))
-        commit = await orch.git.commit_all(message)
-        if commit is None and await orch.git.head_subject() == message:
-            # Committed by an earlier run that died before recording it: the same commit, not a new one.
-            commit = await orch.git.head()
+        async with ctx.integration_lock:
+            commit = await ctx.workspace.git.commit_all(message)
+            if commit is None and await ctx.workspace.git.head_subject() == message:
+                # Committed by an earlier run that died before recording it: the same commit, not a new one.
+                commit = await ctx.workspace.git.head()
+            await _record_complete(orch, task, commit, ctx)
+        return None
+    async with ctx.integration_lock:
+        await _record_complete(orch, task, None, ctx)
+    return None
+
+
+async def _record_complete(orch: Orchestrator, task: Task, commit: str | None, ctx: TaskContext) -> None:
+    """Record the task complete (under the integration lock, so a phase checkpoint taken next is exact)."""
     orch.plan_manager.update_task_status(task.id, "complete", commit=commit)
+    if ctx.workspace.isolated:
+        await orch.git.delete_ref(task_ref(task.id))
+    if ctx.after_complete is not None:
+        await ctx.after_complete(orch.plan_manager.get_task(task.id))
     _log.info("execute_phase.task_complete", task_id=task.id, commit=commit)
     orch.emit(
         ProgressEvent(
@@ -539,10 +625,9 @@ async def _complete_step(orch: Orchestrator, task: Task) -> StepFailure | None:
             ok=True,
         )
     )
-    return None
 
 
-async def _escalate(orch: Orchestrator, task: Task) -> None:
+async def _escalate(orch: Orchestrator, task: Task, ctx: TaskContext) -> None:
     """Retries are used up: ask the critic sounding board why, then block the task and its dependents."""
     issues: Sequence[str] = task.last_issues or ("no failure details were recorded",)
     envelope = _envelope(task, "critic_sounding_board", "critique", failures="\n".join(issues))
@@ -551,6 +636,7 @@ async def _escalate(orch: Orchestrator, task: Task) -> None:
         "critic_sounding_board",
         "critic",
         envelope,
+        ctx,
         f"The task failed {task.retry_count} attempt(s). The last failures:\n"
         + "\n".join(f"- {clip(issue, PROMPT_OUTPUT_CHARS)}" for issue in issues),
     )
@@ -579,4 +665,4 @@ async def _escalate(orch: Orchestrator, task: Task) -> None:
         reason += f"; critic unavailable ({result.error.message if result.error else 'failed'})"
     _log.warning("execute_phase.retry_exhausted", task_id=task.id, retry=task.retry_count, reason=reason)
     orch.plan_manager.mark_escalated(task.id, reason)
-    _block(orch, task.id, reason)
+    block_task(orch, task.id, reason, ctx)

@@ -75,6 +75,15 @@ class GitRepo:
     def __init__(self, root: Path, *, timeout_s: float = 120.0) -> None:
         self.root = Path(root)
         self.timeout_s = timeout_s
+        # Looked up once: neither changes while AutoDev works, and a task asks for them many times.
+        self._git_dir_path: Path | None = None
+        self._identity_args: tuple[str, ...] | None = None
+
+    async def git_dir(self) -> Path:
+        """The absolute git directory of this tree (``.git/worktrees/<name>`` for a worktree)."""
+        if self._git_dir_path is None:
+            self._git_dir_path = Path((await self._run("rev-parse", "--absolute-git-dir")).stdout.strip())
+        return self._git_dir_path
 
     async def _run(self, *args: str, env: Mapping[str, str] | None = None, check: bool = True) -> _GitOutput:
         # GIT_OPTIONAL_LOCKS=0: status and diff never take the index lock just to refresh stat data, so a
@@ -111,9 +120,12 @@ class GitRepo:
         Only called under AutoDev's run lock, and only when no git process is running in this repository:
         a lock with no live git holding it can only be debris, and git refuses to work until it is gone.
         """
-        git_dir = Path((await self._run("rev-parse", "--absolute-git-dir")).stdout.strip())
+        git_dir = await self.git_dir()
         candidates = [git_dir / "index.lock", git_dir / "HEAD.lock", git_dir / "ORIG_HEAD.lock"]
         candidates += list((git_dir / "refs").rglob("*.lock"))
+        # Worktrees (parallel tasks, tournament variants) keep their own index and HEAD.
+        for worktree_dir in (git_dir / "worktrees").glob("*"):
+            candidates += [worktree_dir / "index.lock", worktree_dir / "HEAD.lock"]
         stale = [path for path in candidates if path.exists()]
         if not stale or _git_running_in(self.root):
             return []
@@ -143,7 +155,7 @@ class GitRepo:
 
     async def diff_against(self, base: str) -> WorkingDiff:
         """Everything in the working tree that differs from ``base``, untracked files included."""
-        git_dir = Path((await self._run("rev-parse", "--absolute-git-dir")).stdout.strip())
+        git_dir = await self.git_dir()
         with tempfile.TemporaryDirectory(prefix="autodev-index-") as tmp:
             index = Path(tmp) / "index"
             real_index = git_dir / "index"
@@ -187,14 +199,139 @@ class GitRepo:
         result = await self._run("log", "-1", "--format=%s", check=False)
         return result.stdout.strip() if result.code == 0 else None
 
-    async def commits_since(self, base: str) -> list[str]:
-        result = await self._run("rev-list", "--reverse", f"{base}..HEAD")
+    async def commits_since(self, base: str, tip: str = "HEAD") -> list[str]:
+        """Commits reachable from ``tip`` but not from ``base``, oldest first."""
+        result = await self._run("rev-list", "--reverse", "--topo-order", f"{base}..{tip}")
         return [line for line in result.stdout.split() if line]
 
     async def is_clean(self, paths: Sequence[str] = ()) -> bool:
         result = await self._run("status", "--porcelain", "--", *(paths or ["."]), _EXCLUDE_STATE)
         return not result.stdout.strip()
 
+    async def resolve(self, ref: str) -> str | None:
+        """The commit ``ref`` names, or None when it names none."""
+        result = await self._run("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
+        return result.stdout.strip() or None if result.code == 0 else None
+
+    async def set_ref(self, ref: str, commit: str) -> None:
+        await self._run("update-ref", ref, commit)
+
+    async def delete_ref(self, ref: str) -> None:
+        await self._run("update-ref", "-d", ref, check=False)
+
+    async def refs_under(self, prefix: str) -> dict[str, str]:
+        """``{ref: commit}`` for every ref below ``prefix`` (e.g. ``refs/autodev/tasks/``)."""
+        result = await self._run("for-each-ref", "--format=%(refname) %(objectname)", prefix)
+        pairs = (line.split(" ", 1) for line in result.stdout.splitlines() if " " in line)
+        return {name: commit for name, commit in pairs}
+
+    async def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        result = await self._run("merge-base", "--is-ancestor", ancestor, descendant, check=False)
+        return result.code == 0
+
+    async def subject(self, commit: str) -> str | None:
+        result = await self._run("log", "-1", "--format=%s", commit, check=False)
+        return result.stdout.strip() if result.code == 0 else None
+
+    async def changed_paths(self, old: str, new: str) -> list[str]:
+        """Paths that differ between two commits."""
+        result = await self._run("diff", "--name-only", "-z", "--no-renames", old, new)
+        return [name for name in result.stdout.split("\0") if name]
+
+    async def commit_patch(self, commit: str) -> str:
+        """The binary patch ``commit`` makes on top of its first parent."""
+        result = await self._run("diff", "--binary", "--no-renames", f"{commit}^", commit)
+        return result.stdout
+
+    async def range_patch(self, old: str, new: str) -> str:
+        result = await self._run("diff", "--binary", "--no-renames", old, new, "--", ".", _EXCLUDE_STATE)
+        return result.stdout
+
+    async def dirty_paths(self) -> list[str]:
+        """Paths with uncommitted changes (tracked or untracked), ``.autodev/`` excluded."""
+        result = await self._run(
+            "status", "--porcelain", "-z", "--no-renames", "--untracked-files=all", "--", ".", _EXCLUDE_STATE
+        )
+        return [entry[3:] for entry in result.stdout.split("\0") if len(entry) > 3]
+
+    async def checkout_detached(self, commit: str) -> None:
+        """Make the tree exactly ``commit`` (detached), dropping every change and untracked file in it.
+
+        Only ever run in a task's own worktree, never in the user's main tree.
+        """
+        await self._run("checkout", "--detach", "--force", "-q", commit)
+        await self._run("clean", "-fdxq", "-e", ".autodev")
+
+    async def replay(self, commit: str, onto: str, message: str) -> str | list[str]:
+        """A commit with ``commit``'s change on top of ``onto``, or the paths that conflict.
+
+        The 3-way merge runs in git's object store (``merge-tree --write-tree``, git 2.38+): no working
+        tree is touched, whatever the outcome. Older git replays with ``cherry-pick`` in this tree instead.
+        """
+        merged = await self._run("merge-tree", "--write-tree", "--name-only", onto, commit, check=False)
+        if merged.code > 1:
+            return await self._cherry_pick_onto(commit, onto)
+        lines = merged.stdout.split("\n")
+        if merged.code == 1:
+            conflicted = [line for line in lines[1 : lines.index("") if "" in lines else None] if line]
+            return conflicted or [" ".join(merged.stdout.split())[:300]]
+        tree = lines[0].strip()
+        made = await self._run(*await self._identity(), "commit-tree", tree, "-p", onto, "-m", message)
+        return made.stdout.strip()
+
+    async def _cherry_pick_onto(self, commit: str, onto: str) -> str | list[str]:
+        await self.checkout_detached(onto)
+        identity = await self._identity()
+        result = await self._run(*identity, "cherry-pick", "--allow-empty", commit, check=False)
+        if result.code != 0:
+            conflicted = await self._run("diff", "--name-only", "--diff-filter=U", check=False)
+            await self._run("cherry-pick", "--abort", check=False)
+            paths = [line for line in conflicted.stdout.splitlines() if line]
+            return paths or [" ".join(result.stderr.split())[:300] or f"exit code {result.code}"]
+        replayed = await self.head()
+        if replayed is None:
+            raise GitError(f"cherry-pick of {commit} left no commit in {self.root}")
+        return replayed
+
+    async def abort_cherry_pick(self) -> None:
+        """Abort a cherry-pick a killed run left half done (no-op when none is in progress)."""
+        if (await self.git_dir() / "CHERRY_PICK_HEAD").exists():
+            await self._run("cherry-pick", "--abort", check=False)
+
+    async def apply_three_way(self, patch: str) -> bool:
+        """Apply ``patch`` with a 3-way merge, leaving conflict markers where it does not fit; whether it
+        applied cleanly."""
+        data = patch.encode("utf-8", errors="surrogateescape")
+        args = ["apply", "--binary", "--whitespace=nowarn", "--3way", "-"]
+        try:
+            with anyio.fail_after(self.timeout_s):
+                result = await anyio.run_process(
+                    ["git", *args], cwd=self.root, input=data, check=False, env={**os.environ, "LC_ALL": "C"}
+                )
+        except TimeoutError as exc:
+            raise GitError(f"git apply did not finish within {self.timeout_s:.0f}s") from exc
+        return result.returncode == 0
+
+    async def fast_forward(self, commit: str) -> bool:
+        """Move the checked-out branch (or detached HEAD) forward to ``commit``; False when git refuses
+        (not a fast-forward, or local changes it would overwrite), with nothing changed."""
+        return (await self._run("merge", "--ff-only", "-q", commit, check=False)).code == 0
+
+    async def restore_paths(self, commit: str, paths: Sequence[str]) -> None:
+        """Put ``paths`` back to their state in ``commit`` (deleting those it does not have)."""
+        if not paths:
+            return
+        listed = await self._run("ls-tree", "-r", "-z", "--name-only", commit, "--", *paths)
+        tracked = [name for name in listed.stdout.split("\0") if name]
+        if tracked:
+            await self._run("checkout", commit, "--", *tracked)
+        for path in set(paths) - set(tracked):
+            target = self.root / path
+            if target.is_file() or target.is_symlink():
+                target.unlink()
+
     async def _identity(self) -> tuple[str, ...]:
-        email = await self._run("config", "user.email", check=False)
-        return () if email.code == 0 and email.stdout.strip() else _FALLBACK_IDENTITY
+        if self._identity_args is None:
+            email = await self._run("config", "user.email", check=False)
+            self._identity_args = () if email.code == 0 and email.stdout.strip() else _FALLBACK_IDENTITY
+        return self._identity_args

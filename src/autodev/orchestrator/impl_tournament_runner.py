@@ -26,6 +26,7 @@ from autodev.logging import get_logger
 from autodev.orchestrator.delegate import DelegationRequest, delegate
 from autodev.orchestrator.delegation_envelope import DelegationEnvelope
 from autodev.orchestrator.events import ProgressEvent
+from autodev.orchestrator.git import GitRepo
 from autodev.orchestrator.plan_tournament_runner import (
     DelegateRoleClient,
     new_tournament_id,
@@ -169,8 +170,11 @@ class ImplContentHandler:
         return Candidate(text, diff.patch, variant)
 
 
-async def run_impl_tournament(orch: Orchestrator, task: Task) -> None:
-    """Refine the tested change of ``task``; the winner's change is left in the main working tree."""
+async def run_impl_tournament(orch: Orchestrator, task: Task, tree: Path, git: GitRepo) -> None:
+    """Refine the tested change of ``task`` living in ``tree``; the winner's change is left there.
+
+    ``tree`` is the main working tree, or the task's own worktree when tasks run in parallel.
+    """
     settings = orch.config.tournaments.impl
     reason = tournament_skip_reason(orch, settings)
     if reason is None and task.base_commit is None:
@@ -179,13 +183,12 @@ async def run_impl_tournament(orch: Orchestrator, task: Task) -> None:
         skip(orch, "impl", task.id, reason or "no base commit")
         return
     base = task.base_commit
-    a_diff = await orch.git.diff_against(base)
+    a_diff = await git.diff_against(base)
     if a_diff.is_empty:
         skip(orch, "impl", task.id, "the task's change is empty")
         return
-    manager = WorktreeManager(orch.repo_root, orch.paths.worktrees_dir)
-    # Under the run lock no other run can own them: worktrees found now were left by a crashed run.
-    await manager.prune_stale()
+    # Worktrees a crashed run left are pruned at start; here other tasks' tournaments may be running.
+    manager = WorktreeManager(tree, orch.paths.worktrees_dir, admin_lock=orch.worktree_admin_lock)
     tournament_id = new_tournament_id("impl", task.id)
     artifacts = TournamentArtifacts(orch.paths.tournaments_dir, tournament_id)
     # A's change is saved before anything else happens, so it can always be recovered by hand.
@@ -231,7 +234,7 @@ async def run_impl_tournament(orch: Orchestrator, task: Task) -> None:
     note = result.stop_reason
     if result.replaced:
         try:
-            await _adopt(orch, manager, base, a_diff.patch, result.winner.payload)
+            await _adopt(git, manager, base, a_diff.patch, result.winner.payload)
             applied = True
             orch.plan_manager.record_patch(task.id, result.winner.payload, attempt=task.retry_count + 1)
         except AutodevError as exc:
@@ -274,12 +277,13 @@ async def run_impl_tournament(orch: Orchestrator, task: Task) -> None:
 
 async def prune_stale_worktrees(orch: Orchestrator) -> list[Path]:
     """Remove the tournament worktrees a crashed run left in ``.autodev/worktrees/`` (hold the run lock)."""
-    return await WorktreeManager(orch.repo_root, orch.paths.worktrees_dir).prune_stale()
+    manager = WorktreeManager(orch.repo_root, orch.paths.worktrees_dir, admin_lock=orch.worktree_admin_lock)
+    return await manager.prune_stale()
 
 
-async def _adopt(orch: Orchestrator, manager: WorktreeManager, base: str, a_patch: str, winner: str) -> None:
-    """Replace A's change in the main tree with ``winner``; on any failure A's change is put back."""
-    current = await orch.git.diff_against(base)
+async def _adopt(git: GitRepo, manager: WorktreeManager, base: str, a_patch: str, winner: str) -> None:
+    """Replace A's change in the task's tree with ``winner``; on any failure A's change is put back."""
+    current = await git.diff_against(base)
     if current.patch != a_patch:
         raise WorktreeError("the main working tree changed during the tournament; it is left as it is")
     await manager.revert_on_main(a_patch)

@@ -1,0 +1,425 @@
+"""The execute phase's DAG dispatcher: a worker pool over the plan's tasks (seed 001, 5.6-5.8 and 9).
+
+A task starts only when every dependency is terminal-and-done and its ``files`` are disjoint from every
+in-flight task's; at most ``workers`` run at once. By default one phase runs at a time (a later phase waits
+for the current one to finish); with ``cross_phase_parallelism_enabled`` one pool spans every phase. With
+more than one worker each task works in its own git worktree and reaches the main tree through
+``workspace.integrate``, in completion order, under one integration lock.
+
+Failure isolation: an exception in a worker blocks that task and its descendants; siblings go on. Only
+what must stop the whole run gets through: an inline suspend, the plan's cost budget, a broken ledger,
+a main tree changed under the run, cancellation. Those leave every in-flight task's status and worktree
+in place, so ``autodev resume`` continues each one from its recorded step.
+
+Speculative execution (``speculative_execution_enabled``): when a worker slot is free, one child per phase
+may start while its only parent is still on its first attempt. The child finishes its work but waits for
+the parent before merging. If the parent fails that attempt (or is blocked), the child is cancelled, its
+worktree discarded and the child re-queued (``speculative_rolled_back``); it runs again once the parent
+completes. If the parent completes, the speculation is confirmed (``speculative_committed``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+
+from autodev.adapters.base import DelegationPendingSignal
+from autodev.errors import LockHeldError, PlanParseError, StateError
+from autodev.guardrails.errors import BudgetExceededError
+from autodev.logging import get_logger
+from autodev.orchestrator.events import ProgressEvent
+from autodev.orchestrator.execute_phase import (
+    MID_FLIGHT,
+    TaskContext,
+    block_task,
+    execute_task,
+)
+from autodev.orchestrator.git import GitRepo
+from autodev.orchestrator.parallelism import Parallelism, resolve_parallelism
+from autodev.orchestrator.phase_review import review_finished_phases
+from autodev.orchestrator.workspace import MainTreeChangedError, TaskWorkspace, task_ref
+from autodev.orchestrator.worktree import Worktree, WorktreeManager
+from autodev.orchestrator.worktree_pool import WorktreePool
+from autodev.state.schemas import TERMINAL_STATUSES, Plan, Task
+from autodev.state.validation import validate_dag
+
+if TYPE_CHECKING:
+    from autodev.orchestrator.core import Orchestrator
+
+__all__ = ["Dispatcher", "validate_dispatch_order"]
+
+_log = get_logger("autodev.dispatcher")
+_DONE = ("complete", "skipped")
+# What stops the whole run instead of blocking one task (see the module docstring).
+_RUN_FATAL: tuple[type[BaseException], ...] = (
+    DelegationPendingSignal,
+    BudgetExceededError,
+    StateError,
+    LockHeldError,
+    MainTreeChangedError,
+)
+
+
+def validate_dispatch_order(plan: Plan, *, cross_phase: bool) -> None:
+    """Refuse, before anything starts, a plan the chosen dispatcher could never finish.
+
+    Every dependency must name a task of the plan and the graph must be acyclic (across phases too). Run
+    phase by phase, a task cannot wait for a task of a *later* phase: that phase starts only after this one
+    ends, so the plan would stall; cross-phase mode accepts such edges.
+    """
+    validate_dag(plan.iter_tasks())
+    if cross_phase:
+        return
+    position = {task.id: index for index, phase in enumerate(plan.phases) for task in phase.tasks}
+    for index, phase in enumerate(plan.phases):
+        for task in phase.tasks:
+            later = [dep for dep in task.depends_on if position[dep] > index]
+            if later:
+                raise PlanParseError(
+                    f"task {task.id} (phase {phase.id}) depends on {', '.join(later)} of a later phase; "
+                    "phases run in order, so move the task or set cross_phase_parallelism_enabled = true"
+                )
+
+
+def _first_fatal(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The exception to raise for a failed task group: a run-stopping one first, in a stable order."""
+    leaves: list[BaseException] = []
+    pending: list[BaseException] = [group]
+    while pending:
+        current = pending.pop(0)
+        if isinstance(current, BaseExceptionGroup):
+            pending[:0] = list(current.exceptions)
+        else:
+            leaves.append(current)
+    for kind in _RUN_FATAL:
+        for leaf in leaves:
+            if isinstance(leaf, kind):
+                return leaf
+    return leaves[0]
+
+
+@dataclass(slots=True)
+class _Worker:
+    scope: anyio.CancelScope
+    in_place: bool
+    worktree: Worktree | None = None
+
+
+class Dispatcher:
+    """Run every runnable task of the current plan (or only ``only_task``) to a terminal status."""
+
+    def __init__(self, orch: Orchestrator, *, only_task: str | None = None) -> None:
+        self.orch = orch
+        self.pm = orch.plan_manager
+        self.only_task = only_task
+        config = orch.config
+        self.parallelism: Parallelism = (
+            Parallelism(1, "a single task was asked for")
+            if only_task is not None
+            else resolve_parallelism(config, orch.adapter)
+        )
+        self.cross_phase = config.cross_phase_parallelism_enabled
+        self.speculative = config.speculative_execution_enabled and self.parallelism.isolated
+        self.lock = anyio.Lock()
+        self.workers: dict[str, _Worker] = {}
+        self.speculating: dict[str, str] = {}  # child -> parent
+        self.rolling_back: dict[str, str] = {}  # child -> reason
+        self.processed: list[str] = []
+        self._changed = anyio.Event()
+        self._task_group: anyio.abc.TaskGroup | None = None
+        self.worktrees: WorktreeManager | WorktreePool = self._worktree_provider()
+
+    def _worktree_provider(self) -> WorktreeManager | WorktreePool:
+        root, tree, lock = (
+            self.orch.repo_root,
+            self.orch.paths.task_worktrees_dir,
+            self.orch.worktree_admin_lock,
+        )
+        if self.orch.config.worktree_pool_enabled and self.parallelism.isolated:
+            return WorktreePool(root, tree, self.parallelism.workers, admin_lock=lock)
+        return WorktreeManager(root, tree, admin_lock=lock)
+
+    # --- the loop -----------------------------------------------------------------------------------
+
+    async def run(self) -> list[str]:
+        """Dispatch until nothing more can start and nothing is in flight; the ids of tasks it ran."""
+        validate_dispatch_order(self.pm.plan, cross_phase=self.cross_phase)
+        _log.info(
+            "dispatcher.start",
+            workers=self.parallelism.workers,
+            reason=self.parallelism.reason,
+            cross_phase=self.cross_phase,
+            speculative=self.speculative,
+            pool=isinstance(self.worktrees, WorktreePool),
+        )
+        if self.parallelism.isolated:
+            self.orch.emit(ProgressEvent("note", f"running up to {self.parallelism.workers} tasks at once"))
+        if isinstance(self.worktrees, WorktreePool):
+            await self.worktrees.cold_start(self.parallelism.workers)
+        self._adopt_speculations()
+        try:
+            async with anyio.create_task_group() as group:
+                self._task_group = group
+                await self._checkpoint_phases()
+                await self._review_phases()
+                while True:
+                    self._check_speculation()
+                    self._fill()
+                    if not self.workers:
+                        break
+                    await self._changed.wait()
+                    self._changed = anyio.Event()
+                    await self._review_phases()
+        except BaseExceptionGroup as group:
+            raise _first_fatal(group) from None
+        with anyio.CancelScope(shield=True):
+            await self.worktrees.cleanup_all()
+        return self.processed
+
+    def _notify(self, task_id: str = "") -> None:
+        self._changed.set()
+        if task_id:
+            self._check_speculation()
+
+    def _current_phase(self) -> str | None:
+        """The first phase (plan order) with an unfinished task: the only one the per-phase mode runs."""
+        for phase in self.pm.plan.phases:
+            if any(task.status not in TERMINAL_STATUSES for task in phase.tasks):
+                return phase.id
+        return None
+
+    def _fill(self) -> None:
+        """Start as many tasks as the free slots, the dependencies and the file sets allow."""
+        free = self.parallelism.workers - len(self.workers)
+        if free <= 0:
+            return
+        if self.only_task is not None:
+            task = self.pm.get_task(self.only_task)
+            if task.id not in self.workers and task.status not in TERMINAL_STATUSES:
+                self._start(task.id)
+            return
+        mid_flight = [tid for tid in self.pm.task_ids_with_status(*MID_FLIGHT) if tid not in self.workers]
+        in_place = [tid for tid in mid_flight if self.pm.get_task(tid).worktree is None]
+        if self.parallelism.isolated and (in_place or self._running_in_place()):
+            # A task interrupted while working in the main tree finishes there, alone: isolated tasks
+            # merging meanwhile would mix into its diff.
+            if in_place and not self.workers:
+                self._start(in_place[0], in_place=True)
+            return
+        for task_id in mid_flight[:free]:
+            self._start(task_id)
+        free = self.parallelism.workers - len(self.workers)
+        if free <= 0:
+            return
+        phase = None if self.cross_phase else self._current_phase()
+        for task in self.pm.next_pending_tasks(free, list(self.workers), phase_id=phase):
+            self._start(task.id)
+        free = self.parallelism.workers - len(self.workers)
+        if self.speculative and free > 0:
+            self._speculate(phase)
+
+    def _running_in_place(self) -> bool:
+        return any(worker.in_place for worker in self.workers.values())
+
+    def _start(self, task_id: str, *, in_place: bool = False) -> None:
+        if self._task_group is None:
+            raise StateError("the dispatcher is not running")
+        isolated = self.parallelism.isolated and not in_place
+        worker = _Worker(anyio.CancelScope(), in_place=not isolated)
+        self.workers[task_id] = worker
+        if task_id not in self.processed:
+            self.processed.append(task_id)
+        self._task_group.start_soon(self._work, task_id, worker, isolated, name=f"task {task_id}")
+
+    # --- one worker ---------------------------------------------------------------------------------
+
+    async def _work(self, task_id: str, worker: _Worker, isolated: bool) -> None:
+        try:
+            with worker.scope:
+                workspace = await self._open_workspace(task_id, worker, isolated)
+                if workspace is not None:
+                    await execute_task(self.orch, task_id, self._context(task_id, workspace))
+        except _RUN_FATAL:
+            raise
+        except Exception as exc:  # failure isolation: this task (and what depends on it) only
+            _log.exception("dispatcher.worker_failed", task_id=task_id)
+            if self.pm.get_task(task_id).status not in TERMINAL_STATUSES:
+                reason = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+                block_task(self.orch, task_id, f"internal error: {reason}")
+                self._check_speculation()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._finish_worker(task_id, worker)
+
+    async def _finish_worker(self, task_id: str, worker: _Worker) -> None:
+        task = self.pm.get_task(task_id)
+        rollback = self.rolling_back.pop(task_id, None)
+        if rollback is not None:
+            await self._roll_back(task_id, rollback)
+        elif task.status in TERMINAL_STATUSES and worker.worktree is not None:
+            if task.status != "complete":  # a completed task's pinned commit went with its merge
+                await self.orch.git.delete_ref(task_ref(task_id))
+            await self.worktrees.release(worker.worktree)
+        if self.pm.get_task(task_id).status in TERMINAL_STATUSES:
+            async with self.lock:
+                await self._checkpoint_phases()
+        del self.workers[task_id]
+        self._notify(task_id)
+
+    async def _open_workspace(self, task_id: str, worker: _Worker, isolated: bool) -> TaskWorkspace | None:
+        """The tree the task works in; starts a pending task (its base is the main tree's HEAD now)."""
+        task = self.pm.get_task(task_id)
+        if not isolated:
+            if task.status == "pending":
+                base = await self.orch.git.ensure_base_commit()
+                self._record_start(task, base, None)
+            return TaskWorkspace(self.orch.repo_root, self.orch.git)
+        if task.status == "pending":
+            base = await self.orch.git.ensure_base_commit()
+            worker.worktree = await self.worktrees.claim(task_id, base)
+            self._record_start(task, base, worker.worktree.path)
+        else:
+            worker.worktree = await self._resumed_worktree(task)
+            if worker.worktree is None:
+                return None
+        return TaskWorkspace(worker.worktree.path, GitRepo(worker.worktree.path), isolated=True)
+
+    def _record_start(self, task: Task, base: str, worktree: Path | None) -> None:
+        relative = worktree.relative_to(self.orch.repo_root).as_posix() if worktree else None
+        self.pm.update_task_status(task.id, "in_progress", base_commit=base, worktree=relative)
+        self.pm.record_phase_baseline(task.phase_id, base)
+        if self.speculative:
+            self._changed.set()  # an in-flight parent is what a speculative child waits for
+        self.orch.emit(
+            ProgressEvent(
+                "task_started",
+                f"started {task.title}",
+                task.id,
+                "in_progress",
+                task.retry_count + 1,
+                details=(relative,) if relative else (),
+            )
+        )
+
+    async def _resumed_worktree(self, task: Task) -> Worktree | None:
+        """The worktree a resumed task recorded; a vanished one re-queues the task (nothing merged yet)."""
+        path = self.orch.repo_root / task.worktree if task.worktree else None
+        if path is not None and task.base_commit is not None and (path / ".git").exists():
+            return self.worktrees.adopt(path, task.base_commit)
+        self.pm.revert_task_to_pending(task.id, "its worktree was lost; the task starts again")
+        self.orch.emit(ProgressEvent("note", "worktree lost: the task starts again", task.id))
+        return None
+
+    async def _review_phases(self) -> None:
+        """Review phases that reached their end checkpoint (from the loop only: it may call an agent)."""
+        await review_finished_phases(self.orch)
+
+    def _context(self, task_id: str, workspace: TaskWorkspace) -> TaskContext:
+        async def wait_for_parent() -> None:
+            while task_id in self.speculating:
+                event = self._changed
+                await event.wait()
+
+        return TaskContext(
+            workspace=workspace,
+            integration_lock=self.lock,
+            before_integration=wait_for_parent,
+            on_change=self._notify,
+            after_complete=self._after_complete,
+        )
+
+    async def _after_complete(self, task: Task) -> None:
+        """Under the integration lock, right after a task is recorded complete: exact phase checkpoints."""
+        await self._checkpoint_phases()
+
+    async def _checkpoint_phases(self) -> None:
+        """Record the main tree's HEAD as the end of every phase that just became all-terminal.
+
+        Called with the integration lock held (or before any worker runs), so HEAD is exactly the tree at
+        the moment the phase's last task finished, however many later-phase tasks merge afterwards.
+        """
+        head: str | None = None
+        for phase in self.pm.plan.phases:
+            if phase.end_checkpoint_commit is not None:
+                continue
+            if any(task.status not in TERMINAL_STATUSES for task in phase.tasks):
+                continue
+            head = head or await self.orch.git.ensure_base_commit()
+            if self.pm.record_phase_checkpoint(phase.id, head):
+                _log.info("dispatcher.phase_checkpoint", phase_id=phase.id, commit=head)
+
+    # --- speculative execution ----------------------------------------------------------------------
+
+    def _adopt_speculations(self) -> None:
+        """After a resume: an in-flight task whose parent is unfinished was started speculatively."""
+        for task_id in self.pm.task_ids_with_status(*MID_FLIGHT):
+            task = self.pm.get_task(task_id)
+            unfinished = [dep for dep in task.depends_on if self.pm.get_task(dep).status not in _DONE]
+            if unfinished:
+                self.speculating[task_id] = unfinished[0]
+
+    def _speculate(self, phase: str | None) -> None:
+        busy_phases = {self.pm.get_task(child).phase_id for child in self.speculating}
+        for parent in self._in_plan_order(self.workers):
+            if len(self.workers) >= self.parallelism.workers:
+                return
+            if parent in self.speculating:
+                continue
+            child = self.pm.speculable_candidate(parent, list(self.workers))
+            if child is None or child.phase_id in busy_phases:
+                continue
+            if phase is not None and child.phase_id != phase:
+                continue
+            self.pm.record_event("speculative_started", {"task_id": child.id, "parent_task_id": parent})
+            _log.info("dispatcher.speculative_started", task_id=child.id, parent=parent)
+            self.orch.emit(ProgressEvent("note", f"started speculatively before {parent} finished", child.id))
+            self.speculating[child.id] = parent
+            busy_phases.add(child.phase_id)
+            self._start(child.id)
+
+    def _check_speculation(self) -> None:
+        """Confirm speculations whose parent completed; roll back those whose parent failed an attempt."""
+        for child, parent_id in list(self.speculating.items()):
+            parent = self.pm.get_task(parent_id)
+            if parent.status in _DONE:
+                del self.speculating[child]
+                self.pm.record_event("speculative_committed", {"task_id": child, "parent_task_id": parent_id})
+                _log.info("dispatcher.speculative_committed", task_id=child, parent=parent_id)
+                self._changed.set()
+            elif parent.retry_count > 0 or parent.status in ("blocked", "pending"):
+                reason = f"parent {parent_id} " + (
+                    "was blocked" if parent.status == "blocked" else "failed its first attempt"
+                )
+                del self.speculating[child]
+                worker = self.workers.get(child)
+                if worker is None:
+                    continue
+                self.rolling_back[child] = reason
+                worker.scope.cancel()
+
+    async def _roll_back(self, child: str, reason: str) -> None:
+        """Discard a cancelled speculative child's work and re-queue it (best effort, idempotent)."""
+        worker = self.workers.get(child)
+        try:
+            await self.orch.git.delete_ref(task_ref(child))
+            if worker is not None and worker.worktree is not None:
+                await self.worktrees.release(worker.worktree)
+        except Exception:
+            _log.exception("dispatcher.rollback_cleanup_failed", task_id=child)
+        task = self.pm.get_task(child)
+        if task.status not in TERMINAL_STATUSES:
+            self.pm.revert_task_to_pending(child, f"speculation lost: {reason}")
+        parent = self.pm.get_task(child).depends_on[0]
+        self.pm.record_event(
+            "speculative_rolled_back", {"task_id": child, "parent_task_id": parent, "reason": reason}
+        )
+        _log.warning("dispatcher.speculative_rolled_back", task_id=child, parent=parent, reason=reason)
+        self.orch.emit(ProgressEvent("note", f"speculation rolled back: {reason}", child, ok=False))
+
+    def _in_plan_order(self, task_ids: Iterable[str]) -> list[str]:
+        wanted = set(task_ids)
+        return [task.id for task in self.pm.plan.iter_tasks() if task.id in wanted]

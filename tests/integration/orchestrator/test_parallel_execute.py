@@ -1,0 +1,270 @@
+"""The parallel execute phase on real git: worker pool, isolation, conflicts, phases, speculation, pool."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+from support.parallel import (
+    Spec,
+    WatchedAdapter,
+    entries_for,
+    git,
+    git_repo,
+    ledger_ops,
+    orchestrator,
+    own_file,
+    plan_of,
+    save_plan,
+    script_of,
+)
+
+from autodev.errors import PlanParseError
+from autodev.state.plan_manager import PlanManager
+
+
+def _manager(root: Path) -> PlanManager:
+    return PlanManager.open(root, readonly=True)
+
+
+def _no_leftovers(root: Path) -> None:
+    assert git(root, "worktree", "list").count("\n") == 1
+    assert git(root, "for-each-ref", "refs/autodev") == ""
+    assert git(root, "status", "--porcelain", "--", ".", ":(exclude).autodev") == ""
+
+
+def test_independent_tasks_run_at_once_in_their_own_worktrees_and_all_land(tmp_path: Path) -> None:
+    root = git_repo(tmp_path / "repo")
+    save_plan(root, plan_of([Spec(f"1.{i}") for i in range(1, 7)]))
+    adapter = WatchedAdapter(script=script_of(entries_for(), latency_s=0.05))
+    tasks = anyio.run(orchestrator(root, adapter, 3).execute)
+    assert [t.status for t in tasks] == ["complete"] * 6
+    assert adapter.max_tasks_at_once == 3
+    # Every task's change is its own commit on the branch, and the final tree holds all six files.
+    subjects = git(root, "log", "--format=%s").splitlines()
+    assert sorted(s for s in subjects if s.startswith("autodev:")) == [
+        f"autodev: 1.{i} Task 1.{i}" for i in range(1, 7)
+    ]
+    for i in range(1, 7):
+        assert (root / own_file(f"1.{i}")).read_text() == f"VALUE = '1.{i}'\n"
+        changed = git(
+            root, "show", "--name-only", "--format=", _manager(root).get_task(f"1.{i}").commit or ""
+        )
+        assert changed.split() == [own_file(f"1.{i}")]
+    # The developers really worked elsewhere than the main tree.
+    developer_dirs = {call.cwd for call in adapter.calls if call.role == "developer"}
+    assert root not in developer_dirs and len(developer_dirs) >= 3
+    _no_leftovers(root)
+
+
+def test_no_task_starts_before_its_dependencies_and_no_two_share_a_file(tmp_path: Path) -> None:
+    root = git_repo(tmp_path / "repo")
+    specs = [
+        Spec("1.1"),
+        Spec("1.2"),
+        Spec("1.3", deps=("1.1",)),
+        Spec("1.4", deps=("1.1", "1.2")),
+        Spec("1.5", files=("src/shared.py",)),
+        Spec("1.6", files=("src/shared.py",)),
+    ]
+    save_plan(root, plan_of(specs))
+    entries = entries_for()
+    for task_id in ("1.5", "1.6"):
+        entries.append(
+            {
+                "role": "developer",
+                "task_id": task_id,
+                "text": "done",
+                "edits": [{"path": f"src/shared_{task_id}.py", "content": "X = 1\n"}],
+            }
+        )
+    adapter = WatchedAdapter(script=script_of(entries, latency_s=0.03))
+    tasks = anyio.run(orchestrator(root, adapter, 4).execute)
+    assert {t.status for t in tasks} == {"complete"}
+    assert frozenset({"1.5", "1.6"}) not in adapter.overlaps
+    order = [task for task, role in adapter.started if role == "developer"]
+    finished = {task: index for index, (task, role) in enumerate(adapter.started) if role == "test_engineer"}
+    assert order.index("1.3") > 0 and finished["1.1"] < adapter.started.index(("1.3", "developer"))
+    assert finished["1.2"] < adapter.started.index(("1.4", "developer"))
+    _no_leftovers(root)
+
+
+def test_textual_conflict_sends_one_task_back_and_both_changes_end_up_present(tmp_path: Path) -> None:
+    root = git_repo(tmp_path / "repo", {"shared.txt": "top\nmiddle\nbottom\n"})
+    save_plan(root, plan_of([Spec("1.1"), Spec("1.2")]))
+    # Both developers also rewrite the same (undeclared) line: whichever merges second conflicts.
+    first = {"path": "shared.txt", "content": "top\nmiddle by 1.1\nbottom\n"}
+    second = {"path": "shared.txt", "content": "top\nmiddle by 1.2\nbottom\n"}
+    both = {"path": "shared.txt", "content": "top\nmiddle by 1.1\nmiddle by 1.2\nbottom\n"}
+    entries = entries_for()
+    for task_id, mine in (("1.1", first), ("1.2", second)):
+        own = {"path": "src/t_{task_id}.py", "content": "VALUE = '{task_id}'\n"}
+        entries.append(
+            {"role": "developer", "task_id": task_id, "attempt": 1, "text": "v1", "edits": [own, mine]}
+        )
+        entries.append(
+            {"role": "developer", "task_id": task_id, "attempt": 2, "text": "v2", "edits": [own, both]}
+        )
+    adapter = WatchedAdapter(script=script_of(entries, latency_s=0.03))
+    tasks = anyio.run(orchestrator(root, adapter, 2).execute)
+    assert [t.status for t in tasks] == ["complete", "complete"]
+    retried = [t for t in tasks if t.retry_count == 1]
+    assert len(retried) == 1 and "conflicts with work merged meanwhile" in retried[0].last_issues[0]
+    assert "shared.txt" in retried[0].last_issues[0]
+    # The retried developer was told, on a fresh base that holds the other task's change.
+    second_try = [c for c in adapter.calls if c.role == "developer" and c.attempt == 2]
+    assert len(second_try) == 1 and "conflicts with work merged meanwhile" in second_try[0].prompt
+    assert (root / "shared.txt").read_text() == "top\nmiddle by 1.1\nmiddle by 1.2\nbottom\n"
+    assert (root / own_file("1.1")).exists() and (root / own_file("1.2")).exists()
+    _no_leftovers(root)
+
+
+def test_an_exception_in_one_worker_blocks_its_task_and_descendants_only(tmp_path: Path) -> None:
+    root = git_repo(tmp_path / "repo")
+    specs = [Spec("1.1"), Spec("1.2", deps=("1.1",)), Spec("1.3", deps=("1.2",)), Spec("1.4"), Spec("1.5")]
+    save_plan(root, plan_of(specs))
+    adapter = WatchedAdapter(script=script_of(entries_for(), latency_s=0.02), raise_for=["1.1"])
+    anyio.run(orchestrator(root, adapter, 3).execute)
+    manager = _manager(root)
+    assert [manager.get_task(t).status for t in ("1.1", "1.2", "1.3", "1.4", "1.5")] == [
+        "blocked",
+        "blocked",
+        "blocked",
+        "complete",
+        "complete",
+    ]
+    assert "agent for 1.1 crashed" in (manager.get_task("1.1").blocked_reason or "")
+    assert "dependency 1.1" in (manager.get_task("1.3").blocked_reason or "")
+    _no_leftovers(root)
+
+
+def test_per_phase_mode_finishes_a_phase_before_the_next_starts(tmp_path: Path) -> None:
+    root = git_repo(tmp_path / "repo")
+    save_plan(root, plan_of([Spec("1.1"), Spec("1.2"), Spec("2.1", phase="2"), Spec("2.2", phase="2")]))
+    adapter = WatchedAdapter(script=script_of(entries_for(), latency_s=0.03))
+    anyio.run(orchestrator(root, adapter, 4).execute)
+    last_of_phase_one = max(i for i, (task, _) in enumerate(adapter.started) if task.startswith("1."))
+    first_of_phase_two = min(i for i, (task, _) in enumerate(adapter.started) if task.startswith("2."))
+    assert last_of_phase_one < first_of_phase_two
+    plan = _manager(root).plan
+    assert plan.phases[0].end_checkpoint_commit == plan.phases[1].baseline_commit
+
+
+def test_a_dependency_on_a_later_phase_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    root = git_repo(tmp_path / "repo")
+    save_plan(root, plan_of([Spec("1.1", deps=("2.1",)), Spec("2.1", phase="2")]))
+    before = (root / ".autodev" / "ledger.jsonl").read_bytes()
+    adapter = WatchedAdapter(script=script_of(entries_for()))
+    with pytest.raises(PlanParseError, match=r"task 1.1 \(phase 1\) depends on 2.1 of a later phase"):
+        anyio.run(orchestrator(root, adapter, 2).execute)
+    assert adapter.calls == []
+    # Refused before anything was recorded (the session line aside, nothing about tasks).
+    ops = [op["op"] for op in ledger_ops(root)][len(before.splitlines()) :]
+    assert "task_status" not in ops
+    # The cross-phase dispatcher accepts the same plan and runs it to the end.
+    tasks = anyio.run(orchestrator(root, adapter, 2, cross_phase_parallelism_enabled=True).execute)
+    assert {t.status for t in tasks} == {"complete"}
+
+
+def test_cross_phase_review_ranges_are_exact_while_the_next_phase_commits(tmp_path: Path) -> None:
+    root = git_repo(tmp_path / "repo")
+    # 1.2 is slow; phase 2's task is independent and merges while phase 1 is still in flight.
+    save_plan(root, plan_of([Spec("1.1"), Spec("1.2"), Spec("2.1", phase="2")]))
+    entries = entries_for()
+    entries.append(
+        {
+            "role": "test_engineer",
+            "task_id": "1.2",
+            "text": "RESULTS: passed=0 failed=0 total=0",
+            "latency_s": 0.6,
+        }
+    )
+    adapter = WatchedAdapter(script=script_of(entries, latency_s=0.02))
+    anyio.run(orchestrator(root, adapter, 3, cross_phase_parallelism_enabled=True).execute)
+    manager = _manager(root)
+    commits = {t: manager.get_task(t).commit for t in ("1.1", "1.2", "2.1")}
+    history = git(root, "rev-list", "--reverse", "HEAD").split()
+    # Phase 2 merged before phase 1 finished: its commit sits inside phase 1's range.
+    assert history.index(commits["2.1"] or "") < history.index(commits["1.2"] or "")
+    phase_one, phase_two = manager.plan.phases
+    assert phase_one.end_checkpoint_commit == commits["1.2"]
+    assert phase_two.end_checkpoint_commit == commits["2.1"]
+    review = manager.evidence_for("plan")
+    paths = {ref.attempt: root / ref.path for ref in review if ref.kind == "phase_review"}
+    import json
+
+    first = json.loads(paths[1].read_text())
+    assert first["baseline_commit"] == history[0]
+    assert sorted(first["commits"]) == sorted([commits["1.1"], commits["1.2"]])
+    assert first["foreign_commits"] == [commits["2.1"]]
+    assert first["files_changed"] == [own_file("1.1"), own_file("1.2")]
+    assert own_file("2.1") not in first["diff"] and own_file("1.2") in first["diff"]
+
+
+def test_speculative_child_is_rolled_back_when_its_parent_fails_and_runs_again_later(tmp_path: Path) -> None:
+    root = git_repo(tmp_path / "repo")
+    save_plan(root, plan_of([Spec("1.1"), Spec("1.2", deps=("1.1",))]))
+    entries = entries_for()
+    entries.append(
+        {
+            "role": "reviewer",
+            "task_id": "1.1",
+            "responses": [
+                {"text": "VERDICT: NEEDS_CHANGES\nISSUES:\n- again", "latency_s": 0.3},
+                {"text": "VERDICT: APPROVED"},
+            ],
+        }
+    )
+    entries.append(
+        {
+            "role": "developer",
+            "task_id": "1.2",
+            "text": "done",
+            "latency_s": 0.5,
+            "edits": [{"path": "src/t_{task_id}.py", "content": "VALUE = '{task_id}'\n"}],
+        }
+    )
+    adapter = WatchedAdapter(script=script_of(entries, latency_s=0.02))
+    anyio.run(orchestrator(root, adapter, 2, speculative_execution_enabled=True).execute)
+    ops = ledger_ops(root)
+    names = [op["op"] for op in ops]
+    assert "speculative_started" in names and "speculative_rolled_back" in names
+    rolled = next(op for op in ops if op["op"] == "speculative_rolled_back")["payload"]
+    assert rolled["task_id"] == "1.2" and rolled["parent_task_id"] == "1.1"
+    # The child started twice: speculatively, then for real once 1.1 completed; both land.
+    assert [t for t, role in adapter.started if role == "developer"].count("1.2") == 2
+    manager = _manager(root)
+    assert manager.get_task("1.2").status == "complete" and manager.get_task("1.1").retry_count == 1
+    history = git(root, "log", "--format=%s").splitlines()
+    assert history.index("autodev: 1.2 Task 1.2") < history.index("autodev: 1.1 Task 1.1")
+    _no_leftovers(root)
+
+
+def test_speculative_child_is_kept_when_its_parent_succeeds(tmp_path: Path) -> None:
+    root = git_repo(tmp_path / "repo")
+    save_plan(root, plan_of([Spec("1.1"), Spec("1.2", deps=("1.1",))]))
+    entries = entries_for()
+    entries.append({"role": "reviewer", "task_id": "1.1", "text": "VERDICT: APPROVED", "latency_s": 0.3})
+    adapter = WatchedAdapter(script=script_of(entries, latency_s=0.02))
+    anyio.run(orchestrator(root, adapter, 2, speculative_execution_enabled=True).execute)
+    names = [op["op"] for op in ledger_ops(root)]
+    assert "speculative_started" in names and "speculative_committed" in names
+    assert "speculative_rolled_back" not in names
+    assert [t for t, role in adapter.started if role == "developer"].count("1.2") == 1
+    assert frozenset({"1.1", "1.2"}) in adapter.overlaps
+    history = git(root, "log", "--format=%s").splitlines()
+    # The child merged after its parent, on top of it.
+    assert history.index("autodev: 1.2 Task 1.2") < history.index("autodev: 1.1 Task 1.1")
+    _no_leftovers(root)
+
+
+def test_the_worktree_pool_runs_a_plan_and_leaves_nothing_behind(tmp_path: Path) -> None:
+    root = git_repo(tmp_path / "repo")
+    save_plan(root, plan_of([Spec(f"1.{i}") for i in range(1, 6)]))
+    adapter = WatchedAdapter(script=script_of(entries_for(), latency_s=0.02))
+    tasks = anyio.run(orchestrator(root, adapter, 2, worktree_pool_enabled=True).execute)
+    assert {t.status for t in tasks} == {"complete"}
+    pool_dirs = {call.cwd.name for call in adapter.calls if call.role == "developer"}
+    assert pool_dirs <= {"pool-0", "pool-1"}
+    _no_leftovers(root)

@@ -1,0 +1,156 @@
+"""Helpers for the parallel execute phase: a git repository, plans from a compact spec, watched agents."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from autodev.adapters.base import AgentInvocation, AgentResult
+from autodev.adapters.scripted import Script, ScriptedAdapter
+from autodev.config import AutodevConfig, load_config
+from autodev.orchestrator import Orchestrator
+from autodev.state.plan_manager import PlanManager
+from autodev.state.schemas import Phase, Plan, Task
+
+GATES_OFF = {f"qa_gates.{gate}.enabled": False for gate in ("syntax", "lint", "build", "test", "secretscan")}
+
+
+def git(root: Path, *args: str) -> str:
+    result = subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@invalid", *args],
+        cwd=root,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return result.stdout
+
+
+def git_repo(root: Path, files: Mapping[str, str] | None = None) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    git(root, "init", "-q")
+    for path, content in (files or {"README.md": "project\n"}).items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(content)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "initial")
+    return root
+
+
+@dataclass(frozen=True, slots=True)
+class Spec:
+    """One task: its phase, dependencies and declared files (default: its own ``src/t_<id>.py``)."""
+
+    task_id: str
+    phase: str = "1"
+    deps: tuple[str, ...] = ()
+    files: tuple[str, ...] | None = None
+
+
+def plan_of(specs: Sequence[Spec]) -> Plan:
+    phases: dict[str, list[Task]] = {}
+    for spec in specs:
+        files = list(spec.files) if spec.files is not None else [own_file(spec.task_id)]
+        phases.setdefault(spec.phase, []).append(
+            Task(
+                id=spec.task_id,
+                phase_id=spec.phase,
+                title=f"Task {spec.task_id}",
+                description=f"Write {spec.task_id}.",
+                files=files,
+                depends_on=list(spec.deps),
+            )
+        )
+    return Plan(
+        plan_id="plan-parallel",
+        spec_hash="spec",
+        title="parallel",
+        phases=[Phase(id=pid, title=f"Phase {pid}", tasks=tasks) for pid, tasks in phases.items()],
+        created_at="2026-01-01T00:00:00+00:00",
+        updated_at="2026-01-01T00:00:00+00:00",
+    )
+
+
+def own_file(task_id: str) -> str:
+    return f"src/t_{task_id}.py"
+
+
+def save_plan(root: Path, plan: Plan) -> None:
+    with PlanManager.open(root) as manager:
+        manager.init_plan(plan)
+
+
+def entries_for(
+    latency_s: float = 0.0, *, developer_edits: Sequence[Mapping[str, Any]] | None = None
+) -> list[dict[str, Any]]:
+    """Every role succeeds; the developer writes the task's own file (or ``developer_edits``)."""
+    edits = developer_edits or [
+        {"path": "src/t_{task_id}.py", "content": "VALUE = '{task_id}'\n"},
+    ]
+    return [
+        {"role": "developer", "text": "done {task_id}", "edits": list(edits)},
+        {"role": "reviewer", "text": "VERDICT: APPROVED"},
+        {"role": "test_engineer", "text": "RESULTS: passed=0 failed=0 total=0"},
+        {"role": "critic_sounding_board", "text": "VERDICT: NEEDS_REVISION\nRECOMMENDATION: re-plan"},
+    ]
+
+
+def script_of(entries: Sequence[Mapping[str, Any]], latency_s: float = 0.0) -> Script:
+    return Script.model_validate({"latency_s": latency_s, "entries": list(entries)})
+
+
+@dataclass
+class WatchedAdapter(ScriptedAdapter):
+    """The scripted adapter, recording which tasks were in an agent call at the same time."""
+
+    active: set[str] = field(default_factory=set)
+    max_tasks_at_once: int = 0
+    overlaps: set[frozenset[str]] = field(default_factory=set)
+    started: list[tuple[str, str]] = field(default_factory=list)
+    raise_for: set[str] = field(default_factory=set)
+
+    def __init__(self, *, script: Script, raise_for: Sequence[str] = ()) -> None:
+        super().__init__(script=script)
+        self.active = set()
+        self.max_tasks_at_once = 0
+        self.overlaps = set()
+        self.started = []
+        self.raise_for = set(raise_for)
+
+    async def execute(self, inv: AgentInvocation) -> AgentResult:
+        task = inv.task_id or "plan"
+        if task in self.raise_for and inv.role == "developer":
+            raise RuntimeError(f"agent for {task} crashed")
+        self.started.append((task, inv.role))
+        for other in self.active - {task}:
+            self.overlaps.add(frozenset({task, other}))
+        self.active.add(task)
+        self.max_tasks_at_once = max(self.max_tasks_at_once, len(self.active))
+        try:
+            return await super().execute(inv)
+        finally:
+            self.active.discard(task)
+
+
+def config(root: Path, workers: int, **overrides: Any) -> AutodevConfig:
+    values: dict[str, Any] = {
+        "platform": "scripted",
+        "tournaments.execute_max_parallel_tasks": workers,
+        **GATES_OFF,
+        **overrides,
+    }
+    return load_config(root, env={}, overrides=values)
+
+
+def orchestrator(root: Path, adapter: ScriptedAdapter, workers: int, **overrides: Any) -> Orchestrator:
+    return Orchestrator(root, config=config(root, workers, **overrides), adapter=adapter)
+
+
+def ledger_ops(root: Path) -> list[dict[str, Any]]:
+    import json
+
+    lines = (root / ".autodev" / "ledger.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
