@@ -235,7 +235,7 @@ def test_confirm_plan_waits_for_approval_then_execute_completes_and_status_json_
 
     # The status object of seed 001, section 11.3.
     data = status_json(run_cli, root)
-    assert set(data) == {"plan", "session_id", "tasks", "totals"}
+    assert set(data) == {"plan", "session_id", "tasks", "totals", "in_flight"}
     plan = data["plan"]
     assert set(plan) == {"plan_id", "spec_hash", "phases", "title", "created_at", "updated_at"}
     assert plan["plan_id"].startswith("plan-") and plan["phases"] == 1
@@ -249,7 +249,7 @@ def test_confirm_plan_waits_for_approval_then_execute_completes_and_status_json_
     ]
     commits = [t["commit"] for t in data["tasks"]]
     assert commits == [git_sha(root, "HEAD~1"), git_sha(root, "HEAD")]
-    assert set(data["totals"]) == TASK_STATUSES | {"total"}
+    assert set(data["totals"]) == TASK_STATUSES | {"total", "in_flight"}
     assert data["totals"]["complete"] == data["totals"]["total"] == 2
     assert sum(data["totals"][name] for name in TASK_STATUSES) == 2
 

@@ -1,7 +1,9 @@
-"""The live display of a run: per task its step, attempt, elapsed time and cost, plus recent notes.
+"""The live display of a run: per task its step, attempt, elapsed time, cost and worktree, plus recent notes.
 
-On a terminal it is a rich ``Live`` table redrawn as ``ProgressEvent``s arrive; when output is piped it
-prints one plain line per event instead, which reads well in CI logs.
+On a terminal it is a rich ``Live`` table redrawn as ``ProgressEvent``s arrive, one row per task so tasks
+running in parallel each keep their own line; when output is piped it prints one plain line per event
+instead, prefixed with the task id so the interleaved lines of parallel tasks can be told apart (and
+grepped) in CI logs.
 """
 
 from __future__ import annotations
@@ -30,6 +32,12 @@ class _Row:
     state: str = "waiting"
     started: float = field(default_factory=time.monotonic)
     cost_usd: float = 0.0
+    worktree: str | None = None
+    # Set when the task finishes, so its elapsed time stops growing while other tasks still run.
+    finished: float | None = None
+
+    def elapsed(self) -> float:
+        return (self.finished if self.finished is not None else time.monotonic()) - self.started
 
 
 class LiveDisplay:
@@ -65,7 +73,16 @@ class LiveDisplay:
             self._phase = event.message
         if event.task_id is not None:
             row = self._rows.setdefault(event.task_id, _Row())
-            if event.step:
+            if event.kind == "task_started":
+                # A resumed or retried task starts afresh: its clock and worktree are those of this start.
+                row.started = time.monotonic()
+                row.finished = None
+                row.worktree = event.details[0] if event.details else None
+                row.step = event.step or "-"
+            elif event.kind == "task_finished":
+                # The final status goes to State; Step keeps the step the task ended on.
+                row.finished = time.monotonic()
+            elif event.step:
                 row.step = event.step
             if event.attempt:
                 row.attempt = event.attempt
@@ -82,23 +99,31 @@ class LiveDisplay:
 
     def _render(self) -> Group:
         table = Table(title=self._phase or "AutoDev", title_justify="left", expand=False)
-        for column in ("Task", "Step", "Attempt", "State", "Elapsed", "Cost"):
+        # A serial run has no worktrees: keep its table as narrow as it was.
+        with_worktree = any(row.worktree for row in self._rows.values())
+        columns = ("Task", "Step", "Attempt", "State", "Elapsed", "Cost")
+        for column in (*columns, "Worktree") if with_worktree else columns:
             table.add_column(column, no_wrap=True)
         for task_id, row in self._rows.items():
-            elapsed = time.monotonic() - row.started
-            table.add_row(
+            cells = [
                 task_id,
                 row.step,
                 str(row.attempt),
                 row.state,
-                f"{elapsed:5.0f}s",
+                f"{row.elapsed():5.0f}s",
                 f"${row.cost_usd:.2f}" if row.cost_usd else "-",
-            )
+            ]
+            if with_worktree:
+                cells.append(row.worktree or "-")
+            # Text, not markup: an id or a path with "[...]" must show as written.
+            table.add_row(*(Text(cell) for cell in cells))
         notes = Text("\n".join(self._notes[-6:]), style="dim")
         return Group(table, notes)
 
 
 def _state_of(event: ProgressEvent, previous: str) -> str:
+    if event.kind == "task_started":
+        return "started"
     if event.kind == "step_started":
         return "running"
     if event.kind == "step_finished":
@@ -116,9 +141,12 @@ def _plain(event: ProgressEvent) -> str:
     where = f"[{event.task_id}{'/' + event.step if event.step else ''}]" if event.task_id else ""
     attempt = f" (attempt {event.attempt})" if event.attempt and event.attempt > 1 else ""
     cost = f" ${event.cost_usd:.4f}" if event.cost_usd else ""
-    line = f"{where} {event.message}{attempt}{cost}".strip()
+    worktree = f" (worktree {event.details[0]})" if event.kind == "task_started" and event.details else ""
+    line = f"{where} {event.message}{attempt}{cost}{worktree}".strip()
     if len(event.details) > 1 and event.kind == "retry":
-        line += "".join(f"\n    - {detail.splitlines()[0][:200]}" for detail in event.details)
+        # Each failure line carries the task id too: a grep for one task finds all of its lines.
+        prefix = f"[{event.task_id}]  " if event.task_id else "  "
+        line += "".join(f"\n{prefix}  - {detail.splitlines()[0][:200]}" for detail in event.details)
     return line
 
 

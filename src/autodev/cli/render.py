@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from autodev.adapters.detect import ToolProbe
@@ -43,6 +45,21 @@ def plan_summary(plan: Plan) -> str:
     return f"Saved plan {plan.plan_id} {plan.title!r}: {len(plan.phases)} phase(s), {tasks} task(s)."
 
 
+# A cell names at most this many ids: a task waiting on dozens would otherwise fill the screen.
+_WAITS_ON_IDS = 5
+_TOP_BLOCKERS = 3
+
+
+def _waits_on(ids: list[str]) -> str:
+    shown = ", ".join(ids[:_WAITS_ON_IDS])
+    return f"{shown} (+{len(ids) - _WAITS_ON_IDS} more)" if len(ids) > _WAITS_ON_IDS else shown
+
+
+def _styled(status: str) -> str:
+    style = _STATUS_STYLE.get(status, "")
+    return f"[{style}]{status}[/{style}]" if style else status
+
+
 def print_status(data: dict[str, Any], repo_root: Path) -> None:
     console = _console()
     plan = data["plan"]
@@ -63,19 +80,72 @@ def print_status(data: dict[str, Any], repo_root: Path) -> None:
         table.add_column("Depends on")
         table.add_column("Note")
         for task in tasks:
-            style = _STATUS_STYLE.get(task["status"], "")
             table.add_row(
-                task["id"],
-                task["title"],
-                f"[{style}]{task['status']}[/{style}]" if style else task["status"],
+                escape(task["id"]),
+                escape(task["title"]),
+                _styled(task["status"]),
                 str(task["retry_count"]),
-                ", ".join(task["depends_on"]) or "-",
-                task["blocked_reason"] or ("escalated" if task["escalated"] else ""),
+                escape(", ".join(task["depends_on"]) or "-"),
+                escape(_note(task)),
             )
         console.print(table)
+    _print_in_flight(console, data.get("in_flight", []))
+    _print_waiting_summary(console, data["tasks"])
     totals = data["totals"]
-    counts = ", ".join(f"{count} {name}" for name, count in totals.items() if name != "total" and count)
-    console.print(f"{totals['total']} tasks: {counts}")
+    counts = ", ".join(f"{totals[name]} {name}" for name in _STATUS_STYLE if totals.get(name))
+    in_flight = f" ({totals['in_flight']} in flight)" if totals.get("in_flight") else ""
+    console.print(f"{totals['total']} tasks{in_flight}: {counts}")
+
+
+def _note(task: dict[str, Any]) -> str:
+    if task["blocked_reason"]:
+        return str(task["blocked_reason"])
+    if task["escalated"]:
+        return "escalated"
+    if task.get("waiting_on"):
+        return f"waits on {_waits_on(task['waiting_on'])}"
+    return ""
+
+
+def _print_in_flight(console: Console, in_flight: list[dict[str, Any]]) -> None:
+    """Every in-flight task with its step and worktree; the run's parallelism keeps this list short."""
+    if not in_flight:
+        return
+    table = Table(title="In flight", title_justify="left", expand=False)
+    table.add_column("Task", no_wrap=True)
+    table.add_column("Step", no_wrap=True)
+    table.add_column("Worktree")
+    for item in in_flight:
+        worktree = escape(item["worktree"]) if item["worktree"] else "[dim](main tree)[/dim]"
+        table.add_row(escape(item["id"]), _styled(item["status"]), worktree)
+    console.print(table)
+
+
+def _print_waiting_summary(console: Console, tasks: list[dict[str, Any]]) -> None:
+    """How many pending tasks are ready or waiting, and the few tasks most of the waiting hangs on.
+
+    Each waiting task already names its blockers in its row; on a plan of thousands a count and the top
+    blockers say more than another list would.
+    """
+    ready = 0
+    waiting = 0
+    blockers: Counter[str] = Counter()
+    for task in tasks:
+        ids = task.get("waiting_on")
+        if ids is None:
+            continue
+        if ids:
+            waiting += 1
+            blockers.update(ids)
+        else:
+            ready += 1
+    if not ready and not waiting:
+        return
+    line = f"Pending: {ready} ready to start, {waiting} waiting"
+    if blockers:
+        top = ", ".join(f"{task_id} ({count})" for task_id, count in blockers.most_common(_TOP_BLOCKERS))
+        line += f"; most waited on: {escape(top)}"
+    console.print(line)
 
 
 def _format_value(value: Any) -> str:

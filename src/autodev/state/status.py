@@ -2,6 +2,16 @@
 
 ``read_status`` answers from ``plan.json`` when it is verified and up to date with the ledger, without
 building pydantic models; otherwise it replays through a read-only ``PlanManager``.
+
+Beyond the seed shape, the object says what runs in parallel and why the rest waits:
+
+- every task carries ``worktree`` (its isolated git worktree relative to the repo, or None);
+- every *pending* task carries ``waiting_on``: the sorted ids it waits for. Its unfinished dependencies
+  (not complete or skipped) when it has any, otherwise the in-flight tasks holding one of its files; an
+  empty list means it may start now. Tasks in any other status have no ``waiting_on`` key, so an empty
+  list always means "ready";
+- ``totals["in_flight"]`` counts the tasks in flight, and the top-level ``in_flight`` lists them as
+  ``{"id", "status", "worktree"}`` in plan order.
 """
 
 from __future__ import annotations
@@ -15,7 +25,7 @@ from autodev.state.ledger import Ledger
 from autodev.state.paths import AutodevPaths
 from autodev.state.snapshot import decode_snapshot
 
-__all__ = ["TASK_STATUS_NAMES", "read_status", "status_from_state"]
+__all__ = ["IN_FLIGHT_STATUS_NAMES", "TASK_STATUS_NAMES", "read_status", "status_from_state"]
 
 # The ten statuses in FSM order (kept in sync with schemas.TASK_STATUSES by a test).
 TASK_STATUS_NAMES = (
@@ -32,17 +42,55 @@ TASK_STATUS_NAMES = (
 )
 
 
+# Started and not yet terminal: the task holds its files (and maybe a worktree) until it finishes.
+IN_FLIGHT_STATUS_NAMES = frozenset(TASK_STATUS_NAMES[1:7])
+_DONE = frozenset({"complete", "skipped"})
+
+
 def status_from_state(state: dict[str, Any]) -> dict[str, Any]:
-    """Build the status object from a JSON-mode dump of ``PlanState``."""
+    """The status object of a JSON-mode dump of ``PlanState``; its task dicts are annotated in place."""
     totals: dict[str, int] = dict.fromkeys(TASK_STATUS_NAMES, 0)
     plan = state.get("plan")
     if plan is None:
         totals["total"] = 0
-        return {"plan": None, "session_id": state.get("session_id"), "tasks": [], "totals": totals}
+        totals["in_flight"] = 0
+        return {
+            "plan": None,
+            "session_id": state.get("session_id"),
+            "tasks": [],
+            "totals": totals,
+            "in_flight": [],
+        }
     tasks = [task for phase in plan["phases"] for task in phase["tasks"]]
+    done: set[str] = set()
+    pending: list[dict[str, Any]] = []
+    in_flight: list[dict[str, Any]] = []
+    holders: dict[str, list[str]] = {}
     for task in tasks:
-        totals[task["status"]] += 1
+        status = task["status"]
+        totals[status] += 1
+        # A plan.json written before worktrees existed lacks the key; replay would give None.
+        worktree = task.setdefault("worktree", None)
+        if status == "pending":
+            pending.append(task)
+        elif status in _DONE:
+            done.add(task["id"])
+        elif status in IN_FLIGHT_STATUS_NAMES:
+            in_flight.append({"id": task["id"], "status": status, "worktree": worktree})
+            for path in task["files"]:
+                holders.setdefault(path, []).append(task["id"])
+    # Linear in tasks, dependency edges and files, with no set or sort for the common case of a task that
+    # waits on nothing or on one task: status must stay fast on plans of thousands of tasks.
+    for task in pending:
+        # An id missing from the plan never completes, so it keeps the task waiting as the scheduler would.
+        waiting = [dep for dep in task["depends_on"] if dep not in done] if task["depends_on"] else []
+        if not waiting and holders:
+            for path in task["files"]:
+                if path in holders:
+                    waiting += holders[path]
+        task["waiting_on"] = sorted(set(waiting)) if len(waiting) > 1 else waiting
     totals["total"] = len(tasks)
+    totals["in_flight"] = len(in_flight)
     return {
         "plan": {
             "plan_id": plan["plan_id"],
@@ -55,6 +103,7 @@ def status_from_state(state: dict[str, Any]) -> dict[str, Any]:
         "session_id": state.get("session_id"),
         "tasks": tasks,
         "totals": totals,
+        "in_flight": in_flight,
     }
 
 

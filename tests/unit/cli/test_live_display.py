@@ -1,0 +1,89 @@
+"""The live display of a run with several tasks in flight at once, on a terminal and in plain mode."""
+
+from __future__ import annotations
+
+import io
+from types import SimpleNamespace
+
+import pytest
+from rich.console import Console
+
+from autodev.cli.live import LiveDisplay
+from autodev.orchestrator.events import ProgressEvent
+
+WT1 = ".autodev/task-worktrees/task-1.1"
+WT2 = ".autodev/task-worktrees/task-1.2"
+
+INTERLEAVED = [
+    ProgressEvent("phase", "execute phase: demo"),
+    # As the dispatcher sends it: the status as step, the attempt, the worktree as the only detail.
+    ProgressEvent("task_started", "started", "1.1", "in_progress", 1, details=(WT1,)),
+    ProgressEvent("task_started", "started", "1.2", "in_progress", 1, details=(WT2,)),
+    ProgressEvent("step_started", "developer working", "1.1", "develop", 1),
+    ProgressEvent("step_started", "developer working", "1.2", "develop", 1),
+    ProgressEvent("step_finished", "developer done", "1.2", "develop", 1, True, 0.5),
+    ProgressEvent("step_started", "QA gates running", "1.2", "gates", 1),
+    ProgressEvent("step_finished", "developer done", "1.1", "develop", 1, True, 0.25),
+    ProgressEvent("retry", "gates failed", "1.2", "gates", 2, details=("lint: E501", "test: 1 failed")),
+    ProgressEvent("step_started", "reviewer working", "1.1", "review", 1),
+    ProgressEvent("task_finished", "complete", "1.1", "complete", ok=True),
+    ProgressEvent("step_started", "developer working", "1.2", "develop", 2),
+]
+
+
+def _last_rows(text: str) -> dict[str, list[str]]:
+    """The cells of each task's row in the last frame drawn (later frames overwrite earlier ones)."""
+    rows: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        if line.startswith("│ 1."):
+            cells = [cell.strip() for cell in line.strip("│").split("│")]
+            rows[cells[0]] = cells
+    return rows
+
+
+def test_on_a_terminal_two_interleaved_tasks_keep_their_own_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = [0.0]
+    monkeypatch.setattr("autodev.cli.live.time", SimpleNamespace(monotonic=lambda: clock[0]))
+    console = Console(record=True, force_terminal=True, width=160, file=io.StringIO())
+    with LiveDisplay(console) as display:
+        for event in INTERLEAVED:
+            if event.kind == "task_finished":
+                clock[0] = 5.0
+            display(event)
+        clock[0] = 100.0
+    rows = _last_rows(console.export_text())
+    assert set(rows) == {"1.1", "1.2"}
+    # Task, Step, Attempt, State, Elapsed, Cost, Worktree
+    assert rows["1.1"] == ["1.1", "review", "1", "complete", "5s", "$0.25", WT1]
+    assert rows["1.2"] == ["1.2", "develop", "2", "running", "100s", "$0.50", WT2]
+
+
+def test_a_serial_run_without_worktrees_has_no_worktree_column() -> None:
+    console = Console(record=True, force_terminal=True, width=160, file=io.StringIO())
+    with LiveDisplay(console) as display:
+        display(ProgressEvent("task_started", "started", "1.1", "in_progress", 1))
+        display(ProgressEvent("step_started", "developer working", "1.2", "develop", 1))
+    text = console.export_text()
+    assert "Worktree" not in text
+    rows = _last_rows(text)
+    assert rows["1.1"][:4] == ["1.1", "in_progress", "1", "started"]
+    assert rows["1.2"][:4] == ["1.2", "develop", "1", "running"]
+
+
+def test_plain_mode_prefixes_every_line_with_its_task_id() -> None:
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=False, width=200)
+    with LiveDisplay(console) as display:
+        for event in INTERLEAVED:
+            display(event)
+    lines = out.getvalue().splitlines()
+    assert lines[:3] == [
+        "execute phase: demo",
+        f"[1.1/in_progress] started (worktree {WT1})",
+        f"[1.2/in_progress] started (worktree {WT2})",
+    ]
+    assert lines[3:5] == ["[1.1/develop] developer working", "[1.2/develop] developer working"]
+    assert "[1.2/gates] gates failed (attempt 2)" in lines
+    assert "[1.2]    - lint: E501" in lines and "[1.2]    - test: 1 failed" in lines
+    assert all(line.startswith(("[1.1", "[1.2")) for line in lines[1:])
+    assert len(lines) == len(INTERLEAVED) + 2  # one per event, plus the two failure lines of the retry
