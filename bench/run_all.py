@@ -22,6 +22,8 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
     "resume": (["--ops", "100000"], ["--ops", "10000", "--runs", "1"]),
     "cli_startup": ([], ["--runs", "3"]),
     "memory": (["--tasks", "1000"], ["--tasks", "50"]),
+    "makespan": ([], ["--quick"]),
+    "worktree_pool": ([], ["--dirs", "10", "--iterations", "3"]),
 }
 
 

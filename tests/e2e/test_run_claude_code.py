@@ -96,6 +96,9 @@ def test_run_through_claude_code_commits_the_scripted_change_with_every_gate_gre
         DISABLE_AUTOUPDATER="1",
     )
     env = {key: value for key, value in env.items() if not key.startswith("AUTODEV_")}
+    # The scripted model writes to absolute paths in the main tree, so the task must work there: one task
+    # at a time (with more, it would work in a worktree of its own and these writes would miss it).
+    env["AUTODEV_TOURNAMENTS__EXECUTE_MAX_PARALLEL_TASKS"] = "1"
 
     proc = subprocess.run(
         [str(AUTODEV), "-C", str(root), "run", "--platform", "claude_code", INTENT],

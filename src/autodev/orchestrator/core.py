@@ -193,16 +193,13 @@ class Orchestrator:
         A task interrupted mid-flight keeps its worktree (``resume`` continues it there), and its pinned
         commit when it was interrupted while merging.
         """
-        manager = self.plan_manager
-        in_flight = (
-            {task.id: task for task in manager.tasks() if task.status in MID_FLIGHT}
-            if manager.has_plan
-            else {}
-        )
+        plans = self.plan_manager
+        ids = plans.task_ids_with_status(*MID_FLIGHT) if plans.has_plan else []
+        in_flight = {task_id: plans.get_task(task_id) for task_id in ids}
         keep = [self.repo_root / task.worktree for task in in_flight.values() if task.worktree]
         tasks_dir = self.paths.task_worktrees_dir
-        manager = WorktreeManager(self.repo_root, tasks_dir, admin_lock=self.worktree_admin_lock)
-        await manager.prune_stale(keep=keep)
+        worktrees = WorktreeManager(self.repo_root, tasks_dir, admin_lock=self.worktree_admin_lock)
+        await worktrees.prune_stale(keep=keep)
         for ref in await self.git.refs_under(TASK_REF_PREFIX):
             task = in_flight.get(ref.removeprefix(TASK_REF_PREFIX))
             # A pinned commit belongs to the merge step only; back at an earlier step it is stale.

@@ -44,7 +44,7 @@ from autodev.orchestrator.phase_review import review_finished_phases
 from autodev.orchestrator.workspace import MainTreeChangedError, TaskWorkspace, task_ref
 from autodev.orchestrator.worktree import Worktree, WorktreeManager
 from autodev.orchestrator.worktree_pool import WorktreePool
-from autodev.state.schemas import TERMINAL_STATUSES, Plan, Task
+from autodev.state.schemas import TASK_STATUSES, TERMINAL_STATUSES, Plan, Task
 from autodev.state.validation import validate_dag
 
 if TYPE_CHECKING:
@@ -107,6 +107,7 @@ class _Worker:
     scope: anyio.CancelScope
     in_place: bool
     worktree: Worktree | None = None
+    resumed: bool = False  # the task was already in flight when this run started
 
 
 class Dispatcher:
@@ -187,10 +188,7 @@ class Dispatcher:
 
     def _current_phase(self) -> str | None:
         """The first phase (plan order) with an unfinished task: the only one the per-phase mode runs."""
-        for phase in self.pm.plan.phases:
-            if any(task.status not in TERMINAL_STATUSES for task in phase.tasks):
-                return phase.id
-        return None
+        return next((phase.phase_id for phase in self.pm.phase_progress() if not phase.finished), None)
 
     def _fill(self) -> None:
         """Start as many tasks as the free slots, the dependencies and the file sets allow."""
@@ -228,7 +226,10 @@ class Dispatcher:
     def _start(self, task_id: str, *, in_place: bool = False) -> None:
         if self._task_group is None:
             raise StateError("the dispatcher is not running")
-        isolated = self.parallelism.isolated and not in_place
+        # A task that recorded a worktree (a parallel run was interrupted) finishes there, whatever the
+        # parallelism now: its work is in that worktree, not in the main tree.
+        recorded = self.pm.get_task(task_id).worktree is not None
+        isolated = recorded or (self.parallelism.isolated and not in_place)
         worker = _Worker(anyio.CancelScope(), in_place=not isolated)
         self.workers[task_id] = worker
         if task_id not in self.processed:
@@ -242,7 +243,8 @@ class Dispatcher:
             with worker.scope:
                 workspace = await self._open_workspace(task_id, worker, isolated)
                 if workspace is not None:
-                    await execute_task(self.orch, task_id, self._context(task_id, workspace))
+                    context = self._context(task_id, workspace, resumed=worker.resumed)
+                    await execute_task(self.orch, task_id, context)
         except _RUN_FATAL:
             raise
         except Exception as exc:  # failure isolation: this task (and what depends on it) only
@@ -256,23 +258,34 @@ class Dispatcher:
                 await self._finish_worker(task_id, worker)
 
     async def _finish_worker(self, task_id: str, worker: _Worker) -> None:
-        task = self.pm.get_task(task_id)
         rollback = self.rolling_back.pop(task_id, None)
         if rollback is not None:
-            await self._roll_back(task_id, rollback)
-        elif task.status in TERMINAL_STATUSES and worker.worktree is not None:
-            if task.status != "complete":  # a completed task's pinned commit went with its merge
-                await self.orch.git.delete_ref(task_ref(task_id))
-            await self.worktrees.release(worker.worktree)
-        if self.pm.get_task(task_id).status in TERMINAL_STATUSES:
-            async with self.lock:
+            await self._roll_back(task_id, rollback, worker)
+        status = self.pm.get_task(task_id).status
+        if status in TERMINAL_STATUSES and status != "complete":
+            async with self.lock:  # a completed task's phase was checkpointed inside its merge
                 await self._checkpoint_phases()
+        release = rollback is None and status in TERMINAL_STATUSES and worker.worktree is not None
+        # A pooled worktree is recycled in a reset: done before the slot frees, the next task reuses it.
+        # Removing a plain worktree takes longer: dependents start while it goes.
+        pooled = isinstance(self.worktrees, WorktreePool)
+        if release and pooled:
+            await self._release(task_id, status, worker)
         del self.workers[task_id]
         self._notify(task_id)
+        if release and not pooled:
+            await self._release(task_id, status, worker)
+
+    async def _release(self, task_id: str, status: str, worker: _Worker) -> None:
+        if status != "complete":  # a completed task's pinned commit went with its merge
+            await self.orch.git.delete_ref(task_ref(task_id))
+        if worker.worktree is not None:
+            await self.worktrees.release(worker.worktree)
 
     async def _open_workspace(self, task_id: str, worker: _Worker, isolated: bool) -> TaskWorkspace | None:
         """The tree the task works in; starts a pending task (its base is the main tree's HEAD now)."""
         task = self.pm.get_task(task_id)
+        worker.resumed = task.status != "pending"
         if not isolated:
             if task.status == "pending":
                 base = await self.orch.git.ensure_base_commit()
@@ -286,7 +299,8 @@ class Dispatcher:
             worker.worktree = await self._resumed_worktree(task)
             if worker.worktree is None:
                 return None
-        return TaskWorkspace(worker.worktree.path, GitRepo(worker.worktree.path), isolated=True)
+        git = GitRepo(worker.worktree.path, like=self.orch.git)
+        return TaskWorkspace(worker.worktree.path, git, isolated=True)
 
     def _record_start(self, task: Task, base: str, worktree: Path | None) -> None:
         relative = worktree.relative_to(self.orch.repo_root).as_posix() if worktree else None
@@ -318,7 +332,7 @@ class Dispatcher:
         """Review phases that reached their end checkpoint (from the loop only: it may call an agent)."""
         await review_finished_phases(self.orch)
 
-    def _context(self, task_id: str, workspace: TaskWorkspace) -> TaskContext:
+    def _context(self, task_id: str, workspace: TaskWorkspace, *, resumed: bool) -> TaskContext:
         async def wait_for_parent() -> None:
             while task_id in self.speculating:
                 event = self._changed
@@ -330,6 +344,7 @@ class Dispatcher:
             before_integration=wait_for_parent,
             on_change=self._notify,
             after_complete=self._after_complete,
+            resumed=resumed,
         )
 
     async def _after_complete(self, task: Task) -> None:
@@ -343,14 +358,12 @@ class Dispatcher:
         the moment the phase's last task finished, however many later-phase tasks merge afterwards.
         """
         head: str | None = None
-        for phase in self.pm.plan.phases:
-            if phase.end_checkpoint_commit is not None:
-                continue
-            if any(task.status not in TERMINAL_STATUSES for task in phase.tasks):
+        for phase in self.pm.phase_progress():
+            if phase.end_checkpoint_commit is not None or not phase.finished:
                 continue
             head = head or await self.orch.git.ensure_base_commit()
-            if self.pm.record_phase_checkpoint(phase.id, head):
-                _log.info("dispatcher.phase_checkpoint", phase_id=phase.id, commit=head)
+            if self.pm.record_phase_checkpoint(phase.phase_id, head):
+                _log.info("dispatcher.phase_checkpoint", phase_id=phase.phase_id, commit=head)
 
     # --- speculative execution ----------------------------------------------------------------------
 
@@ -401,12 +414,11 @@ class Dispatcher:
                 self.rolling_back[child] = reason
                 worker.scope.cancel()
 
-    async def _roll_back(self, child: str, reason: str) -> None:
+    async def _roll_back(self, child: str, reason: str, worker: _Worker) -> None:
         """Discard a cancelled speculative child's work and re-queue it (best effort, idempotent)."""
-        worker = self.workers.get(child)
         try:
             await self.orch.git.delete_ref(task_ref(child))
-            if worker is not None and worker.worktree is not None:
+            if worker.worktree is not None:
                 await self.worktrees.release(worker.worktree)
         except Exception:
             _log.exception("dispatcher.rollback_cleanup_failed", task_id=child)
@@ -422,4 +434,4 @@ class Dispatcher:
 
     def _in_plan_order(self, task_ids: Iterable[str]) -> list[str]:
         wanted = set(task_ids)
-        return [task.id for task in self.pm.plan.iter_tasks() if task.id in wanted]
+        return [task_id for task_id in self.pm.task_ids_with_status(*TASK_STATUSES) if task_id in wanted]

@@ -35,6 +35,7 @@ from autodev.orchestrator.workspace import (
     Integrated,
     TaskWorkspace,
     commit_message,
+    commit_task,
     integrate,
     rebase_after_conflict,
     task_ref,
@@ -133,6 +134,8 @@ class TaskContext:
     # The developer's change as git showed it, reused by the gates and the review (they change no file);
     # dropped on any failure and before the test engineer, who adds files.
     developer_diff: WorkingDiff | None = None
+    # The task was in flight when a run was killed: steps may find half-done work of that run.
+    resumed: bool = False
 
 
 def _agent_failure(role: str, result: AgentResult) -> StepFailure:
@@ -574,12 +577,13 @@ async def _complete_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> St
     if ctx.workspace.isolated:
         await ctx.before_integration()
         orch.emit(ProgressEvent("step_started", "merging", task.id, "merge", task.retry_count + 1))
+        change = await commit_task(ctx.workspace, task, resumed=ctx.resumed)
         async with ctx.integration_lock:
-            outcome = await integrate(orch, ctx.workspace, task)
+            outcome = await integrate(orch, ctx.workspace, task, change)
             if isinstance(outcome, Integrated):
-                await _record_complete(orch, task, outcome.commit, ctx)
+                await _record_complete(orch, task, outcome.commit, ctx, pinned=outcome.pinned)
                 return None
-        applied = await rebase_after_conflict(ctx.workspace, outcome)
+        applied = await rebase_after_conflict(ctx.workspace, task, outcome)
         old_patch = await ctx.workspace.git.commit_patch(outcome.commit)
         issue = (
             f"your change conflicts with work merged meanwhile ({', '.join(outcome.paths[:10])}); the "
@@ -608,10 +612,12 @@ async def _complete_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> St
     return None
 
 
-async def _record_complete(orch: Orchestrator, task: Task, commit: str | None, ctx: TaskContext) -> None:
+async def _record_complete(
+    orch: Orchestrator, task: Task, commit: str | None, ctx: TaskContext, *, pinned: bool = False
+) -> None:
     """Record the task complete (under the integration lock, so a phase checkpoint taken next is exact)."""
     orch.plan_manager.update_task_status(task.id, "complete", commit=commit)
-    if ctx.workspace.isolated:
+    if pinned:
         await orch.git.delete_ref(task_ref(task.id))
     if ctx.after_complete is not None:
         await ctx.after_complete(orch.plan_manager.get_task(task.id))

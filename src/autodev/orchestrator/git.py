@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ import anyio
 
 from autodev.errors import AutodevError
 
-__all__ = ["GitError", "GitRepo", "WorkingDiff"]
+__all__ = ["GitError", "GitRepo", "WorkingDiff", "run_git"]
 
 _EXCLUDE_STATE = ":(exclude).autodev"
 # Used only when the repository has no identity configured, so that auto-commit works on fresh machines.
@@ -39,6 +40,42 @@ def _git_running_in(root: Path) -> bool:
         if name.startswith("git") and (cwd == resolved or resolved in cwd.parents):
             return True
     return False
+
+
+async def run_git(
+    args: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout_s: float,
+    stdin: bytes | None = None,
+) -> subprocess.CompletedProcess[bytes]:
+    """Run one git command to completion in a worker thread.
+
+    A thread rather than an event-loop subprocess: the loop stays free while many tasks run git at once
+    (measured about a third faster here), and a cancelled caller waits for the short git command to end
+    instead of killing it half way through writing its index or a ref. ``timeout_s`` still kills it.
+    """
+    command = ["git", *args]
+
+    def run() -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(
+            command,
+            cwd=cwd,
+            env=dict(env),
+            input=stdin,
+            stdin=None if stdin is not None else subprocess.DEVNULL,
+            capture_output=True,
+            timeout=timeout_s,
+            check=False,
+        )
+
+    try:
+        return await anyio.to_thread.run_sync(run)
+    except subprocess.TimeoutExpired as exc:
+        raise GitError(f"git {' '.join(args[:3])} did not finish within {timeout_s:.0f}s") from exc
+    except FileNotFoundError as exc:
+        raise GitError("git is not installed or not on PATH; install git and try again") from exc
 
 
 class GitError(AutodevError):
@@ -72,11 +109,13 @@ class _GitOutput:
 class GitRepo:
     """Async wrapper over the ``git`` executable for one working tree (the main tree or a worktree)."""
 
-    def __init__(self, root: Path, *, timeout_s: float = 120.0) -> None:
+    def __init__(self, root: Path, *, timeout_s: float = 120.0, like: GitRepo | None = None) -> None:
         self.root = Path(root)
         self.timeout_s = timeout_s
         # Looked up once: neither changes while AutoDev works, and a task asks for them many times.
         self._git_dir_path: Path | None = None
+        # A worktree shares its repository's configuration: ``like`` (that repository) lends its identity.
+        self._like = like
         self._identity_args: tuple[str, ...] | None = None
 
     async def git_dir(self) -> Path:
@@ -95,15 +134,7 @@ class GitRepo:
             "LC_ALL": "C",
             "GIT_OPTIONAL_LOCKS": "0",
         }
-        try:
-            with anyio.fail_after(self.timeout_s):
-                result = await anyio.run_process(
-                    ["git", *args], cwd=self.root, env=full_env, check=False, stdin=None
-                )
-        except TimeoutError as exc:
-            raise GitError(f"git {' '.join(args[:3])} did not finish within {self.timeout_s:.0f}s") from exc
-        except FileNotFoundError as exc:
-            raise GitError("git is not installed or not on PATH; install git and try again") from exc
+        result = await run_git(args, cwd=self.root, env=full_env, timeout_s=self.timeout_s)
         output = _GitOutput(
             result.returncode,
             result.stdout.decode("utf-8", errors="surrogateescape"),
@@ -188,16 +219,30 @@ class GitRepo:
         hook that prompts or fails for environment reasons must not lose a reviewed, tested change.
         """
         await self._run("add", "-A", "--", ".", _EXCLUDE_STATE)
-        staged = await self._run("diff", "--cached", "--quiet", check=False)
-        if staged.code == 0:
-            return None
-        await self._run(*await self._identity(), "commit", "--no-verify", "-q", "-m", message)
+        committed = await self._run(
+            *await self._identity(), "commit", "--no-verify", "-q", "-m", message, check=False
+        )
+        if committed.code != 0:
+            staged = await self._run("diff", "--cached", "--quiet", check=False)
+            if staged.code == 0:
+                return None  # nothing to commit (asked only now: the usual commit needs no extra call)
+            detail = " ".join((committed.stderr or committed.stdout).split())[:300]
+            raise GitError(f"git commit failed in {self.root}: {detail}")
         return await self.head()
 
     async def head_subject(self) -> str | None:
         """The subject line of the HEAD commit, or None without commits."""
         result = await self._run("log", "-1", "--format=%s", check=False)
         return result.stdout.strip() if result.code == 0 else None
+
+    async def find_subject(self, base: str, tip: str, subject: str) -> str | None:
+        """The newest commit in ``base..tip`` whose subject is exactly ``subject``, if any."""
+        result = await self._run("log", "--format=%H %s", f"{base}..{tip}")
+        for line in result.stdout.splitlines():
+            commit, _, text = line.partition(" ")
+            if text == subject:
+                return commit
+        return None
 
     async def commits_since(self, base: str, tip: str = "HEAD") -> list[str]:
         """Commits reachable from ``tip`` but not from ``base``, oldest first."""
@@ -303,13 +348,8 @@ class GitRepo:
         applied cleanly."""
         data = patch.encode("utf-8", errors="surrogateescape")
         args = ["apply", "--binary", "--whitespace=nowarn", "--3way", "-"]
-        try:
-            with anyio.fail_after(self.timeout_s):
-                result = await anyio.run_process(
-                    ["git", *args], cwd=self.root, input=data, check=False, env={**os.environ, "LC_ALL": "C"}
-                )
-        except TimeoutError as exc:
-            raise GitError(f"git apply did not finish within {self.timeout_s:.0f}s") from exc
+        env = {**os.environ, "LC_ALL": "C"}
+        result = await run_git(args, cwd=self.root, env=env, timeout_s=self.timeout_s, stdin=data)
         return result.returncode == 0
 
     async def fast_forward(self, commit: str) -> bool:
@@ -331,6 +371,8 @@ class GitRepo:
                 target.unlink()
 
     async def _identity(self) -> tuple[str, ...]:
+        if self._identity_args is None and self._like is not None:
+            self._identity_args = await self._like._identity()
         if self._identity_args is None:
             email = await self._run("config", "user.email", check=False)
             self._identity_args = () if email.code == 0 and email.stdout.strip() else _FALLBACK_IDENTITY

@@ -37,9 +37,10 @@ def _reviewed_positions(orch: Orchestrator) -> set[int]:
 async def review_finished_phases(orch: Orchestrator) -> None:
     """Record the review of every phase that has an end checkpoint and no review yet (idempotent)."""
     done = _reviewed_positions(orch)
-    for position, phase in enumerate(orch.plan_manager.plan.phases, start=1):
-        if phase.end_checkpoint_commit is None or position in done:
+    for position, progress in enumerate(orch.plan_manager.phase_progress(), start=1):
+        if progress.end_checkpoint_commit is None or position in done:
             continue
+        phase = orch.plan_manager.phase(progress.phase_id)
         evidence = await build_phase_review(orch, phase, position)
         if orch.config.phase_review_enabled and evidence.commits:
             evidence = await _ask_reviewer(orch, phase, evidence)

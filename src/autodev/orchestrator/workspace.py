@@ -4,8 +4,7 @@ With one task at a time, a task works *in place*: in the user's main tree, commi
 With several at once, each task works in its own detached worktree from the main tree's HEAD at the time
 it started, and its finished change is *integrated* in completion order, one task at a time:
 
-1. the change is committed inside the task's worktree, and the commit is pinned by the ref
-   ``refs/autodev/tasks/<task id>`` so that a crash at any later point cannot lose it;
+1. the change is committed inside the task's worktree (where it stays the worktree's HEAD);
 2. if the main tree moved on meanwhile, the commit is replayed on the new HEAD by a 3-way merge in git's
    object store (``merge-tree``); the main tree is never touched by a merge that might conflict;
 3. the main tree fast-forwards to the commit, which git refuses rather than overwrite anything.
@@ -13,7 +12,8 @@ it started, and its finished change is *integrated* in completion order, one tas
 A conflict in step 2 is reported with the conflicting paths; the caller sends the task back to the
 developer on the new base, with its old change re-applied (conflict markers included), so no change is
 ever silently dropped. Every step is idempotent: a run killed anywhere in here redoes the integration and
-ends with the same single commit.
+ends with the same single commit: a rerun recognises a landed task by its commit subject
+(``autodev: <id> <title>``) between the task's base and HEAD.
 """
 
 from __future__ import annotations
@@ -35,8 +35,10 @@ __all__ = [
     "Integrated",
     "IntegrationConflict",
     "MainTreeChangedError",
+    "TaskCommit",
     "TaskWorkspace",
     "commit_message",
+    "commit_task",
     "integrate",
     "rebase_after_conflict",
     "task_ref",
@@ -60,8 +62,19 @@ class TaskWorkspace:
 
 
 @dataclass(frozen=True, slots=True)
+class TaskCommit:
+    """An isolated task's change as one commit. ``parent`` is known when it was just made; ``pinned``: it
+    is held by the task's ref (a ref that must be dropped once the task is recorded complete)."""
+
+    commit: str
+    parent: str | None = None
+    pinned: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Integrated:
     commit: str
+    pinned: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,23 +94,27 @@ def commit_message(task: Task) -> str:
     return f"autodev: {task.id} {task.title}"
 
 
-async def _task_commit(workspace: TaskWorkspace, task: Task) -> str | None:
-    """The task's committed change: pinned by its ref, or committed now (None: the tree has no change)."""
+async def commit_task(workspace: TaskWorkspace, task: Task, *, resumed: bool) -> TaskCommit:
+    """Commit the task's change inside its worktree (no lock needed: only the worktree changes).
+
+    Idempotent: a pinned commit, or a commit a killed run already made as the worktree's HEAD, is reused.
+    ``resumed``: the task was interrupted by a killed run, so its merge may be half done.
+    """
     git = workspace.git
-    pinned = await git.resolve(task_ref(task.id))
-    if pinned is not None:
-        return pinned
+    if resumed:
+        # Only a run killed mid-merge leaves a half-done cherry-pick or a pinned commit behind.
+        await git.abort_cherry_pick()
+        pinned = await git.resolve(task_ref(task.id))
+        if pinned is not None:
+            return TaskCommit(pinned, pinned=True)
     message = commit_message(task)
     commit = await git.commit_all(message)
-    if commit is None:
-        # Nothing left to commit: a run killed between the commit and the ref left the commit as HEAD.
-        head = await git.head()
-        parent = await git.resolve(f"{head}^") if head is not None else None
-        if head is None or parent is None or parent != task.base_commit or await git.subject(head) != message:
-            return None
-        commit = head
-    await git.set_ref(task_ref(task.id), commit)
-    return commit
+    if commit is not None:
+        return TaskCommit(commit, parent=task.base_commit)
+    head = await git.head()
+    if head is not None and head != task.base_commit and await git.subject(head) == message:
+        return TaskCommit(head)
+    raise AutodevError(f"task {task.id}: its worktree holds no change to merge")
 
 
 async def _land_on_main(orch: Orchestrator, commit: str, head: str) -> None:
@@ -122,38 +139,39 @@ async def _land_on_main(orch: Orchestrator, commit: str, head: str) -> None:
 
 
 async def integrate(
-    orch: Orchestrator, workspace: TaskWorkspace, task: Task
+    orch: Orchestrator, workspace: TaskWorkspace, task: Task, change: TaskCommit
 ) -> Integrated | IntegrationConflict:
-    """Bring an isolated task's finished change onto the main tree (see the module docstring).
+    """Bring an isolated task's committed change onto the main tree (see the module docstring).
 
     The caller holds the integration lock: the main tree's HEAD does not move underneath.
     """
     git = workspace.git
-    await git.abort_cherry_pick()
-    commit = await _task_commit(workspace, task)
-    if commit is None:
-        raise AutodevError(f"task {task.id}: its worktree holds no change to integrate")
+    commit, pinned = change.commit, change.pinned
     head = await orch.git.ensure_base_commit()
-    if commit == head:
-        return Integrated(commit)  # landed by a run that was killed before recording it
-    if await git.resolve(f"{commit}^") != head:
-        if await orch.git.is_ancestor(commit, head):
-            return Integrated(commit)  # landed, and other tasks landed after it, before a kill
-        replayed = await git.replay(commit, head, commit_message(task))
+    message = commit_message(task)
+    if change.parent is None and task.base_commit is not None:
+        # A commit made before a kill may have landed already (replayed or not): its subject is unique.
+        landed = await orch.git.find_subject(task.base_commit, head, message)
+        if landed is not None:
+            return Integrated(landed, pinned)
+    parent = change.parent or await git.resolve(f"{commit}^")
+    if parent != head:
+        replayed = await git.replay(commit, head, message)
         if isinstance(replayed, list):
             return IntegrationConflict(head, tuple(replayed), commit)
-        await git.set_ref(task_ref(task.id), replayed)
         commit = replayed
     await _land_on_main(orch, commit, head)
-    return Integrated(commit)
+    return Integrated(commit, pinned)
 
 
-async def rebase_after_conflict(workspace: TaskWorkspace, conflict: IntegrationConflict) -> bool:
+async def rebase_after_conflict(workspace: TaskWorkspace, task: Task, conflict: IntegrationConflict) -> bool:
     """Reset the worktree to the new base and re-apply the old change with conflict markers.
 
-    Returns whether it applied without conflicts. The pinned ref is left for the caller to drop once the
-    retry is recorded: until then, a rerun of the integration reproduces the same conflict.
+    The old change is pinned first: until the retry is recorded (and the caller drops the ref), a rerun
+    after a kill merges the same commit and meets the same conflict, never the half-resolved tree.
+    Returns whether the old change applied without conflicts.
     """
+    await workspace.git.set_ref(task_ref(task.id), conflict.commit)
     patch = await workspace.git.commit_patch(conflict.commit)
     await workspace.git.checkout_detached(conflict.head)
     return await workspace.git.apply_three_way(patch)

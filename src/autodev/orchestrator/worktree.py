@@ -22,7 +22,7 @@ import anyio
 
 from autodev.errors import AutodevError
 from autodev.logging import get_logger
-from autodev.orchestrator.git import GitRepo, WorkingDiff
+from autodev.orchestrator.git import GitError, GitRepo, WorkingDiff, run_git
 
 __all__ = ["Worktree", "WorktreeError", "WorktreeManager"]
 
@@ -82,12 +82,9 @@ class WorktreeManager:
     async def _git(self, cwd: Path, *args: str, stdin: bytes | None = None, check: bool = True) -> _Out:
         env: Mapping[str, str] = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
         try:
-            with anyio.fail_after(self.timeout_s):
-                result = await anyio.run_process(["git", *args], cwd=cwd, env=env, check=False, input=stdin)
-        except TimeoutError as exc:
-            raise WorktreeError(
-                f"git {' '.join(args[:3])} did not finish within {self.timeout_s:.0f}s"
-            ) from exc
+            result = await run_git(args, cwd=cwd, env=env, timeout_s=self.timeout_s, stdin=stdin)
+        except GitError as exc:
+            raise WorktreeError(exc.message) from exc
         out = _Out(
             result.returncode,
             result.stdout.decode("utf-8", errors="surrogateescape"),
@@ -236,9 +233,10 @@ class WorktreeManager:
     async def _remove_path(self, path: Path) -> None:
         result = await self._admin("remove", "--force", str(path), check=False)
         if result.code != 0:
-            # Not a registered worktree any more (or half-created): delete the directory itself.
+            # Not a registered worktree any more (or half-created): delete the directory itself, and let
+            # git forget it (a successful remove already did).
             await anyio.to_thread.run_sync(lambda: shutil.rmtree(path, ignore_errors=True))
-        await self._admin("prune", check=False)
+            await self._admin("prune", check=False)
 
 
 def _resolved(paths: Collection[Path]) -> set[Path]:

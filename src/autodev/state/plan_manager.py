@@ -51,7 +51,7 @@ from autodev.state.status import status_from_state
 from autodev.state.transitions import assert_transition
 from autodev.state.validation import validate_plan
 
-__all__ = ["EvidenceRef", "PlanManager", "PlanPhaseProgress", "PlanState"]
+__all__ = ["EvidenceRef", "PhaseProgress", "PlanManager", "PlanPhaseProgress", "PlanState"]
 
 # Ops that record what happened without changing plan state; replay accepts and skips them.
 _AUDIT_OPS = frozenset(
@@ -112,6 +112,14 @@ class PlanState(BaseModel):
 @dataclass(frozen=True, slots=True)
 class _LockOwner:
     pid: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseProgress:
+    phase_id: str
+    finished: bool
+    baseline_commit: str | None
+    end_checkpoint_commit: str | None
 
 
 @contextmanager
@@ -354,10 +362,22 @@ class PlanManager:
                 return task.model_copy(deep=True)
         return None
 
-    def phase_of(self, task_id: str) -> Phase:
-        """A copy of the phase that holds ``task_id``."""
-        phase_id = self._task(task_id).phase_id
-        return next(p for p in self._require_plan().phases if p.id == phase_id).model_copy(deep=True)
+    def phase(self, phase_id: str) -> Phase:
+        """A copy of one phase (its tasks included)."""
+        return self._phase(phase_id).model_copy(deep=True)
+
+    def phase_progress(self) -> list[PhaseProgress]:
+        """Per phase, in plan order: whether every task is terminal, and its recorded range (no copies of
+        the plan: the dispatcher asks after every task)."""
+        return [
+            PhaseProgress(
+                phase.id,
+                all(task.status in TERMINAL_STATUSES for task in phase.tasks),
+                phase.baseline_commit,
+                phase.end_checkpoint_commit,
+            )
+            for phase in self._require_plan().phases
+        ]
 
     def status(self) -> dict[str, Any]:
         """The JSON object of ``autodev status --json`` (seed 001, section 11.3)."""

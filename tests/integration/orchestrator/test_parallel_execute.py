@@ -21,6 +21,7 @@ from support.parallel import (
 )
 
 from autodev.errors import PlanParseError
+from autodev.guardrails import BudgetExceededError
 from autodev.state.plan_manager import PlanManager
 
 
@@ -268,3 +269,52 @@ def test_the_worktree_pool_runs_a_plan_and_leaves_nothing_behind(tmp_path: Path)
     pool_dirs = {call.cwd.name for call in adapter.calls if call.role == "developer"}
     assert pool_dirs <= {"pool-0", "pool-1"}
     _no_leftovers(root)
+
+
+def test_a_stopped_parallel_run_resumes_each_task_in_its_worktree_even_one_at_a_time(tmp_path: Path) -> None:
+    root = git_repo(tmp_path / "repo")
+    save_plan(root, plan_of([Spec(f"1.{i}") for i in range(1, 5)]))
+    entries = [dict(entry, cost_usd=1.0) for entry in entries_for()]
+    adapter = WatchedAdapter(script=script_of(entries, latency_s=0.05))
+    # The budget runs out while four tasks are in flight, each in its own worktree.
+    budget = {"guardrails.cost_budget_usd_per_plan": 5.0}
+    with pytest.raises(BudgetExceededError):
+        anyio.run(orchestrator(root, adapter, 4, **budget).execute)
+    manager = _manager(root)
+    in_flight = [t for t in manager.tasks() if t.status not in ("pending", "complete", "blocked")]
+    assert in_flight and all(t.worktree for t in in_flight)
+    assert all((root / (t.worktree or "")).is_dir() for t in in_flight)
+    # Resumed one task at a time, the interrupted tasks finish in their worktrees and land on the branch.
+    more = {"guardrails.cost_budget_usd_per_plan": 100.0}
+    tasks = anyio.run(orchestrator(root, WatchedAdapter(script=script_of(entries)), 1, **more).execute)
+    assert {t.status for t in _manager(root).tasks()} == {"complete"}
+    assert {t.id for t in tasks} == {"1.1", "1.2", "1.3", "1.4"}
+    for i in range(1, 5):
+        assert (root / own_file(f"1.{i}")).read_text() == f"VALUE = '1.{i}'\n"
+    assert len([s for s in git(root, "log", "--format=%s").splitlines() if s.startswith("autodev:")]) == 4
+    _no_leftovers(root)
+
+
+def test_phase_review_reads_the_phase_change_when_enabled(tmp_path: Path) -> None:
+    root = git_repo(tmp_path / "repo")
+    save_plan(root, plan_of([Spec("1.1"), Spec("1.2"), Spec("2.1", phase="2")]))
+    entries = entries_for()
+    entries.append(
+        {"role": "reviewer", "task_id": "plan", "text": "VERDICT: NEEDS_CHANGES\nISSUES:\n- 1.2 misses docs"}
+    )
+    adapter = WatchedAdapter(script=script_of(entries))
+    anyio.run(orchestrator(root, adapter, 2, phase_review_enabled=True).execute)
+    reviews = [call for call in adapter.calls if call.role == "reviewer" and call.task_id == "plan"]
+    assert len(reviews) == 2  # one per phase
+    assert own_file("1.2") in reviews[0].prompt and own_file("2.1") not in reviews[0].prompt
+    import json
+
+    refs = {ref.attempt: ref for ref in _manager(root).evidence_for("plan") if ref.kind == "phase_review"}
+    first = json.loads((root / refs[1].path).read_text())
+    assert (first["reviewed"], first["verdict"], first["issues"]) == (
+        True,
+        "NEEDS_CHANGES",
+        ["1.2 misses docs"],
+    )
+    # Advisory: the phase's tasks stay complete.
+    assert {t.status for t in _manager(root).tasks()} == {"complete"}

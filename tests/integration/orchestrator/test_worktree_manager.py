@@ -2,24 +2,14 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import anyio
 import pytest
+from support.parallel import git as _git
 
 from autodev.orchestrator.git import GitRepo
 from autodev.orchestrator.worktree import WorktreeError, WorktreeManager
-
-
-def _git(root: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
 
 
 def _repo(tmp_path: Path) -> tuple[Path, str]:

@@ -3,24 +3,14 @@ exactly clean tree, overflow, concurrent claims, crash leftovers, cleanup; claim
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import anyio
 import pytest
+from support.parallel import git as _git
 
 from autodev.orchestrator.worktree import Worktree, WorktreeError, WorktreeManager
 from autodev.orchestrator.worktree_pool import WorktreePool
-
-
-def _git(root: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
 
 
 def _commit(root: Path, message: str) -> str:

@@ -188,8 +188,18 @@ async def test_an_edit_through_a_symlink_out_of_cwd_is_refused_before_any_file_i
 
 
 @pytest.mark.asyncio
-async def test_latency_within_the_deadline_delays_the_answer(tmp_path: Path) -> None:
-    adapter = _adapter({"role": "judge", "text": "A", "latency_s": 0.05})
+@pytest.mark.parametrize(
+    "script",
+    [
+        {"entries": [{"role": "judge", "text": "A", "latency_s": 0.05}]},
+        {"latency_s": 0.05, "entries": [{"role": "judge", "text": "A"}]},
+    ],
+    ids=["entry latency", "script-wide latency"],
+)
+async def test_latency_within_the_deadline_delays_the_answer_and_is_its_duration(
+    tmp_path: Path, script: dict[str, object]
+) -> None:
+    adapter = ScriptedAdapter(script=script)
 
     started = time.monotonic()
     result = await adapter.execute(_inv(tmp_path, "judge", timeout_s=5))
@@ -213,18 +223,6 @@ async def test_latency_beyond_the_deadline_is_a_timeout_without_edits(tmp_path: 
     assert result.error.kind == "timeout"
     assert "0.05s deadline" in result.error.message
     assert not (tmp_path / "late.txt").exists()
-
-
-@pytest.mark.asyncio
-async def test_the_script_latency_delays_every_call_and_is_reported_as_its_duration(tmp_path: Path) -> None:
-    adapter = ScriptedAdapter(script={"latency_s": 0.05, "entries": [{"role": "judge", "text": "A"}]})
-
-    started = time.monotonic()
-    result = await adapter.execute(_inv(tmp_path, "judge", timeout_s=5))
-
-    assert result.success
-    assert time.monotonic() - started >= 0.05
-    assert result.duration_s == 0.05
 
 
 @pytest.mark.asyncio
