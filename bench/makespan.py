@@ -1,8 +1,8 @@
 """Execute-phase makespan: a seeded DAG of tasks, scripted agents with a fixed latency, several parallelisms.
 
 All tasks sit in one phase (so a per-phase dispatcher can use the whole width), each writes its own file (so
-file overlap never serializes two tasks) and depends on 0-2 earlier tasks; the DAG has exactly ``--depth``
-levels, so its critical path is ``--depth`` tasks long. Every agent call (developer, reviewer, test engineer)
+file overlap never serializes two tasks) and depends on 0-2 earlier tasks drawn at random (seeded); the
+critical path is reported with the figures. Every agent call (developer, reviewer, test engineer)
 sleeps ``--latency`` seconds; QA gates are off, recorded as skipped by the configuration, so what a run
 measures is agent latency plus the orchestrator's own work.
 
@@ -10,10 +10,10 @@ For each parallelism (``tournaments.execute_max_parallel_tasks``), in a fresh re
 ``Orchestrator.execute()`` is timed. The ideal makespan is ``max(critical path, total work / parallelism)``
 where a task's work is its agent calls (counted by the adapter, retries included) times the latency;
 ``efficiency`` is ideal / measured. Two more figures explain it: ``greedy_schedule_s`` is the makespan of
-the same dispatch policy with zero orchestration cost (what the DAG's shape allows: 60 tasks at 8 at once
-need at least 8 rounds, where the ideal counts 7.5), and ``efficiency_vs_sequential`` uses, as each task's
-work, its measured duration in the parallelism-1 run (orchestration included), which isolates how well
-running tasks at once scales from what each task costs. Every task must end complete with its file
+the same dispatch policy with zero orchestration cost (what the DAG's shape allows that policy: 60 equal
+tasks at 8 at once need 8 rounds where the ideal counts 7.5), and ``efficiency_vs_sequential`` uses, as
+each task's work, its measured duration in the parallelism-1 run (orchestration included), which isolates
+how well running tasks at once scales from what each task costs. Every task must end complete with its file
 committed, else the exit code is 1.
 
     python bench/makespan.py [--tasks 60] [--latency 0.5] [--parallelism 1,4,8] [--seed 1] [--quick]
@@ -73,23 +73,15 @@ def task_file(task_id: str) -> str:
     return f"src/mod_{task_id}.py"
 
 
-def dag_plan(n_tasks: int, depth: int, seed: int) -> Plan:
-    """``n_tasks`` in one phase over ``depth`` levels: a task of level L > 0 depends on one task of level L-1
-    (which makes its chain L+1 tasks long) and sometimes on one more of any lower level."""
+def dag_plan(n_tasks: int, seed: int) -> Plan:
+    """``n_tasks`` in one phase; each depends on 0, 1 or 2 earlier tasks (weights 1:2:1) drawn uniformly
+    from all earlier ones: the usual random-DAG model, whose critical path the seed decides."""
     rng = random.Random(seed)
-    # One task per level first, so no level is empty and the longest chain is exactly ``depth`` tasks.
-    levels = sorted([*range(depth), *(rng.randrange(depth) for _ in range(n_tasks - depth))])
     ids = [f"1.{i + 1}" for i in range(n_tasks)]
-    by_level: dict[int, list[str]] = {}
     tasks: list[Task] = []
-    for task_id, level in zip(ids, levels, strict=True):
-        deps: list[str] = []
-        if level > 0:
-            deps.append(rng.choice(by_level[level - 1]))
-            lower = [other for lv in range(level) for other in by_level[lv] if other not in deps]
-            if lower and rng.random() < 0.5:
-                deps.append(rng.choice(lower))
-        by_level.setdefault(level, []).append(task_id)
+    for index, task_id in enumerate(ids):
+        count = min(index, rng.choice((0, 1, 1, 2)))
+        deps = sorted(rng.sample(ids[:index], count), key=ids.index)
         tasks.append(
             Task(
                 id=task_id,
@@ -103,7 +95,7 @@ def dag_plan(n_tasks: int, depth: int, seed: int) -> Plan:
     return Plan(
         plan_id=f"plan-makespan-{n_tasks}-{seed}",
         spec_hash="bench",
-        title=f"{n_tasks}-task DAG, depth {depth}, seed {seed}",
+        title=f"{n_tasks}-task random DAG, seed {seed}",
         phases=[Phase(id="1", title="Phase 1", tasks=tasks)],
         created_at="2026-01-01T00:00:00+00:00",
         updated_at="2026-01-01T00:00:00+00:00",
@@ -120,9 +112,15 @@ def critical_path(tasks: Sequence[Task], work: dict[str, float]) -> tuple[float,
 
 
 def greedy_makespan(tasks: Sequence[Task], work: dict[str, float], parallelism: int) -> float:
-    """The makespan of the dispatcher's policy (ready tasks in plan order, ``parallelism`` at once) if the
-    orchestrator cost nothing: the best this DAG allows that policy, whatever the overhead."""
+    """The makespan of the dispatcher's policy if the orchestrator cost nothing: ``parallelism`` at once,
+    ready tasks offered heads of the longest dependency chains first (plan order with one worker)."""
     order = [task.id for task in tasks]
+    if parallelism > 1:
+        chain: dict[str, int] = {}
+        for task in reversed(tasks):  # dependents come later in this plan
+            dependents = [chain[other.id] for other in tasks if task.id in other.depends_on]
+            chain[task.id] = 1 + max(dependents, default=0)
+        order.sort(key=lambda task_id: -chain[task_id])  # stable: ties keep plan order
     deps = {task.id: set(task.depends_on) for task in tasks}
     now, done, running, pending = 0.0, set[str](), list[tuple[float, str]](), list(order)
     while pending or running:
@@ -235,18 +233,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=None, help="tasks in the DAG (default 60)")
     parser.add_argument("--latency", type=float, default=None, help="seconds per agent call (default 0.5)")
-    parser.add_argument("--depth", type=int, default=None, help="DAG levels (default: sqrt of --tasks)")
     parser.add_argument("--parallelism", type=parallelisms, default=[1, 4, 8], help="e.g. 1,4,8")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--quick", action="store_true", help="12 tasks, 0.1 s latency: a sanity run")
     args = parser.parse_args()
     n_tasks = args.tasks if args.tasks is not None else (QUICK_TASKS if args.quick else 60)
     latency = args.latency if args.latency is not None else (QUICK_LATENCY_S if args.quick else 0.5)
-    depth = args.depth if args.depth is not None else max(1, round(n_tasks**0.5))
-    if n_tasks < 1 or not 1 <= depth <= n_tasks or latency < 0:
-        parser.error("need --tasks >= 1, 1 <= --depth <= --tasks and --latency >= 0")
+    if n_tasks < 1 or latency < 0:
+        parser.error("need --tasks >= 1 and --latency >= 0")
     configure_quiet_logging()
-    plan = dag_plan(n_tasks, depth, args.seed)
+    plan = dag_plan(n_tasks, args.seed)
     runs: dict[str, dict[str, Any]] = {}
     for parallelism in args.parallelism:
         print(f"parallelism {parallelism} ...", file=sys.stderr, flush=True)
@@ -262,7 +258,6 @@ def main() -> None:
                 "seed": args.seed,
                 "tasks": n_tasks,
                 "edges": sum(len(task.depends_on) for task in tasks),
-                "depth": depth,
                 "latency_s": latency,
                 "runs": runs,
             },

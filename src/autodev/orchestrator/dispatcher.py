@@ -131,6 +131,9 @@ class Dispatcher:
         self.rolling_back: dict[str, str] = {}  # child -> reason
         self.processed: list[str] = []
         self._changed = anyio.Event()
+        # A start may find phases checkpointed but not reviewed (a run killed in between).
+        self._review_due = True
+        self._main_head: str | None = None
         self._task_group: anyio.abc.TaskGroup | None = None
         self.worktrees: WorktreeManager | WorktreePool = self._worktree_provider()
 
@@ -214,7 +217,10 @@ class Dispatcher:
         if free <= 0:
             return
         phase = None if self.cross_phase else self._current_phase()
-        for task in self.pm.next_pending_tasks(free, list(self.workers), phase_id=phase):
+        chains_first = self.parallelism.isolated
+        for task in self.pm.next_pending_tasks(
+            free, list(self.workers), phase_id=phase, longest_chain_first=chains_first
+        ):
             self._start(task.id)
         free = self.parallelism.workers - len(self.workers)
         if self.speculative and free > 0:
@@ -271,7 +277,7 @@ class Dispatcher:
         pooled = isinstance(self.worktrees, WorktreePool)
         if release and pooled:
             await self._release(task_id, status, worker)
-        del self.workers[task_id]
+        self.workers.pop(task_id, None)  # gone already when it completed (see _after_complete)
         self._notify(task_id)
         if release and not pooled:
             await self._release(task_id, status, worker)
@@ -292,7 +298,11 @@ class Dispatcher:
                 self._record_start(task, base, None)
             return TaskWorkspace(self.orch.repo_root, self.orch.git)
         if task.status == "pending":
-            base = await self.orch.git.ensure_base_commit()
+            # The branch moves only by our own merges: the last one known is the current base (and if
+            # someone else moved it, the merge replays onto whatever HEAD really is).
+            if self._main_head is None:
+                self._main_head = await self.orch.git.ensure_base_commit()
+            base = self._main_head
             worker.worktree = await self.worktrees.claim(task_id, base)
             self._record_start(task, base, worker.worktree.path)
         else:
@@ -330,7 +340,9 @@ class Dispatcher:
 
     async def _review_phases(self) -> None:
         """Review phases that reached their end checkpoint (from the loop only: it may call an agent)."""
-        await review_finished_phases(self.orch)
+        if self._review_due:
+            self._review_due = False
+            await review_finished_phases(self.orch)
 
     def _context(self, task_id: str, workspace: TaskWorkspace, *, resumed: bool) -> TaskContext:
         async def wait_for_parent() -> None:
@@ -348,8 +360,14 @@ class Dispatcher:
         )
 
     async def _after_complete(self, task: Task) -> None:
-        """Under the integration lock, right after a task is recorded complete: exact phase checkpoints."""
+        """Under the integration lock, right after a task is recorded complete: exact phase checkpoints,
+        and the task's slot handed on at once (its worktree is cleaned up while its dependents start)."""
+        if task.commit is not None:
+            self._main_head = task.commit
         await self._checkpoint_phases()
+        if not isinstance(self.worktrees, WorktreePool):  # a pooled worktree is recycled first (quick)
+            self.workers.pop(task.id, None)
+            self._notify(task.id)
 
     async def _checkpoint_phases(self) -> None:
         """Record the main tree's HEAD as the end of every phase that just became all-terminal.
@@ -363,6 +381,7 @@ class Dispatcher:
                 continue
             head = head or await self.orch.git.ensure_base_commit()
             if self.pm.record_phase_checkpoint(phase.phase_id, head):
+                self._review_due = True
                 _log.info("dispatcher.phase_checkpoint", phase_id=phase.phase_id, commit=head)
 
     # --- speculative execution ----------------------------------------------------------------------

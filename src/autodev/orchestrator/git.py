@@ -8,6 +8,7 @@ files without touching the user's index: they are computed through a throw-away 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -22,6 +23,7 @@ from autodev.errors import AutodevError
 __all__ = ["GitError", "GitRepo", "WorkingDiff", "run_git"]
 
 _EXCLUDE_STATE = ":(exclude).autodev"
+_OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 # Used only when the repository has no identity configured, so that auto-commit works on fresh machines.
 _FALLBACK_IDENTITY = ("-c", "user.name=AutoDev", "-c", "user.email=autodev@localhost")
 
@@ -170,6 +172,12 @@ class GitRepo:
 
     async def head(self) -> str | None:
         """The commit HEAD points at, or None in a repository without commits."""
+        try:
+            content = (await self.git_dir() / "HEAD").read_text(encoding="ascii").strip()
+        except (OSError, UnicodeDecodeError, GitError):
+            content = ""
+        if _OBJECT_ID.fullmatch(content):
+            return content  # a detached HEAD (a task's worktree) names its commit: no process needed
         result = await self._run("rev-parse", "--verify", "--quiet", "HEAD^{commit}", check=False)
         return result.stdout.strip() or None if result.code == 0 else None
 
