@@ -5,7 +5,7 @@ what the reference run was doing then, what the killed process was actually doin
 and the sweep's duration. Exit status 0 only when every kill was survived.
 
     python bench/crash_sweep.py [--kills 40] [--seed 1] [--resume-kill-share 0.25] [--trigger-share 0.25]
-                                [--keep DIR]
+                                [--workers 1] [--keep DIR]
 
 The scenario is ``tests/support/crash.py``'s: 8 tasks in 2 phases, scripted agents with 0.05-0.2 s
 latencies, real git and real syntax/lint/test gates. An uninterrupted run is measured first; the kill times
@@ -17,7 +17,8 @@ written, a git lock held, or a commit made but not yet recorded. A quarter of th
 
 Invariants (``check_invariants``): every task complete, each recorded complete exactly once; ``autodev
 ledger verify`` passes; ``plan.json`` equals the ledger replay; the tracked tree and the commit list equal
-the uninterrupted run's; nothing uncommitted; one worktree; no process left in the repository; no lock held.
+the uninterrupted run's (as a set with ``--workers`` above 1: parallel tasks merge in completion order);
+nothing uncommitted; one worktree; no pinned task commit; no process left in the repository; no lock held.
 Every resume that was not killed must finish the run. Progress goes to stderr; stdout carries only the JSON.
 """
 
@@ -151,13 +152,18 @@ def _point_summary(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_point(
-    index: int, run_kill: KillAt, resume_kills: tuple[KillAt, ...], workdir: Path, reference: Reference
+    index: int,
+    run_kill: KillAt,
+    resume_kills: tuple[KillAt, ...],
+    workdir: Path,
+    reference: Reference,
+    workers: int = 1,
 ) -> dict[str, Any]:
     """Kill one fresh run as planned, recover it, and check the invariants."""
     started = time.monotonic()
     for attempt in range(3):
         root = workdir / f"point-{index:02d}" / f"try-{attempt}"
-        scenario = make_scenario(root)
+        scenario = make_scenario(root, workers=workers)
         log = root / "autodev.log"
         recovery = kill_and_recover(scenario, log, run_kill, resume_kills)
         if recovery.kills[0].killed or recovery.kills[0].exit_code != 0:
@@ -169,7 +175,7 @@ def run_point(
         problems.append(f"the kill did not land: `autodev run` exited {recovery.kills[0].exit_code} first")
     if not recovery.finished:
         problems.append("the run never finished")
-    problems += check_invariants(scenario.repo, reference.fingerprint)
+    problems += check_invariants(scenario.repo, reference.fingerprint, ordered=workers == 1)
     return {
         "index": index,
         "delay_s": run_kill.delay_s,
@@ -195,6 +201,9 @@ def main() -> None:
     )
     parser.add_argument("--resume-kill-share", type=float, default=0.25, help="share that also kill resumes")
     parser.add_argument("--keep", type=Path, default=None, help="keep every repository under this directory")
+    parser.add_argument(
+        "--workers", type=int, default=1, help="execute parallelism (tasks in their own worktrees above 1)"
+    )
     args = parser.parse_args()
     if args.kills < 4:
         parser.error("--kills must be at least 4 (the plan phase alone gets 2)")
@@ -204,13 +213,13 @@ def main() -> None:
     workdir.mkdir(parents=True, exist_ok=True)
 
     _log(f"reference run in {workdir / 'reference'} ...")
-    scenario = make_scenario(workdir / "reference")
+    scenario = make_scenario(workdir / "reference", workers=args.workers)
     run = run_timed(scenario.repo, scenario.run_args(), scenario.env, workdir / "reference" / "autodev.log")
     if run.code != 0:
         _log(run.output[-3000:])
         sys.exit(f"the uninterrupted run failed (exit {run.code}); nothing to compare with")
     reference = Reference(run, final_fingerprint(scenario.repo))
-    broken = check_invariants(scenario.repo, reference.fingerprint)
+    broken = check_invariants(scenario.repo, reference.fingerprint, ordered=args.workers == 1)
     if broken:
         sys.exit(f"the uninterrupted run breaks the invariants itself: {broken}")
     _log(f"reference: {run.duration_s:.1f}s, plan phase ends at {run.first('execute phase'):.1f}s")
@@ -219,7 +228,7 @@ def main() -> None:
     points = plan_points(rng, args.kills, run, args.trigger_share, args.resume_kill_share)
     results = []
     for index, (run_kill, resume_kills) in enumerate(points):
-        result = run_point(index, run_kill, resume_kills, workdir, reference)
+        result = run_point(index, run_kill, resume_kills, workdir, reference, args.workers)
         results.append(result)
         verdict = "ok" if result["survived"] else "FAILED: " + "; ".join(result["problems"])[:300]
         extra = f" + {len(resume_kills)} resume kill(s)" if resume_kills else ""
