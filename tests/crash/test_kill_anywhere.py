@@ -18,10 +18,11 @@ import os
 import random
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.crash import (
@@ -34,6 +35,7 @@ from support.crash import (
     kill_and_recover,
     make_scenario,
     progress_lines,
+    restore_git_speed,
     run_cli,
     run_timed,
     slow_down_git_add,
@@ -77,16 +79,16 @@ def _cases(seed: int) -> dict[str, Case]:
         "gates": Case(KillAt(rng.uniform(0.05, 0.35), "[2.1/gates] QA gates running")),
         # The commit exists but the ledger does not say so yet: the resume must record it, not commit again.
         "commit": Case(KillAt(rng.uniform(0.0, 0.01), "[2.2/commit] committing", trigger="committed")),
-        # Three tasks at once in their own worktrees: killed while several agents work; the resume is
-        # killed between a merge onto the branch and the ledger entry that records it.
+        # Three tasks at once in their own worktrees: killed while several agents work; the first resume
+        # is killed inside a ledger transaction while other workers are mid-step, the second between a
+        # merge onto the branch and the ledger entry that records it.
         "parallel": Case(
             KillAt(rng.uniform(0.0, 0.1), "[1.2/develop] developer working"),
-            (KillAt(0.0, "merging", trigger="committed"),),
+            (
+                KillAt(rng.uniform(0.0, 0.05), "reviewer working", trigger="ledger_lock"),
+                KillAt(0.0, "merging", trigger="committed"),
+            ),
             workers=3,
-        ),
-        # Killed inside a ledger transaction while other workers are mid-step.
-        "parallel-ledger": Case(
-            KillAt(rng.uniform(0.0, 0.05), "[1.4/review] reviewer working", trigger="ledger_lock"), workers=3
         ),
     }
 
@@ -102,10 +104,8 @@ class Reference:
     duration_s: float
 
 
-@pytest.fixture(scope="session")
-def reference(tmp_path_factory: pytest.TempPathFactory) -> Reference:
-    """One uninterrupted run of the scenario, shared by every test of the session."""
-    root = tmp_path_factory.mktemp("crash-reference")
+def _reference_run(root: Path) -> Reference:
+    """One uninterrupted run of the scenario: what every killed run must end up equal to."""
     scenario = make_scenario(root)
     run = run_timed(scenario.repo, scenario.run_args(), scenario.env, root / "run.log")
     assert run.code == 0, run.output[-3000:]
@@ -132,12 +132,12 @@ class Killed:
 
 
 @pytest.fixture(scope="module")
-def killed_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Future[Killed]]:
-    """Every case, killed and recovered, side by side.
+def crash_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Future[Any]]]:
+    """The reference run and every case, killed and recovered, side by side.
 
-    A run spends much of its time waiting on agent latencies and child processes, so running the cases at
-    once keeps this file fast; each kill point is a line of that run's own output, so a run slowed down by
-    the others still dies in the same step.
+    A run spends much of its time waiting on agent latencies and child processes, so running them at once
+    keeps this file fast; each kill point is a line of that run's own output, so a run slowed down by the
+    others still dies in the same step.
     """
 
     def kill_and_resume(name: str) -> Killed:
@@ -146,15 +146,46 @@ def killed_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Future[Ki
         log = root / "autodev.log"
         return Killed(scenario, log, kill_and_recover(scenario, log, CASES[name].run, CASES[name].resumes))
 
-    with ThreadPoolExecutor(max_workers=len(CASES)) as pool:
-        return {name: pool.submit(kill_and_resume, name) for name in CASES}
+    def kill_in_lock_window(window: str) -> Killed:
+        widen, _, delay_s = GIT_LOCK_WINDOWS[window]
+        root = tmp_path_factory.mktemp("crash-lock")
+        scenario = make_scenario(root)
+        widen(scenario.repo)
+        log = root / "autodev.log"
+        recovery = kill_and_recover(
+            scenario,
+            log,
+            KillAt(delay_s, "[1.2/commit] committing"),
+            after_first_kill=lambda: restore_git_speed(scenario.repo),
+        )
+        return Killed(scenario, log, recovery)
+
+    with ThreadPoolExecutor(max_workers=len(CASES) + len(GIT_LOCK_WINDOWS) + 1) as pool:
+        runs: dict[str, Future[Any]] = {
+            "reference": pool.submit(_reference_run, tmp_path_factory.mktemp("crash-reference"))
+        }
+        runs.update({name: pool.submit(kill_and_resume, name) for name in CASES})
+        for window in GIT_LOCK_WINDOWS:
+            runs[f"lock:{window}"] = pool.submit(kill_in_lock_window, window)
+        yield runs
+
+
+@pytest.fixture(scope="module")
+def reference(crash_runs: dict[str, Future[Any]]) -> Reference:
+    result: Reference = crash_runs["reference"].result()
+    return result
+
+
+@pytest.fixture(scope="module")
+def killed_runs(crash_runs: dict[str, Future[Any]]) -> dict[str, Future[Any]]:
+    return {name: future for name, future in crash_runs.items() if name != "reference"}
 
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_killed_run_resumes_to_the_same_result(
-    name: str, reference: Reference, killed_runs: dict[str, Future[Killed]]
+    name: str, reference: Reference, killed_runs: dict[str, Future[Any]]
 ) -> None:
-    killed = killed_runs[name].result()
+    killed: Killed = killed_runs[name].result()
     recovery = killed.recovery
 
     report = _report(recovery, killed.log)
@@ -180,7 +211,7 @@ GIT_LOCK_WINDOWS: dict[str, tuple[Callable[[Path], None], str, float]] = {
 
 @pytest.mark.parametrize("window", list(GIT_LOCK_WINDOWS))
 def test_a_kill_while_git_holds_a_lock_still_resumes(
-    window: str, reference: Reference, tmp_path: Path
+    window: str, reference: Reference, killed_runs: dict[str, Future[Any]]
 ) -> None:
     """A kill inside a task's ``git add`` or ``git commit`` leaves git's lock file behind.
 
@@ -188,18 +219,14 @@ def test_a_kill_while_git_holds_a_lock_still_resumes(
     ref 'HEAD'"), so no resume can commit a task again: the run cannot finish until someone deletes the
     lock by hand. The windows are a millisecond or two per commit (the sweep hits them at random); a slow
     clean filter (as git-lfs installs) or a slow reference-transaction hook widens them so the kill is
-    sure to land in them.
+    sure to land in them (and is removed again before the resumes, which need not crawl).
     """
-    widen, lock, delay_s = GIT_LOCK_WINDOWS[window]
-    scenario = make_scenario(tmp_path)
-    widen(scenario.repo)
-    log = tmp_path / "autodev.log"
+    killed: Killed = killed_runs[f"lock:{window}"].result()
+    recovery, lock = killed.recovery, GIT_LOCK_WINDOWS[window][1]
 
-    recovery = kill_and_recover(scenario, log, KillAt(delay_s, "[1.2/commit] committing"))
-
-    report = _report(recovery, log)
+    report = _report(recovery, killed.log)
     assert lock in recovery.kills[0].left["git_locks"], f"the kill missed git's lock window:\n{report}"
-    problems = recovery.problems() + check_invariants(scenario.repo, reference.fingerprint)
+    problems = recovery.problems() + check_invariants(killed.scenario.repo, reference.fingerprint)
     assert recovery.finished, f"`autodev resume` never finished the run:\n{report}\n" + "\n".join(problems)
     assert problems == [], f"{report}\nproblems:\n" + "\n".join(problems)
 

@@ -28,7 +28,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -53,6 +53,7 @@ __all__ = [
     "kill_and_recover",
     "make_scenario",
     "progress_lines",
+    "restore_git_speed",
     "run_cli",
     "run_timed",
     "slow_down_git_add",
@@ -504,6 +505,13 @@ def slow_down_git_add(repo: Path, seconds: float) -> None:
     attributes = repo / ".git" / "info" / "attributes"
     attributes.parent.mkdir(parents=True, exist_ok=True)
     attributes.write_text("*.py filter=slow\n", encoding="utf-8")
+
+
+def restore_git_speed(repo: Path) -> None:
+    """Undo ``slow_down_git_add`` and ``slow_down_ref_updates``: once the kill has landed, the resume need
+    not crawl through the widened windows (each commit would cost seconds)."""
+    (repo / ".git" / "info" / "attributes").unlink(missing_ok=True)
+    (repo / ".git" / "hooks" / "reference-transaction").unlink(missing_ok=True)
 
 
 # --- running the CLI ------------------------------------------------------------------------------------
@@ -983,11 +991,15 @@ def kill_and_recover(
     *,
     max_resumes: int = 3,
     timeout: float = 300,
+    after_first_kill: Callable[[], None] | None = None,
 ) -> Recovery:
     """Kill ``autodev run`` at ``run_kill``, kill the following resumes at ``resume_kills`` in turn, then
-    run ``autodev resume`` until it exits 0 (at most ``max_resumes`` times)."""
+    run ``autodev resume`` until it exits 0 (at most ``max_resumes`` times). ``after_first_kill`` runs
+    between the first kill and the first resume."""
     first = start_and_kill(scenario, scenario.run_args(), log, run_kill)
     recovery = Recovery(kills=[first])
+    if after_first_kill is not None:
+        after_first_kill()
     if not first.killed:
         recovery.finished = first.exit_code == 0
         return recovery
