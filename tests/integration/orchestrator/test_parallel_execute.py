@@ -318,3 +318,41 @@ def test_phase_review_reads_the_phase_change_when_enabled(tmp_path: Path) -> Non
     )
     # Advisory: the phase's tasks stay complete.
     assert {t.status for t in _manager(root).tasks()} == {"complete"}
+
+
+def test_a_speculative_child_interrupted_with_its_parent_is_taken_up_again_on_resume(tmp_path: Path) -> None:
+    root = git_repo(tmp_path / "repo")
+    save_plan(root, plan_of([Spec("1.1"), Spec("1.2", deps=("1.1",))]))
+    entries = [dict(entry, cost_usd=1.0) for entry in entries_for()]
+    # The parent's developer is slow enough for the child to start speculatively beside it.
+    entries.append(
+        {
+            "role": "developer",
+            "task_id": "1.1",
+            "text": "done",
+            "cost_usd": 1.0,
+            "latency_s": 0.3,
+            "edits": [{"path": "src/t_{task_id}.py", "content": "VALUE = '{task_id}'\n"}],
+        }
+    )
+    speculative = {"speculative_execution_enabled": True}
+    stop_early = {"guardrails.cost_budget_usd_per_plan": 2.0, **speculative}
+    with pytest.raises(BudgetExceededError):
+        anyio.run(
+            orchestrator(root, WatchedAdapter(script=script_of(entries, 0.05)), 2, **stop_early).execute
+        )
+    manager = _manager(root)
+    assert manager.get_task("1.2").status not in ("pending", "complete")  # the child is mid-flight
+    assert manager.get_task("1.1").status not in ("pending", "complete")
+    adapter = WatchedAdapter(script=script_of(entries, 0.05))
+    more = {"guardrails.cost_budget_usd_per_plan": 100.0, **speculative}
+    anyio.run(orchestrator(root, adapter, 2, **more).execute)
+    assert {t.status for t in _manager(root).tasks()} == {"complete"}
+    names = [op["op"] for op in ledger_ops(root)]
+    assert names.count("speculative_started") == 1 and names.count("speculative_committed") == 1
+    assert "speculative_rolled_back" not in names
+    # Resumed, the child did not start over, and it merged after its parent.
+    assert ("1.2", "developer") not in adapter.started
+    history = git(root, "log", "--format=%s").splitlines()
+    assert history.index("autodev: 1.2 Task 1.2") < history.index("autodev: 1.1 Task 1.1")
+    _no_leftovers(root)
