@@ -110,7 +110,10 @@ class WorktreeManager:
             self._active.pop(name, None)
             await self._remove_path(path)
         self.root_dir.mkdir(parents=True, exist_ok=True)
-        await self._admin("add", "--detach", "--no-checkout", "--quiet", str(path), base)
+        # A kill inside `git worktree add` leaves the name registered and locked ("initializing") with no
+        # directory: with `replace`, forcing twice takes such a leftover over instead of failing on it.
+        force = ("--force", "--force") if replace else ()
+        await self._admin("add", "--detach", "--no-checkout", "--quiet", *force, str(path), base)
         worktree = Worktree(name, path.resolve(), base)
         self._active[name] = worktree
         try:
@@ -231,7 +234,8 @@ class WorktreeManager:
             return await self._git(self.main_repo, "worktree", *args, check=check)
 
     async def _remove_path(self, path: Path) -> None:
-        result = await self._admin("remove", "--force", str(path), check=False)
+        # Twice: a worktree a killed `git worktree add` left locked is removed too.
+        result = await self._admin("remove", "--force", "--force", str(path), check=False)
         if result.code != 0:
             # Not a registered worktree any more (or half-created): delete the directory itself, and let
             # git forget it (a successful remove already did).

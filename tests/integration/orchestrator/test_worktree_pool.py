@@ -3,6 +3,7 @@ exactly clean tree, overflow, concurrent claims, crash leftovers, cleanup; claim
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import anyio
@@ -233,6 +234,29 @@ async def test_manager_claim_replaces_a_crashed_tasks_worktree_and_release_remov
     assert manager.active == [worktree]
     await manager.release(worktree)
     assert manager.active == [] and not worktree.path.exists() and len(_registered(repo)) == 1
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("then", ["claim", "prune"])
+async def test_a_worktree_add_killed_half_way_blocks_neither_a_claim_nor_a_prune(
+    repo: Path, then: str
+) -> None:
+    """`git worktree add` registers the worktree locked ("initializing") before it creates the directory:
+    a kill in between leaves a missing, locked entry that plain `add` and `remove` refuse."""
+    base = _head(repo)
+    root_dir = repo / ".autodev" / "worktrees"
+    path = root_dir / "task-1.2"
+    _git(repo, "worktree", "add", "--detach", "-q", str(path), base)
+    (repo / ".git" / "worktrees" / "task-1.2" / "locked").write_text("initializing\n")
+    shutil.rmtree(path)
+    manager = WorktreeManager(repo, root_dir)
+    if then == "claim":
+        worktree = await manager.claim("1.2", base)
+        assert _head(worktree.path) == base and _dirt(worktree.path) == ""
+        await manager.release(worktree)
+    else:
+        await manager.prune_stale()
+    assert len(_registered(repo)) == 1
 
 
 @pytest.mark.asyncio
