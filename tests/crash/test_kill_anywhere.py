@@ -231,12 +231,14 @@ def test_a_kill_while_git_holds_a_lock_still_resumes(
     assert problems == [], f"{report}\nproblems:\n" + "\n".join(problems)
 
 
-def test_a_resume_first_stops_the_gate_tool_a_killed_run_left_running(tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", [1, 3], ids=["main tree", "task worktree"])
+def test_a_resume_first_stops_the_gate_tool_a_killed_run_left_running(tmp_path: Path, workers: int) -> None:
     """A gate tool (or agent CLI) runs in a session of its own, so a SIGKILL to AutoDev's group does not reach
     it. The run registers it; the next run, holding the run lock, stops it before doing anything else.
-    A slow lint command makes the window wide enough to see.
+    A slow lint command makes the window wide enough to see. With parallel tasks the gate runs in the
+    task's worktree, and must still be registered where the next run looks.
     """
-    scenario = make_scenario(tmp_path)
+    scenario = make_scenario(tmp_path, workers=workers)
     sleeper = [sys.executable, "-c", "import time; time.sleep(30)"]
     scenario.env["AUTODEV_QA_GATES__LINT__COMMAND"] = json.dumps(sleeper)
 

@@ -435,7 +435,9 @@ def _gate_issue(result: GateResult) -> str:
 async def _gates_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> StepFailure | None:
     diff = ctx.developer_diff or await _current_diff(task, ctx)
     orch.emit(ProgressEvent("step_started", "QA gates running", task.id, "gates", task.retry_count + 1))
-    results = await run_gates(ctx.workspace.root, list(diff.files), orch.config.qa_gates)
+    results = await run_gates(
+        ctx.workspace.root, list(diff.files), orch.config.qa_gates, state_dir=orch.paths.state_dir
+    )
     passed = all(result.counts_as_pass for result in results)
     orch.plan_manager.record_evidence(
         GateEvidence(
@@ -519,7 +521,8 @@ async def _test_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> StepFa
     orch.emit(
         ProgressEvent("step_started", "AutoDev runs the tests itself", task.id, "verify", request.attempt)
     )
-    runs = [r for r in await run_gates(ctx.workspace.root, list(diff.files), test_only) if r.gate == "test"]
+    ran = await run_gates(ctx.workspace.root, list(diff.files), test_only, state_dir=orch.paths.state_dir)
+    runs = [r for r in ran if r.gate == "test"]
     run = runs[0] if runs else None
     run_excerpt = _gate_output(run) if run else ""
     real = _run_counts(run_excerpt)

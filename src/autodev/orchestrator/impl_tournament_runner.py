@@ -146,7 +146,12 @@ class ImplContentHandler:
             return Candidate(describe_variant(diff.patch, "not run"), diff.patch, variant, exc.message)
         diff = await self.manager.diff(worktree)
         claim = parse_test_results(tester.text) if tester.success else None
-        gates = await run_gates(worktree.path, list(diff.files), _tests_only(self.orch.config.qa_gates))
+        gates = await run_gates(
+            worktree.path,
+            list(diff.files),
+            _tests_only(self.orch.config.qa_gates),
+            state_dir=self.orch.paths.state_dir,
+        )
         run = next((gate for gate in gates if gate.gate == "test"), None)
         lines = [
             "test engineer: "

@@ -183,16 +183,20 @@ async def run_gates(
     config: QAGatesSettings,
     *,
     languages: Sequence[Language] | None = None,
+    state_dir: Path | None = None,
 ) -> list[GateResult]:
     """Run the enabled gates over ``changed_files`` (paths relative to ``repo_root``), as the module says.
 
-    ``languages`` replaces detection. Raises ``PathEscapeError`` for a changed path outside the repository;
-    every other problem is a ``GateResult``.
+    ``languages`` replaces detection. ``state_dir`` is the AutoDev state directory whose bytecode cache and
+    child-process registry the gates use (default ``<repo_root>/.autodev``): a task's worktree passes its
+    main repository's, so that a new worktree does not compile the test runner again and a gate tool a kill
+    orphans is found and stopped by the next run. Raises ``PathEscapeError`` for a changed path outside
+    the repository; every other problem is a ``GateResult``.
     """
     results: list[GateResult] = []
     with tempfile.TemporaryDirectory(prefix="autodev-qa-") as scratch:
         project = await anyio.to_thread.run_sync(
-            _load_project, repo_root, tuple(changed_files), languages, Path(scratch)
+            _load_project, repo_root, tuple(changed_files), languages, Path(scratch), state_dir
         )
         for gate in GATE_NAMES:
             settings = _gate_settings(config, gate)
@@ -234,6 +238,7 @@ class _Project:
     scratch: Path
     # package.json as parsed, or why it could not be; None when the project is not a nodejs one.
     package: Mapping[str, Any] | str | None
+    state: Path  # the .autodev directory: bytecode cache and child registry
 
     def files_where(self, keep: Callable[[PurePosixPath], bool]) -> tuple[str, ...]:
         return tuple(path for path in self.files if keep(PurePosixPath(path)))
@@ -257,7 +262,11 @@ _LANGUAGE_FILES: dict[Language, Callable[[PurePosixPath], bool]] = {
 
 
 def _load_project(
-    repo_root: Path, changed: tuple[str, ...], languages: Sequence[Language] | None, scratch: Path
+    repo_root: Path,
+    changed: tuple[str, ...],
+    languages: Sequence[Language] | None,
+    scratch: Path,
+    state_dir: Path | None = None,
 ) -> _Project:
     root = repo_root.resolve()
     files: set[str] = set()
@@ -267,7 +276,8 @@ def _load_project(
             files.add(clean)
     found = detect_languages(root) if languages is None else sorted(set(languages), key=LANGUAGES.index)
     package = _read_package_json(root) if "nodejs" in found else None
-    return _Project(root, tuple(sorted(files)), tuple(found), scratch, package)
+    state = state_dir if state_dir is not None else root / STATE_DIR_NAME
+    return _Project(root, tuple(sorted(files)), tuple(found), scratch, package, state)
 
 
 def _read_package_json(root: Path) -> Mapping[str, Any] | str | None:
@@ -385,7 +395,7 @@ def _python(gate: GateName, project: _Project) -> _Step:
     files = project.files_with(".py")
     # Bytecode goes under .autodev/ (ignored, never in a diff): a gate must not leave files in the working
     # tree, and a cache that persists between gate runs spares pytest re-compiling itself every time.
-    env = {"PYTHONPYCACHEPREFIX": str(project.root / STATE_DIR_NAME / "cache" / "pycache")}
+    env = {"PYTHONPYCACHEPREFIX": str(project.state / "cache" / "pycache")}
     if gate == "test":
         return _tool("pytest", project, ("-q",), env=env, judge=_pytest_judge)
     if not files:
@@ -624,7 +634,7 @@ async def _settle(
             cwd=project.root,
             timeout_s=remaining,
             env=command.env,
-            children_dir=project.root / STATE_DIR_NAME / "children",
+            children_dir=project.state / "children",
         )
         check = await run_check(spec, on_line=lines.add if command.reads_output else None)
         checks.append(check)
