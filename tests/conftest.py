@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from autodev.logging import configure_quiet_logging
+
+# For the child processes only (this session's own plugins are loaded by now): the projects these tests build
+# run their tests with the QA gates' `pytest`, and their plain tests need none of the plugins installed beside
+# AutoDev; importing (and, in each fresh project, compiling) those is most of a gate run's time.
+os.environ.setdefault("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
 
 
 @pytest.fixture(autouse=True)
