@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -102,22 +103,15 @@ def script_of(entries: Sequence[Mapping[str, Any]], latency_s: float = 0.0) -> S
     return Script.model_validate({"latency_s": latency_s, "entries": list(entries)})
 
 
-@dataclass
 class WatchedAdapter(ScriptedAdapter):
     """The scripted adapter, recording which tasks were in an agent call at the same time."""
 
-    active: set[str] = field(default_factory=set)
-    max_tasks_at_once: int = 0
-    overlaps: set[frozenset[str]] = field(default_factory=set)
-    started: list[tuple[str, str]] = field(default_factory=list)
-    raise_for: set[str] = field(default_factory=set)
-
     def __init__(self, *, script: Script, raise_for: Sequence[str] = ()) -> None:
         super().__init__(script=script)
-        self.active = set()
+        self.active: set[str] = set()
         self.max_tasks_at_once = 0
-        self.overlaps = set()
-        self.started = []
+        self.overlaps: set[frozenset[str]] = set()
+        self.started: list[tuple[str, str]] = []
         self.raise_for = set(raise_for)
 
     async def execute(self, inv: AgentInvocation) -> AgentResult:
@@ -150,7 +144,5 @@ def orchestrator(root: Path, adapter: ScriptedAdapter, workers: int, **overrides
 
 
 def ledger_ops(root: Path) -> list[dict[str, Any]]:
-    import json
-
     lines = (root / ".autodev" / "ledger.jsonl").read_text().splitlines()
     return [json.loads(line) for line in lines if line.strip()]

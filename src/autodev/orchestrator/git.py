@@ -278,10 +278,6 @@ class GitRepo:
         pairs = (line.split(" ", 1) for line in result.stdout.splitlines() if " " in line)
         return {name: commit for name, commit in pairs}
 
-    async def is_ancestor(self, ancestor: str, descendant: str) -> bool:
-        result = await self._run("merge-base", "--is-ancestor", ancestor, descendant, check=False)
-        return result.code == 0
-
     async def subject(self, commit: str) -> str | None:
         result = await self._run("log", "-1", "--format=%s", commit, check=False)
         return result.stdout.strip() if result.code == 0 else None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import anyio
@@ -193,8 +194,6 @@ def test_cross_phase_review_ranges_are_exact_while_the_next_phase_commits(tmp_pa
     assert phase_two.end_checkpoint_commit == commits["2.1"]
     review = manager.evidence_for("plan")
     paths = {ref.attempt: root / ref.path for ref in review if ref.kind == "phase_review"}
-    import json
-
     first = json.loads(paths[1].read_text())
     assert first["baseline_commit"] == history[0]
     assert sorted(first["commits"]) == sorted([commits["1.1"], commits["1.2"]])
@@ -307,8 +306,6 @@ def test_phase_review_reads_the_phase_change_when_enabled(tmp_path: Path) -> Non
     reviews = [call for call in adapter.calls if call.role == "reviewer" and call.task_id == "plan"]
     assert len(reviews) == 2  # one per phase
     assert own_file("1.2") in reviews[0].prompt and own_file("2.1") not in reviews[0].prompt
-    import json
-
     refs = {ref.attempt: ref for ref in _manager(root).evidence_for("plan") if ref.kind == "phase_review"}
     first = json.loads((root / refs[1].path).read_text())
     assert (first["reviewed"], first["verdict"], first["issues"]) == (
