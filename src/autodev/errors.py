@@ -21,6 +21,8 @@ translated at the boundary with ``raise ... from exc``.
     │   ├── EvidenceError             an evidence file cannot be written or read
     │   └── InlineStateError          inline-state.json is malformed
     ├── LockHeldError                 another process holds the .autodev lock (holder's pid)
+    ├── EnvironmentFaultError         the machine, not the work, stopped the run: a tool gone missing, an
+    │                                 agent CLI that cannot start (exit 3: fix it, then `autodev resume`)
     └── GuardrailExceededError        a per-task or per-plan limit was reached (exit 1)
 """
 
@@ -29,6 +31,7 @@ from __future__ import annotations
 __all__ = [
     "AutodevError",
     "ConfigError",
+    "EnvironmentFaultError",
     "EvidenceError",
     "GuardrailExceededError",
     "InlineStateError",
@@ -67,13 +70,14 @@ class AutodevError(Exception):
     """
 
     exit_code: int = EXIT_USAGE
+    max_message_chars: int = MAX_MESSAGE_CHARS
 
     def __init__(self, message: str) -> None:
         # A multi-line message would break the one-line contract of the CLI; fold it here once. The cap is a
         # last resort for input echoed whole; call sites quote user text through quote().
         folded = " ".join(message.split())
-        if len(folded) > MAX_MESSAGE_CHARS:
-            half = MAX_MESSAGE_CHARS // 2
+        if len(folded) > self.max_message_chars:
+            half = self.max_message_chars // 2
             folded = f"{folded[:half]} [...] {folded[-half:]}"
         self.message = folded
         super().__init__(self.message)
@@ -198,6 +202,16 @@ class LockHeldError(AutodevError):
                 "then try again"
             )
         super().__init__(message)
+
+
+class EnvironmentFaultError(AutodevError):
+    """Something the developer cannot fix stopped the run resumably: no attempt is counted for it.
+
+    The task stays where it was; ``autodev resume`` continues once the cause (named in the message) is
+    fixed.
+    """
+
+    exit_code = EXIT_SUSPENDED
 
 
 class GuardrailExceededError(AutodevError):

@@ -382,7 +382,9 @@ def demo(obj: CliContext, directory: Path | None, force: bool) -> None:
     demo_obj.start_logging(create_state=True)
     click.echo(f"demo repository: {setup.repo_root}")
     click.echo(f"intent: {setup.intent}")
-    config = load_config(setup.repo_root, overrides={"platform": "scripted"})
+    # The scratch project has no environment of its own: its tests run in AutoDev's (plugins off), the same on
+    # every machine, whatever python3 or activated environment the shell offers.
+    config = load_config(setup.repo_root, overrides={"platform": "scripted", "environment.python": "autodev"})
     with _run_display(demo_obj) as display:
         orchestrator = Orchestrator(
             setup.repo_root, config=config, adapter=ScriptedAdapter(script=setup.script), listener=display

@@ -13,6 +13,7 @@ from autodev.config.schema import (
     PLATFORMS,
     ROLE_NAMES,
     AutodevConfig,
+    EnvironmentSettings,
     GateSettings,
     GuardrailSettings,
     ModelPrice,
@@ -21,6 +22,7 @@ from autodev.config.schema import (
     TierModels,
     TournamentSettings,
     TournamentsSettings,
+    WorktreeSetupSettings,
 )
 from autodev.config.template import render_config_template
 
@@ -32,6 +34,7 @@ __all__ = [
     "ROLE_NAMES",
     "AutodevConfig",
     "ConfigEntry",
+    "EnvironmentSettings",
     "GateSettings",
     "GuardrailSettings",
     "ModelPrice",
@@ -40,6 +43,7 @@ __all__ = [
     "TierModels",
     "TournamentSettings",
     "TournamentsSettings",
+    "WorktreeSetupSettings",
     "explain_config",
     "load_config",
     "render_config_template",

@@ -20,6 +20,7 @@ __all__ = [
     "AgentCLI",
     "AutodevConfig",
     "CapabilityTier",
+    "EnvironmentSettings",
     "GateSettings",
     "GuardrailSettings",
     "ModelPrice",
@@ -30,6 +31,7 @@ __all__ = [
     "TierModels",
     "TournamentSettings",
     "TournamentsSettings",
+    "WorktreeSetupSettings",
 ]
 
 Platform = Literal["auto", "claude_code", "codex", "cursor", "opencode", "gemini", "inline", "scripted"]
@@ -246,6 +248,59 @@ class QAGatesSettings(_Settings):
     )
 
 
+class EnvironmentSettings(_Settings):
+    """The project's own environment: the Python that runs its tests and import checks."""
+
+    python: NonBlankStr | None = Field(
+        default=None,
+        description="Interpreter that runs the project's Python code (tests, syntax and import "
+        'checks): a path, a command on PATH, or "autodev" for AutoDev\'s own interpreter (with '
+        "pytest's plugin autoloading off). Unset finds it: the repository's .venv or venv, the "
+        "VIRTUAL_ENV or CONDA_PREFIX of the shell that started AutoDev, a uv, Poetry, PDM or Hatch "
+        "project's environment, a python3 on PATH, and AutoDev's own interpreter only when there "
+        "is nothing else.",
+        examples=[".venv/bin/python"],
+    )
+    resolve_timeout_s: float = Field(
+        default=180.0,
+        gt=0,
+        description="Seconds a project tool (uv, poetry, pdm, hatch) may take to name its "
+        "environment's interpreter; the first `uv run` of a project may create the environment.",
+    )
+
+
+class WorktreeSetupSettings(_Settings):
+    """How a new git worktree is made into a working copy the project's tests accept."""
+
+    copy_ignored: list[NonBlankStr] = Field(
+        default_factory=list,
+        description="Git-ignored files the project needs (generated version files, compiled "
+        "translations, build outputs), as paths or glob patterns relative to the repository root "
+        "(`**` matches any depth); each is copied from the main checkout into every task worktree.",
+        examples=[["src/pkg/_version.py", "src/pkg/locale/**/*.mo"]],
+    )
+    command: list[NonBlankStr] | None = Field(
+        default=None,
+        description="Command run once in each new worktree, from its root, as an argv list (never a "
+        "shell string), after the copies: e.g. a build step that generates what the tests import.",
+        examples=[["make", "build"]],
+    )
+    timeout_s: float = Field(default=600.0, gt=0, description="Seconds the setup command may run.")
+
+    @field_validator("command", mode="before")
+    @classmethod
+    def _command_is_argv(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            raise ValueError('must be an argv list such as ["make", "build"], not a shell string')
+        if isinstance(value, list) and not value:
+            raise ValueError('must name a program, e.g. ["make", "build"]; an empty list runs nothing')
+        return value
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.copy_ignored) or self.command is not None
+
+
 class RoleSettings(_Settings):
     """Overrides for one agent role; unset fields keep the role's built-in defaults."""
 
@@ -366,6 +421,19 @@ class AutodevConfig(_Settings):
         ge=1,
         description="Agent calls running at once across all tasks (rate limits, machine load); also "
         "caps the execute parallelism derived from the machine's resources.",
+    )
+    skipped_dependency_satisfies: bool = Field(
+        default=True,
+        description="Whether a task whose dependency was skipped (`autodev skip`) may still run; "
+        "false blocks the tasks that depend on a skipped task.",
+    )
+    environment: EnvironmentSettings = Field(
+        default_factory=EnvironmentSettings,
+        description="The project's environment, where its tests and import checks run.",
+    )
+    worktree_setup: WorktreeSetupSettings = Field(
+        default_factory=WorktreeSetupSettings,
+        description="What every new task worktree gets before a task works in it.",
     )
     tournaments: TournamentsSettings = Field(
         default_factory=TournamentsSettings,

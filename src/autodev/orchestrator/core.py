@@ -28,15 +28,20 @@ from autodev.config.schema import Platform
 from autodev.errors import EXIT_SUSPENDED, AutodevError
 from autodev.guardrails import GuardrailEnforcer, LoopDetector
 from autodev.logging import get_logger
+from autodev.orchestrator.checks import ChangeChecks
 from autodev.orchestrator.events import ProgressEvent, ProgressListener
 from autodev.orchestrator.execute_phase import MID_FLIGHT, check_working_tree, run_execute_phase
 from autodev.orchestrator.git import GitRepo
 from autodev.orchestrator.impl_tournament_runner import prune_stale_worktrees, run_impl_tournament
 from autodev.orchestrator.inline_state import clear_suspend_state, load_suspend_state
+from autodev.orchestrator.parallelism import resolve_parallelism
 from autodev.orchestrator.plan_phase import run_plan_phase
 from autodev.orchestrator.plan_tournament_runner import run_plan_tournament
+from autodev.orchestrator.preflight import Preflight, run_preflight
 from autodev.orchestrator.workspace import TASK_REF_PREFIX, TaskWorkspace
 from autodev.orchestrator.worktree import WorktreeManager
+from autodev.orchestrator.worktree_setup import WorktreePreparer
+from autodev.qa.environment import EnvironmentResolution, resolve_environment
 from autodev.state.knowledge import KnowledgeStore
 from autodev.state.paths import AutodevPaths, ensure_state_dir
 from autodev.state.plan_manager import PlanManager
@@ -122,6 +127,9 @@ class Orchestrator:
         self._knowledge: KnowledgeStore | None = None
         self._agent_slots: anyio.CapacityLimiter | None = None
         self._worktree_admin_lock: anyio.Lock | None = None
+        self._environment: EnvironmentResolution | None = None
+        self._checks: ChangeChecks | None = None
+        self._preflight: Preflight | None = None
 
     # --- wiring that needs the state directory ------------------------------------------------------
 
@@ -158,13 +166,82 @@ class Orchestrator:
             self._worktree_admin_lock = anyio.Lock()
         return self._worktree_admin_lock
 
+    async def project_environment(self) -> EnvironmentResolution:
+        """The project's environment (``autodev.qa.environment``), found once per public call."""
+        if self._environment is None:
+            self._environment = await resolve_environment(self.repo_root, self.config.environment)
+            _log.info(
+                "orchestrator.environment",
+                chosen=self._environment.environment.summary() if self._environment.environment else None,
+                problem=self._environment.problem,
+            )
+        return self._environment
+
+    @property
+    def worktree_preparer(self) -> WorktreePreparer:
+        """The repository's worktree setup, for every worktree the run makes (tasks, pool, baseline)."""
+        resolution = self._environment
+        environment = resolution.environment if resolution is not None else None
+        return WorktreePreparer(
+            self.repo_root,
+            self.config.worktree_setup,
+            env=environment.env if environment is not None else None,
+            children_dir=self.paths.children_dir,
+        )
+
+    async def change_checks(self) -> ChangeChecks:
+        """The gates of this call, in the project's environment, judged against each task's base."""
+        if self._checks is None:
+            resolution = await self.project_environment()
+            self._checks = ChangeChecks(
+                paths=self.paths,
+                config=self.config,
+                git=self.git,
+                environment=resolution.environment,
+                preparer=self.worktree_preparer,
+                admin_lock=self.worktree_admin_lock,
+            )
+        return self._checks
+
+    async def preflight(self) -> Preflight:
+        """Check, before any paid call, that the gates can do their work (``autodev.orchestrator.preflight``);
+        once per public call."""
+        if self._preflight is None:
+            resolution = await self.project_environment()
+            if resolution.environment is not None:
+                self.emit(ProgressEvent("note", f"project environment: {resolution.environment.summary()}"))
+            isolated = resolve_parallelism(self.config, self.adapter).isolated
+            self._preflight = await run_preflight(
+                await self.change_checks(), self.git, resolution, isolated=isolated
+            )
+        return self._preflight
+
+    async def project_block(self) -> str:
+        """What every task's roles are told about the project (``autodev.orchestrator.context``)."""
+        from autodev.orchestrator.context import project_context
+
+        preflight = await self.preflight()
+        resolution = await self.project_environment()
+        context = project_context(
+            self.plan_manager,
+            self.repo_root,
+            environment=resolution.environment,
+            baseline=preflight.baseline,
+            commit=preflight.commit,
+        )
+        return context.block()
+
     @contextmanager
     def _session(self) -> Iterator[None]:
         """Hold the run lock and open the ledger for one public call; always leave a checkpoint."""
         ensure_state_dir(self.paths)
-        # Locks and limiters belong to one event loop; each public call may run in a new one.
+        # Locks and limiters belong to one event loop; each public call may run in a new one. The project
+        # environment is looked up anew too: the user may have fixed it since the last call.
         self._agent_slots = None
         self._worktree_admin_lock = None
+        self._environment = None
+        self._checks = None
+        self._preflight = None
         with SessionLock(self.paths):
             manager = PlanManager(self.repo_root, lock_timeout_s=self.config.lock_timeout_s)
             manager.load()
@@ -186,6 +263,10 @@ class Orchestrator:
             _log.warning("orchestrator.stale_git_locks_removed", paths=[str(path) for path in cleared])
         await prune_stale_worktrees(self)
         await self._prune_task_worktrees()
+        base = WorktreeManager(
+            self.repo_root, self.paths.baseline_worktree_dir, admin_lock=self.worktree_admin_lock
+        )
+        await base.prune_stale()
 
     async def _prune_task_worktrees(self) -> None:
         """Remove task worktrees and pinned task commits nothing in flight owns any more.
@@ -250,6 +331,7 @@ class Orchestrator:
         with self._session():
             await self._recover_from_a_killed_run()
             await check_working_tree(self)
+            await self.preflight()
             self.emit(ProgressEvent("phase", f"plan phase on {self.platform_name}"))
             plan = await run_plan_phase(self, intent, replace=replace, require_approval=confirm_plan)
             if plan.metadata.get("requires_approval"):
@@ -285,6 +367,8 @@ class Orchestrator:
                 )
             if not self.plan_manager.has_plan or self.plan_manager.plan_phase is not None:
                 intent = self._saved_intent()
+                await check_working_tree(self)
+                await self.preflight()
                 await run_plan_phase(self, intent, replace=True)
             tasks = await run_execute_phase(self)
             clear_suspend_state(self.paths)

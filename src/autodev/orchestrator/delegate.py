@@ -14,8 +14,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from autodev.adapters.base import AgentInvocation, AgentResult, DelegationPendingSignal
+from autodev.adapters.base import AgentErrorKind, AgentInvocation, AgentResult, DelegationPendingSignal
 from autodev.agents.registry import get_spec
+from autodev.errors import EnvironmentFaultError
 from autodev.guardrails.errors import LoopDetectedError
 from autodev.logging import get_logger
 from autodev.orchestrator.delegation_envelope import DelegationEnvelope
@@ -27,9 +28,9 @@ if TYPE_CHECKING:
 __all__ = ["DelegationRequest", "delegate"]
 
 _log = get_logger("autodev.delegate")
-# Roles whose replies may carry LESSON: lines worth keeping for later prompts.
-_LEARNING_ROLES = frozenset({"developer", "reviewer", "test_engineer", "critic_sounding_board"})
 _TOURNAMENT_ROLES = frozenset({"critic_t", "architect_b", "synthesizer", "judge"})
+# An agent that could not even be started failed for the machine's reasons, not the work's.
+_ENVIRONMENT_ERRORS: frozenset[AgentErrorKind] = frozenset({"cli_missing", "spawn_failed"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +110,12 @@ async def delegate(orch: Orchestrator, request: DelegationRequest) -> AgentResul
         _log.info("delegate.suspended", task_id=request.task_id, role=request.role, step=request.step)
         raise
     orch.guardrails.post_invocation(budget_key, request.role, result)
+    if result.error is not None and result.error.kind in _ENVIRONMENT_ERRORS:
+        _log.warning("delegate.agent_unavailable", role=request.role, error=result.error.message)
+        raise EnvironmentFaultError(
+            f"the {request.role} agent cannot be started ({result.error.message}); install the agent CLI "
+            "or choose another --platform, then run `autodev resume` (no attempt was counted)"
+        )
     _log.info(
         "delegate.done",
         task_id=request.task_id,
@@ -129,6 +136,6 @@ async def delegate(orch: Orchestrator, request: DelegationRequest) -> AgentResul
                 task_id=request.task_id,
                 role=request.role,
             )
-        if request.role in _LEARNING_ROLES:
-            orch.knowledge.add_from_text(result.text, role=request.role, task_id=request.task_id)
+        # Every role may have learned something about the repository worth telling later prompts.
+        orch.knowledge.add_from_text(result.text, role=request.role, task_id=request.task_id)
     return result

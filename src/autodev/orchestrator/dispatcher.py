@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from autodev.adapters.base import DelegationPendingSignal
-from autodev.errors import LockHeldError, PlanParseError, StateError
+from autodev.errors import EnvironmentFaultError, LockHeldError, PlanParseError, StateError
 from autodev.guardrails.errors import BudgetExceededError
 from autodev.logging import get_logger
 from autodev.orchestrator.events import ProgressEvent
@@ -61,6 +61,7 @@ _RUN_FATAL: tuple[type[BaseException], ...] = (
     StateError,
     LockHeldError,
     MainTreeChangedError,
+    EnvironmentFaultError,
 )
 
 
@@ -135,6 +136,7 @@ class Dispatcher:
         self._review_due = True
         self._main_head: str | None = None
         self._task_group: anyio.abc.TaskGroup | None = None
+        self._project_block = ""
         self.worktrees: WorktreeManager | WorktreePool = self._worktree_provider()
 
     def _worktree_provider(self) -> WorktreeManager | WorktreePool:
@@ -143,9 +145,10 @@ class Dispatcher:
             self.orch.paths.task_worktrees_dir,
             self.orch.worktree_admin_lock,
         )
+        preparer = self.orch.worktree_preparer
         if self.orch.config.worktree_pool_enabled and self.parallelism.isolated:
-            return WorktreePool(root, tree, self.parallelism.workers, admin_lock=lock)
-        return WorktreeManager(root, tree, admin_lock=lock)
+            return WorktreePool(root, tree, self.parallelism.workers, admin_lock=lock, preparer=preparer)
+        return WorktreeManager(root, tree, admin_lock=lock, preparer=preparer)
 
     # --- the loop -----------------------------------------------------------------------------------
 
@@ -160,6 +163,7 @@ class Dispatcher:
             speculative=self.speculative,
             pool=isinstance(self.worktrees, WorktreePool),
         )
+        self._project_block = await self.orch.project_block()
         if self.parallelism.isolated:
             self.orch.emit(ProgressEvent("note", f"running up to {self.parallelism.workers} tasks at once"))
         if isinstance(self.worktrees, WorktreePool):
@@ -204,7 +208,12 @@ class Dispatcher:
                 self._start(task.id)
             return
         mid_flight = [tid for tid in self.pm.task_ids_with_status(*MID_FLIGHT) if tid not in self.workers]
-        in_place = [tid for tid in mid_flight if self.pm.get_task(tid).worktree is None]
+        # In the main tree mid-flight: started there (a retried task, with no base yet, starts anew anywhere).
+        in_place = [
+            tid
+            for tid in mid_flight
+            if (task := self.pm.get_task(tid)).worktree is None and task.base_commit is not None
+        ]
         if self.parallelism.isolated and (in_place or self._running_in_place()):
             # A task interrupted while working in the main tree finishes there, alone: isolated tasks
             # merging meanwhile would mix into its diff.
@@ -291,13 +300,15 @@ class Dispatcher:
     async def _open_workspace(self, task_id: str, worker: _Worker, isolated: bool) -> TaskWorkspace | None:
         """The tree the task works in; starts a pending task (its base is the main tree's HEAD now)."""
         task = self.pm.get_task(task_id)
-        worker.resumed = task.status != "pending"
+        # A task sent back by `autodev retry` is in progress without a base: it starts anew, from now.
+        starting = task.status == "pending" or task.base_commit is None
+        worker.resumed = not starting
         if not isolated:
-            if task.status == "pending":
+            if starting:
                 base = await self.orch.git.ensure_base_commit()
                 self._record_start(task, base, None)
             return TaskWorkspace(self.orch.repo_root, self.orch.git)
-        if task.status == "pending":
+        if starting:
             # The branch moves only by our own merges: the last one known is the current base (and if
             # someone else moved it, the merge replays onto whatever HEAD really is).
             if self._main_head is None:
@@ -357,6 +368,7 @@ class Dispatcher:
             on_change=self._notify,
             after_complete=self._after_complete,
             resumed=resumed,
+            project_block=self._project_block,
         )
 
     async def _after_complete(self, task: Task) -> None:

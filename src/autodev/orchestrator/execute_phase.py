@@ -3,18 +3,29 @@ test engineer → (implementation tournament) → commit → complete.
 
 The step to run is read from the task's recorded status, so a resumed run (after a crash, an inline
 suspend or a budget stop) continues exactly where the ledger says the task is, and never repeats a step
-that was recorded as done. One retry counter per task spans every step: any failure sends the task back
-to the developer with the concrete failure in its prompt; at ``qa_retry_limit`` the critic sounding board
-diagnoses it, and the task and everything depending on it are blocked with a reason.
+that was recorded as done. One retry counter per task spans every step; at ``qa_retry_limit`` the critic
+sounding board diagnoses the task, and the task and everything depending on it are blocked with a reason.
 
-Nothing counts as a pass by default: an empty diff, a gate that could not run, a reviewer reply without a
-``VERDICT:`` line, a test engineer reply without a ``RESULTS:`` line, or a claim the real test run
-contradicts are all failures.
+Each failure goes to whoever can act on it:
+
+- what the developer can fix (a gate finding new against the base commit, a reviewer's issues, tests that
+  fail when AutoDev runs them) goes back to the developer with the concrete failure in its prompt;
+- a role's own mistake (a reply without its ``VERDICT:`` or ``RESULTS:`` line, counts that contradict
+  AutoDev's run, lint errors in the test engineer's own files, a failed call) gets one repair turn in the
+  same role with the exact problem stated, then retries that role's step: an attempt is counted, the
+  developer's work is not thrown back;
+- what nobody in the run can fix (a gate's tool gone missing, an agent CLI that cannot start) stops the
+  run resumably (``EnvironmentFaultError``, exit 3) and costs no attempt.
+
+Nothing counts as a pass by default: an empty diff, a gate that could not run, a missing verdict or results
+line, or a claim the real test run contradicts are all failures. What is committed is what was checked:
+the test engineer's additions go through the gates too, the commit must hold exactly the tree the last
+checks saw, and ``evidence/<task>.patch`` is the committed change (the developer's own diff is kept in
+``evidence/<task>.developer.patch``).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -23,7 +34,13 @@ import anyio
 
 from autodev.adapters.base import AgentResult
 from autodev.agents.parsing import parse_critic_verdict, parse_review_verdict, parse_test_results
-from autodev.errors import EXIT_SUSPENDED, AutodevError, GuardrailExceededError
+from autodev.errors import (
+    EXIT_SUSPENDED,
+    AutodevError,
+    EnvironmentFaultError,
+    EvidenceError,
+    GuardrailExceededError,
+)
 from autodev.guardrails.errors import LoopDetectedError
 from autodev.logging import get_logger
 from autodev.orchestrator.delegate import DelegationRequest, delegate
@@ -40,18 +57,22 @@ from autodev.orchestrator.workspace import (
     rebase_after_conflict,
     task_ref,
 )
-from autodev.qa import GateResult, run_gates
+from autodev.qa import GateResult
+from autodev.qa.gates import GateName, GateRun
+from autodev.state.evidence import read_evidence
 from autodev.state.schemas import (
     TERMINAL_STATUSES,
     CoderEvidence,
     CommandRun,
     CriticEvidence,
+    Evidence,
     GateCheck,
     GateEvidence,
     ReviewEvidence,
     Task,
     TaskStatus,
     TestEvidence,
+    TestRunCounts,
 )
 
 if TYPE_CHECKING:
@@ -81,7 +102,7 @@ MID_FLIGHT: tuple[TaskStatus, ...] = (
     "tested",
     "tournamented",
 )
-_PYTEST_COUNTS = re.compile(r"(\d+) (passed|failed|error|errors)\b")
+_FILE_GATES: tuple[GateName, ...] = ("syntax", "lint", "secretscan")
 
 
 class PlanNotApprovedError(AutodevError):
@@ -96,13 +117,16 @@ class WorkingTreeDirtyError(AutodevError):
 
 @dataclass(frozen=True, slots=True)
 class StepFailure:
-    """Why a step failed, as concrete lines the developer's next attempt will see.
+    """Why a step failed, as concrete lines the next attempt will see.
 
-    ``new_base`` moves an isolated task onto a new base commit for its next attempt (after a conflict).
+    ``role`` is set when the failure is that role's own (its step is retried, the task stays where it is);
+    unset, the task goes back to the developer. ``new_base`` moves an isolated task onto a new base commit
+    for its next attempt (after a conflict).
     """
 
     issues: tuple[str, ...]
     new_base: str | None = None
+    role: str | None = None
 
     @property
     def summary(self) -> str:
@@ -136,12 +160,16 @@ class TaskContext:
     developer_diff: WorkingDiff | None = None
     # The task was in flight when a run was killed: steps may find half-done work of that run.
     resumed: bool = False
+    # What every role of the task is told about the project (``autodev.orchestrator.context``).
+    project_block: str = ""
 
 
-def _agent_failure(role: str, result: AgentResult) -> StepFailure:
+def _agent_failure(role: str, result: AgentResult, *, own: bool = False) -> StepFailure:
+    """A failed agent call; ``own``: the role's step is retried rather than the developer's."""
     kind = result.error.kind if result.error else "failed"
     message = result.error.message if result.error else "no reason given"
-    return StepFailure((f"{role} call failed ({kind}): {message}",))
+    label = role.replace("_", " ")
+    return StepFailure((f"{label} call failed ({kind}): {message}",), role=role if own else None)
 
 
 # --- entry point -----------------------------------------------------------------------------------------
@@ -161,11 +189,25 @@ async def run_execute_phase(orch: Orchestrator, task_id: str | None = None) -> l
     await check_working_tree(orch)
     if task_id is not None:
         _check_runnable(orch, task_id)
+    preflight = await orch.preflight()
     pm.record_session(orch.session_id)
+    record = preflight.record()
+    if record is not None and pm.record_baseline(record) and preflight.preexisting_failures():
+        failing = preflight.preexisting_failures()
+        orch.emit(
+            ProgressEvent(
+                "note",
+                f"{len(failing)} check(s) fail on the base commit already; not blamed on any task",
+                details=tuple(failing[:20]),
+            )
+        )
     _cascade_existing_blocks(orch)
     orch.emit(ProgressEvent("phase", f"execute phase: {plan.title or plan.plan_id}"))
     _log.info("orchestrator.execute.start", task_id=task_id)
-    processed = await Dispatcher(orch, only_task=task_id).run()
+    try:
+        processed = await Dispatcher(orch, only_task=task_id).run()
+    finally:
+        await (await orch.change_checks()).close()
     pm.checkpoint()
     final = [pm.get_task(tid) for tid in processed]
     _log.info(
@@ -203,7 +245,8 @@ def _check_runnable(orch: Orchestrator, task_id: str) -> None:
     task = orch.plan_manager.get_task(task_id)
     if task.status == "blocked":
         raise AutodevError(
-            f"task {task_id} is blocked ({task.blocked_reason}); fix the cause, then re-plan it"
+            f"task {task_id} is blocked ({task.blocked_reason}); fix the cause, then "
+            f"`autodev retry {task_id}`"
         )
     waiting = [
         dep
@@ -252,17 +295,21 @@ async def execute_task(orch: Orchestrator, task_id: str, ctx: TaskContext) -> No
         count = pm.mark_task_retry(
             task_id,
             failure.issues,
-            back_to_developer=count_below(task, limit),
+            back_to_developer=failure.role is None and count_below(task, limit),
             base_commit=failure.new_base,
+            issues_for=failure.role,
         )
         if failure.new_base is not None:
             await ctx.workspace.git.delete_ref(task_ref(task_id))
         ctx.on_change(task_id)
-        _log.info("execute_phase.retry", task_id=task_id, retry=count, reason=failure.summary)
+        _log.info(
+            "execute_phase.retry", task_id=task_id, retry=count, reason=failure.summary, role=failure.role
+        )
+        again = f"; the {failure.role.replace('_', ' ')} tries again" if failure.role else ""
         orch.emit(
             ProgressEvent(
                 "retry",
-                f"attempt {count} failed: {failure.summary}",
+                f"attempt {count} failed: {failure.summary}{again}",
                 task_id,
                 task.status,
                 count,
@@ -310,6 +357,8 @@ def _envelope(task: Task, role: str, action: DelegationAction, **context: object
 def _request(
     task: Task, role: str, step: str, envelope: DelegationEnvelope, ctx: TaskContext, extra: str = ""
 ) -> DelegationRequest:
+    if ctx.project_block:
+        extra = f"{extra.rstrip()}\n\n{ctx.project_block}" if extra.strip() else ctx.project_block
     return DelegationRequest(
         role=role,
         envelope=envelope,
@@ -351,15 +400,46 @@ async def _current_diff(task: Task, ctx: TaskContext) -> WorkingDiff:
     return await ctx.workspace.git.diff_against(task.base_commit)
 
 
+def _recorded(orch: Orchestrator, task_id: str, kind: str, attempt: int | None = None) -> Evidence | None:
+    """The latest evidence of ``kind`` recorded for the task (of ``attempt`` only, when given)."""
+    refs = [
+        ref
+        for ref in orch.plan_manager.evidence_for(task_id)
+        if ref.kind == kind and (attempt is None or ref.attempt == attempt)
+    ]
+    if not refs:
+        return None
+    try:
+        return read_evidence(orch.repo_root / refs[-1].path)
+    except EvidenceError:
+        return None
+
+
+def _issues_block(title: str, issues: Sequence[str]) -> str:
+    return f"{title}\n" + "\n".join(f"- {clip(issue, PROMPT_OUTPUT_CHARS)}" for issue in issues)
+
+
+def _own_issues(task: Task, role: str) -> tuple[str, ...]:
+    """The last failures when they are ``role``'s own (the developer's: those of no other role)."""
+    owner = task.last_issues_for or "developer"
+    return tuple(task.last_issues) if owner == role else ()
+
+
+def _repair_instruction(problem: str, previous: str) -> str:
+    return (
+        "YOUR PREVIOUS REPLY COULD NOT BE USED: "
+        + problem
+        + ". Answer again, following the output contract exactly. Your previous reply was:\n"
+        + clip(previous, PROMPT_OUTPUT_CHARS)
+    )
+
+
 # --- the steps -------------------------------------------------------------------------------------------
 
 
 async def _developer_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> StepFailure | None:
-    extra = ""
-    if task.last_issues:
-        extra = "THE PREVIOUS ATTEMPT FAILED. Fix these problems first:\n" + "\n".join(
-            f"- {clip(issue, PROMPT_OUTPUT_CHARS)}" for issue in task.last_issues
-        )
+    issues = _own_issues(task, "developer")
+    extra = _issues_block("THE PREVIOUS ATTEMPT FAILED. Fix these problems first:", issues) if issues else ""
     request = _request(task, "developer", "develop", _envelope(task, "developer", "implement"), ctx, extra)
     result = await _agent(orch, task, request)
     diff = await _current_diff(task, ctx)
@@ -379,7 +459,7 @@ async def _developer_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> S
             session_id=result.session_id,
         )
     )
-    pm.record_patch(task.id, diff.patch, attempt=request.attempt)
+    pm.record_patch(task.id, diff.patch, attempt=request.attempt, developer=True)
     if not result.success:
         return _agent_failure("developer", result)
     if diff.is_empty:
@@ -402,7 +482,11 @@ def _gate_check(result: GateResult) -> GateCheck:
         language=result.language,
         reason=result.reason,
         skipped_by=result.skipped_by,
+        cause=result.cause,
         findings=list(result.findings),
+        preexisting=list(result.preexisting),
+        changed_files=list(result.changed_files),
+        counts=TestRunCounts.model_validate(result.counts.model_dump()) if result.counts else None,
         runs=[
             CommandRun(
                 argv=list(check.argv),
@@ -432,46 +516,77 @@ def _gate_issue(result: GateResult) -> str:
     return f"{line}:\n{clip(output, PROMPT_OUTPUT_CHARS)}" if output else line
 
 
+def _stop_on_environment(task: Task, results: Sequence[GateResult]) -> None:
+    """Stop the run, resumably and without counting an attempt, on a gate the environment broke."""
+    broken = [result for result in results if result.environmental]
+    if broken:
+        details = "; ".join(f"{result.gate} gate: {result.reason}" for result in broken)
+        raise EnvironmentFaultError(
+            f"task {task.id}: the QA gates cannot run here ({details}); fix that, then run `autodev resume` "
+            "(no attempt was counted)"
+        )
+
+
+def _gate_evidence(task: Task, attempt: int, run: GateRun) -> GateEvidence:
+    return GateEvidence(
+        task_id=task.id,
+        attempt=attempt,
+        passed=all(result.acceptable for result in run.results),
+        checks=[_gate_check(result) for result in run.results],
+        environment=run.environment.summary() if run.environment else None,
+        interpreter=run.environment.python if run.environment else None,
+        tree=run.tree,
+    )
+
+
 async def _gates_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> StepFailure | None:
     diff = ctx.developer_diff or await _current_diff(task, ctx)
-    orch.emit(ProgressEvent("step_started", "QA gates running", task.id, "gates", task.retry_count + 1))
-    results = await run_gates(
-        ctx.workspace.root, list(diff.files), orch.config.qa_gates, state_dir=orch.paths.state_dir
-    )
-    passed = all(result.counts_as_pass for result in results)
-    orch.plan_manager.record_evidence(
-        GateEvidence(
-            task_id=task.id,
-            attempt=task.retry_count + 1,
-            passed=passed,
-            checks=[_gate_check(result) for result in results],
-        )
-    )
+    attempt = task.retry_count + 1
+    orch.emit(ProgressEvent("step_started", "QA gates running", task.id, "gates", attempt))
+    checks = await orch.change_checks()
+    assert task.base_commit is not None  # _current_diff checked it
+    run = await checks.check(ctx.workspace.root, ctx.workspace.git, task.base_commit, diff.files)
+    evidence = _gate_evidence(task, attempt, run)
+    orch.plan_manager.record_evidence(evidence)
     orch.emit(
         ProgressEvent(
             "step_finished",
-            "QA gates " + ", ".join(f"{r.gate}={r.status}" for r in results),
+            "QA gates " + ", ".join(f"{r.gate}={r.status}" for r in run.results),
             task.id,
             "gates",
-            task.retry_count + 1,
-            passed,
+            attempt,
+            evidence.passed,
         )
     )
-    if not passed:
-        return StepFailure(tuple(_gate_issue(result) for result in results if not result.counts_as_pass))
+    _stop_on_environment(task, run.results)
+    if not evidence.passed:
+        return StepFailure(tuple(_gate_issue(result) for result in run.results if not result.acceptable))
     orch.plan_manager.update_task_status(task.id, "auto_gated")
     return None
 
 
 async def _review_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> StepFailure | None:
+    attempt = task.retry_count + 1
+    prior = _recorded(orch, task.id, "review", attempt)
+    repair_of = None
+    if isinstance(prior, ReviewEvidence) and prior.problem and prior.repair_of is None:
+        repair_of = prior.problem  # a malformed first reply was recorded: this call is its repair turn
     diff = ctx.developer_diff or await _current_diff(task, ctx)
-    ctx.developer_diff = None
+    tree = await ctx.workspace.git.snapshot_tree()
     extra = "THE CHANGE TO REVIEW (git diff against the task's base):\n" + clip(diff.patch, PROMPT_DIFF_CHARS)
-    request = _request(task, "reviewer", "review", _envelope(task, "reviewer", "review"), ctx, extra)
+    extra += await _since_last_review(orch, task, ctx, tree)
+    own = _own_issues(task, "reviewer")
+    if own:
+        extra += "\n\n" + _issues_block("YOUR PREVIOUS REVIEW OF THIS TASK COULD NOT BE USED:", own)
+    if repair_of is not None and isinstance(prior, ReviewEvidence):
+        extra += "\n\n" + _repair_instruction(repair_of, prior.output_text)
+    step = "review-repair" if repair_of else "review"
+    request = _request(task, "reviewer", step, _envelope(task, "reviewer", "review"), ctx, extra)
     result = await _agent(orch, task, request)
     if not result.success:
-        return _agent_failure("reviewer", result)
+        return _agent_failure("reviewer", result, own=True)
     parsed = parse_review_verdict(result.text)
+    problem = None if parsed else "it has no 'VERDICT: APPROVED|NEEDS_CHANGES|REJECTED' line"
     orch.plan_manager.record_evidence(
         ReviewEvidence(
             task_id=task.id,
@@ -482,10 +597,23 @@ async def _review_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> Step
             output_text=result.text,
             cost_usd=result.cost_usd,
             session_id=result.session_id,
+            tree=tree,
+            problem=problem,
+            repair_of=repair_of,
+            previous_output=prior.output_text if repair_of and isinstance(prior, ReviewEvidence) else None,
         )
     )
     if parsed is None:
-        return StepFailure(("the reviewer's reply has no 'VERDICT: APPROVED|NEEDS_CHANGES|REJECTED' line",))
+        if repair_of is None:
+            orch.emit(
+                ProgressEvent("note", "the reviewer's reply has no VERDICT line: one repair turn", task.id)
+            )
+            return await _review_step(orch, orch.plan_manager.get_task(task.id), ctx)
+        ctx.developer_diff = diff
+        return StepFailure(
+            (f"the reviewer's reply has no 'VERDICT:' line, also after a repair turn ({repair_of})",),
+            role="reviewer",
+        )
     if parsed.verdict != "APPROVED":
         issues = parsed.issues or (f"the reviewer said {parsed.verdict} without listing issues",)
         return StepFailure(tuple(f"reviewer ({parsed.verdict}): {issue}" for issue in issues))
@@ -493,101 +621,225 @@ async def _review_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> Step
     return None
 
 
-def _run_counts(excerpt: str) -> tuple[int, int] | None:
-    """(passed, failed) from a pytest summary line, when the output has one."""
-    counts = {"passed": 0, "failed": 0}
-    found = False
-    for number, word in _PYTEST_COUNTS.findall(excerpt):
-        found = True
-        key = "passed" if word == "passed" else "failed"
-        counts[key] += int(number)
-    return (counts["passed"], counts["failed"]) if found else None
+async def _since_last_review(orch: Orchestrator, task: Task, ctx: TaskContext, tree: str) -> str:
+    """On a later attempt: the reviewer's own earlier issues and what changed since it last looked."""
+    attempt = task.retry_count + 1
+    earlier = next(
+        (
+            evidence
+            for number in range(attempt - 1, 0, -1)
+            if isinstance(evidence := _recorded(orch, task.id, "review", number), ReviewEvidence)
+            and evidence.verdict is not None
+        ),
+        None,
+    )
+    if earlier is None:
+        return ""
+    parts = [f"\n\nYOUR LAST REVIEW OF THIS TASK (attempt {earlier.attempt}) SAID {earlier.verdict}."]
+    if earlier.issues:
+        parts.append(_issues_block("The issues you raised then:", earlier.issues))
+    if earlier.tree is not None and earlier.tree != tree:
+        since = await ctx.workspace.git.range_patch(earlier.tree, tree)
+        parts.append("WHAT CHANGED SINCE THAT REVIEW:\n" + clip(since, PROMPT_DIFF_CHARS))
+    elif earlier.tree == tree:
+        parts.append("Nothing changed since that review.")
+    return "\n".join(parts)
+
+
+def _claim_problem(claim: object, counts: TestRunCounts | None) -> str | None:
+    """What is wrong with the test engineer's RESULTS line measured against AutoDev's own run."""
+    from autodev.agents.parsing import TestCounts
+
+    if not isinstance(claim, TestCounts):
+        return "it has no 'RESULTS: passed=N failed=M total=T' line"
+    if counts is None:
+        return None  # a test command with no JUnit report (configured, or not pytest): nothing to compare
+    real = counts
+    if (claim.passed, claim.failed) != (real.passed, real.failed):
+        return (
+            f"it says passed={claim.passed} failed={claim.failed}, but AutoDev's own run of the tests shows "
+            f"passed={real.passed} failed={real.failed} (total={real.total}, skipped={real.skipped})"
+        )
+    return None
+
+
+def _test_run_instruction(argv: Sequence[str], cwd: str) -> str:
+    shown = " ".join(argv) if argv else "the project's test command"
+    return (
+        "HOW YOUR COUNTS ARE CHECKED: after your reply AutoDev runs the tests itself, exactly as\n"
+        f"  {shown}\nin {cwd}, and reads its JUnit report. Your RESULTS line must match that run: passed = "
+        "cases that passed, failed = cases that failed or errored, total = every case that ran (skipped "
+        "ones included)."
+    )
 
 
 async def _test_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> StepFailure | None:
-    request = _request(task, "test_engineer", "test", _envelope(task, "test_engineer", "test"), ctx)
+    pm = orch.plan_manager
+    attempt = task.retry_count + 1
+    prior = _recorded(orch, task.id, "test", attempt)
+    repair_of = None
+    if isinstance(prior, TestEvidence) and prior.problem and prior.repair_of is None:
+        repair_of = prior.problem
+    checks = await orch.change_checks()
+    assert task.base_commit is not None
+    root, git = ctx.workspace.root, ctx.workspace.git
+    gates = _recorded(orch, task.id, "gates")
+    developer_tree = gates.tree if isinstance(gates, GateEvidence) else None
+    planned = _planned_test_argv(orch, checks.environment)
+    extra = _test_run_instruction(planned, str(root))
+    own = _own_issues(task, "test_engineer")
+    if own:
+        extra += "\n\n" + _issues_block("YOUR PREVIOUS ATTEMPT AT THIS STEP FAILED:", own)
+    if repair_of is not None and isinstance(prior, TestEvidence):
+        extra += "\n\n" + _repair_instruction(repair_of, prior.output_text)
+    step = "test-repair" if repair_of else "test"
+    request = _request(task, "test_engineer", step, _envelope(task, "test_engineer", "test"), ctx, extra)
     result = await _agent(orch, task, request)
     if not result.success:
-        return _agent_failure("test engineer", result)
+        return _agent_failure("test_engineer", result, own=True)
     claim = parse_test_results(result.text)
     diff = await _current_diff(task, ctx)
     orch.guardrails.check_diff(task.id, diff.size_bytes)
-    test_only = orch.config.qa_gates.model_copy(
-        update={
-            name: getattr(orch.config.qa_gates, name).model_copy(update={"enabled": False})
-            for name in ("syntax", "lint", "build", "secretscan")
-        }
+    now = await git.snapshot_tree()
+    added = await git.changed_between(developer_tree, now) if developer_tree else list(diff.files)
+    orch.emit(ProgressEvent("step_started", "AutoDev checks the tests itself", task.id, "verify", attempt))
+    run = await checks.check(root, git, task.base_commit, added, only=(*_FILE_GATES, "test"))
+    tests = next((r for r in run.results if r.gate == "test"), None)
+    counts = TestRunCounts.model_validate(tests.counts.model_dump()) if tests and tests.counts else None
+    own_findings = [
+        r for r in run.results if r.gate in _FILE_GATES and not r.acceptable and not r.environmental
+    ]
+    problem = _claim_problem(claim, counts)
+    if own_findings:
+        found = "; ".join(_gate_issue(r) for r in own_findings)
+        problem = f"{problem}; also " if problem else ""
+        problem += f"the files you changed fail AutoDev's gates: {found}"
+    outside = sorted(set(added) - set(task.files))
+    evidence = TestEvidence(
+        task_id=task.id,
+        attempt=request.attempt,
+        role="test_engineer",
+        passed=claim.passed if claim else 0,
+        failed=claim.failed if claim else 0,
+        total=claim.total if claim else 0,
+        claim_found=claim is not None,
+        run_status=tests.status if tests else "not run",
+        run_exit_code=tests.checks[-1].exit_code if tests and tests.checks else None,
+        run_passed=counts.passed if counts else None,
+        run_failed=counts.failed if counts else None,
+        run_total=counts.total if counts else None,
+        agrees=None if claim is None or counts is None else _claim_problem(claim, counts) is None,
+        output_text=result.text,
+        cost_usd=result.cost_usd,
+        session_id=result.session_id,
+        files_changed=added,
+        outside_task_files=outside,
+        checks=[_gate_check(r) for r in run.results],
+        run_argv=list(tests.checks[-1].argv) if tests and tests.checks else [],
+        tree=run.tree,
+        problem=problem,
+        repair_of=repair_of,
+        previous_output=prior.output_text if repair_of and isinstance(prior, TestEvidence) else None,
     )
-    orch.emit(
-        ProgressEvent("step_started", "AutoDev runs the tests itself", task.id, "verify", request.attempt)
-    )
-    ran = await run_gates(ctx.workspace.root, list(diff.files), test_only, state_dir=orch.paths.state_dir)
-    runs = [r for r in ran if r.gate == "test"]
-    run = runs[0] if runs else None
-    run_excerpt = _gate_output(run) if run else ""
-    real = _run_counts(run_excerpt)
-    agrees: bool | None = None
-    if claim is not None and real is not None:
-        agrees = (claim.passed, claim.failed) == real
-    orch.plan_manager.record_evidence(
-        TestEvidence(
-            task_id=task.id,
-            attempt=request.attempt,
+    pm.record_evidence(evidence)
+    _stop_on_environment(task, run.results)
+    if outside:
+        orch.emit(
+            ProgressEvent(
+                "note",
+                f"the test engineer changed files outside the task: {', '.join(outside[:10])}",
+                task.id,
+            )
+        )
+    if tests is None or not tests.acceptable:
+        status = tests.status if tests else "not run"
+        detail = _gate_issue(tests) if tests else "the test gate did not run"
+        return StepFailure((f"the tests do not pass when AutoDev runs them ({status}): {detail}",))
+    if problem is not None:
+        if repair_of is None:
+            orch.emit(
+                ProgressEvent("note", f"the test engineer's reply: {problem}; one repair turn", task.id)
+            )
+            return await _test_step(orch, pm.get_task(task.id), ctx)
+        return StepFailure(
+            (f"the test engineer's reply could not be used, also after a repair turn: {problem}",),
             role="test_engineer",
-            passed=claim.passed if claim else 0,
-            failed=claim.failed if claim else 0,
-            total=claim.total if claim else 0,
-            claim_found=claim is not None,
-            run_status=run.status if run else "not run",
-            run_exit_code=run.checks[-1].exit_code if run and run.checks else None,
-            run_passed=real[0] if real else None,
-            run_failed=real[1] if real else None,
-            run_total=sum(real) if real else None,
-            agrees=agrees,
-            output_text=result.text,
-            cost_usd=result.cost_usd,
-            session_id=result.session_id,
         )
-    )
-    issues: list[str] = []
-    if claim is None:
-        issues.append("the test engineer's reply has no 'RESULTS: passed=N failed=M total=T' line")
-    elif claim.failed:
-        issues.append(f"the test engineer reports {claim.failed} failing test(s)")
-    if run is None or not run.counts_as_pass:
-        status = run.status if run else "not run"
-        excerpt = clip(run_excerpt, PROMPT_OUTPUT_CHARS)
-        issues.append(f"the tests do not pass when AutoDev runs them ({status}):\n{excerpt}")
-    if agrees is False and claim is not None and real is not None:
-        issues.append(
-            f"the test engineer claimed passed={claim.passed} failed={claim.failed}, but AutoDev's own run "
-            f"shows passed={real[0]} failed={real[1]}"
-        )
-    if issues:
-        return StepFailure(tuple(issues))
-    orch.plan_manager.update_task_status(task.id, "tested")
+    pm.update_task_status(task.id, "tested", checked_tree=run.tree)
     return None
+
+
+def _planned_test_argv(orch: Orchestrator, environment: object) -> list[str]:
+    """The test command the gate will run, for the test engineer's prompt (the evidence has the real one)."""
+    from autodev.qa.environment import ProjectEnvironment
+
+    configured = orch.config.qa_gates.test.command
+    if configured is not None:
+        return list(configured)
+    if isinstance(environment, ProjectEnvironment):
+        return [environment.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml=<report>"]
+    return []
 
 
 async def _tournament_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> StepFailure | None:
     await orch.impl_tournament_hook(task, ctx.workspace)
-    orch.plan_manager.update_task_status(task.id, "tournamented")
+    checked = task.checked_tree
+    if checked is not None and orch.config.tournaments.impl.enabled:
+        now = await ctx.workspace.git.snapshot_tree()
+        if now != checked:
+            # A variant won and replaced the change: it is checked like any change before it is committed.
+            assert task.base_commit is not None
+            diff = await _current_diff(task, ctx)
+            checks = await orch.change_checks()
+            run = await checks.check(ctx.workspace.root, ctx.workspace.git, task.base_commit, diff.files)
+            _stop_on_environment(task, run.results)
+            failing = [result for result in run.results if not result.acceptable]
+            if failing:
+                issues = tuple(_gate_issue(result) for result in failing)
+                return StepFailure(("the tournament's winning change fails the gates", *issues))
+            checked = run.tree
+    orch.plan_manager.update_task_status(task.id, "tournamented", checked_tree=checked)
     return None
 
 
+async def _unchecked_changes(task: Task, ctx: TaskContext, tree: str) -> StepFailure | None:
+    """A failure when ``tree`` (about to be committed) is not the tree the task's last checks saw."""
+    if task.checked_tree is None or tree == task.checked_tree:
+        return None
+    changed = await ctx.workspace.git.changed_between(task.checked_tree, tree)
+    shown = ", ".join(changed[:10]) + (f" and {len(changed) - 10} more" if len(changed) > 10 else "")
+    return StepFailure(
+        (
+            f"the working tree changed after AutoDev's last check ({shown}); what is committed must be "
+            "what was checked, so the change goes through the checks again",
+        )
+    )
+
+
 async def _complete_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> StepFailure | None:
-    commit: str | None = None
+    git = ctx.workspace.git
+    pm = orch.plan_manager
+    assert task.base_commit is not None
     if ctx.workspace.isolated:
         await ctx.before_integration()
         orch.emit(ProgressEvent("step_started", "merging", task.id, "merge", task.retry_count + 1))
         change = await commit_task(ctx.workspace, task, resumed=ctx.resumed)
+        unchecked = await _unchecked_changes(task, ctx, await git.tree_of(change.commit))
+        if unchecked is not None:
+            # Undo the commit (not the files): the next attempt commits what its checks saw.
+            await git.reset_soft(task.base_commit)
+            await git.delete_ref(task_ref(task.id))
+            return unchecked
         async with ctx.integration_lock:
             outcome = await integrate(orch, ctx.workspace, task, change)
             if isinstance(outcome, Integrated):
+                pm.record_patch(
+                    task.id, await orch.git.commit_patch(outcome.commit), attempt=task.retry_count + 1
+                )
                 await _record_complete(orch, task, outcome.commit, ctx, pinned=outcome.pinned)
                 return None
         applied = await rebase_after_conflict(ctx.workspace, task, outcome)
-        old_patch = await ctx.workspace.git.commit_patch(outcome.commit)
+        old_patch = await git.commit_patch(outcome.commit)
         issue = (
             f"your change conflicts with work merged meanwhile ({', '.join(outcome.paths[:10])}); the "
             f"working directory is now at the current code ({outcome.head[:10]}) with your change re-applied"
@@ -600,17 +852,27 @@ async def _complete_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> St
             + f".\nYour previous change was:\n{clip(old_patch, PROMPT_DIFF_CHARS)}"
         )
         return StepFailure((issue,), new_base=outcome.head)
+    message = commit_message(task)
+    committed_before = await git.head_subject() == message and await git.head() != task.base_commit
+    if not committed_before:
+        unchecked = await _unchecked_changes(task, ctx, await git.snapshot_tree())
+        if unchecked is not None:
+            return unchecked
     if orch.config.auto_commit:
-        message = commit_message(task)
         orch.emit(ProgressEvent("step_started", "committing", task.id, "commit", task.retry_count + 1))
         async with ctx.integration_lock:
-            commit = await ctx.workspace.git.commit_all(message)
-            if commit is None and await ctx.workspace.git.head_subject() == message:
+            commit = await git.commit_all(message)
+            if commit is None and committed_before:
                 # Committed by an earlier run that died before recording it: the same commit, not a new one.
-                commit = await ctx.workspace.git.head()
+                commit = await git.head()
+            if commit is not None:
+                patch = await git.range_patch(task.base_commit, commit)
+                pm.record_patch(task.id, patch, attempt=task.retry_count + 1)
             await _record_complete(orch, task, commit, ctx)
         return None
     async with ctx.integration_lock:
+        diff = await _current_diff(task, ctx)
+        pm.record_patch(task.id, diff.patch, attempt=task.retry_count + 1)
         await _record_complete(orch, task, None, ctx)
     return None
 

@@ -12,7 +12,8 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -192,16 +193,24 @@ class GitRepo:
             raise GitError(f"could not create an initial commit in {self.root}")
         return created
 
-    async def diff_against(self, base: str) -> WorkingDiff:
-        """Everything in the working tree that differs from ``base``, untracked files included."""
-        git_dir = await self.git_dir()
+    @contextmanager
+    def _scratch_index(self, git_dir: Path) -> Iterator[dict[str, str]]:
+        """The environment of git commands that stage into a throw-away copy of this tree's index."""
         with tempfile.TemporaryDirectory(prefix="autodev-index-") as tmp:
             index = Path(tmp) / "index"
             real_index = git_dir / "index"
+            # Seeded from the real index: unchanged files keep their stat data and are not hashed again.
             if real_index.exists():
                 shutil.copyfile(real_index, index)
-            env = {"GIT_INDEX_FILE": str(index)}
-            await self._run("add", "-A", "--", ".", _EXCLUDE_STATE, env=env)
+            yield {"GIT_INDEX_FILE": str(index)}
+
+    async def _stage_everything(self, env: Mapping[str, str]) -> None:
+        await self._run("add", "-A", "--", ".", _EXCLUDE_STATE, env=env)
+
+    async def diff_against(self, base: str) -> WorkingDiff:
+        """Everything in the working tree that differs from ``base``, untracked files included."""
+        with self._scratch_index(await self.git_dir()) as env:
+            await self._stage_everything(env)
             names = await self._run(
                 "diff",
                 "--cached",
@@ -219,6 +228,47 @@ class GitRepo:
             )
         files = tuple(sorted(name for name in names.stdout.split("\0") if name))
         return WorkingDiff(base=base, patch=patch.stdout, files=files)
+
+    async def snapshot_tree(self) -> str:
+        """The id of the tree git would commit from the working tree now: tracked and untracked files,
+        ignored ones and ``.autodev/`` excepted. Neither the user's index nor any ref changes; the
+        snapshot's objects are written to the object store, so ``restore_from_tree`` can bring it back."""
+        with self._scratch_index(await self.git_dir()) as env:
+            await self._stage_everything(env)
+            return (await self._run("write-tree", env=env)).stdout.strip()
+
+    async def tree_of(self, commit: str) -> str:
+        return (await self._run("rev-parse", f"{commit}^{{tree}}")).stdout.strip()
+
+    async def changed_between(self, old: str, new: str) -> list[str]:
+        """Paths whose content or mode differs between two trees (or commits)."""
+        result = await self._run("diff-tree", "-r", "-z", "--name-only", "--no-renames", old, new)
+        return sorted(name for name in result.stdout.split("\0") if name)
+
+    async def restore_from_tree(self, tree: str, paths: Sequence[str]) -> None:
+        """Put ``paths`` of the working tree back as ``tree`` has them; delete those it does not have."""
+        if not paths:
+            return
+        listed = await self._run("ls-tree", "-r", "-z", "--name-only", tree, "--", *paths)
+        present = [name for name in listed.stdout.split("\0") if name]
+        if present:
+            with self._scratch_index(await self.git_dir()) as env:
+                await self._run("read-tree", tree, env=env)
+                await self._run("checkout-index", "-f", "--", *present, env=env)
+        for path in sorted(set(paths) - set(present)):
+            target = self.root / path
+            if target.is_file() or target.is_symlink():
+                target.unlink()
+
+    async def show_file(self, commit: str, path: str) -> bytes | None:
+        """The content of ``path`` at ``commit``, or None when the commit has no such file."""
+        result = await run_git(
+            ["cat-file", "blob", f"{commit}:{path}"],
+            cwd=self.root,
+            env={**os.environ, "LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0"},
+            timeout_s=self.timeout_s,
+        )
+        return result.stdout if result.returncode == 0 else None
 
     async def commit_all(self, message: str) -> str | None:
         """Commit every change in the working tree (not ``.autodev/``); None when there is nothing to commit.
@@ -341,6 +391,10 @@ class GitRepo:
         if replayed is None:
             raise GitError(f"cherry-pick of {commit} left no commit in {self.root}")
         return replayed
+
+    async def reset_soft(self, commit: str) -> None:
+        """Move HEAD to ``commit`` and leave every file as it is (only ever in a task's own worktree)."""
+        await self._run("reset", "--soft", "-q", commit)
 
     async def abort_cherry_pick(self) -> None:
         """Abort a cherry-pick a killed run left half done (no-op when none is in progress)."""

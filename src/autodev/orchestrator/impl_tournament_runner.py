@@ -37,7 +37,6 @@ from autodev.orchestrator.plan_tournament_runner import (
 )
 from autodev.orchestrator.text import clip
 from autodev.orchestrator.worktree import Worktree, WorktreeError, WorktreeManager
-from autodev.qa import run_gates
 from autodev.state.atomic import atomic_write_bytes
 from autodev.state.schemas import Task, TournamentEvidence
 from autodev.tournament import Candidate, EngineSettings, TournamentArtifacts, TournamentEngine
@@ -45,7 +44,6 @@ from autodev.tournament import Candidate, EngineSettings, TournamentArtifacts, T
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from autodev.config.schema import QAGatesSettings
     from autodev.orchestrator.core import Orchestrator
 
 __all__ = ["ImplContentHandler", "prune_stale_worktrees", "run_impl_tournament"]
@@ -59,16 +57,6 @@ _OUTPUT_CHARS = 2_000
 def describe_variant(patch: str, tests: str) -> str:
     """What critics and judges see of an implementation: its bounded diff and its test results."""
     return f"DIFF (against the task's base commit):\n{clip(patch, CANDIDATE_DIFF_CHARS)}\n\nTESTS:\n{tests}\n"
-
-
-def _tests_only(gates: QAGatesSettings) -> QAGatesSettings:
-    off = {"enabled": False}
-    return gates.model_copy(
-        update={
-            name: getattr(gates, name).model_copy(update=off)
-            for name in ("syntax", "lint", "build", "secretscan")
-        }
-    )
 
 
 class ImplContentHandler:
@@ -146,13 +134,10 @@ class ImplContentHandler:
             return Candidate(describe_variant(diff.patch, "not run"), diff.patch, variant, exc.message)
         diff = await self.manager.diff(worktree)
         claim = parse_test_results(tester.text) if tester.success else None
-        gates = await run_gates(
-            worktree.path,
-            list(diff.files),
-            _tests_only(self.orch.config.qa_gates),
-            state_dir=self.orch.paths.state_dir,
-        )
-        run = next((gate for gate in gates if gate.gate == "test"), None)
+        checks = await self.orch.change_checks()
+        git = GitRepo(worktree.path, like=self.orch.git)
+        checked = await checks.check(worktree.path, git, self.base, diff.files, only=("test",))
+        run = next((gate for gate in checked.results if gate.gate == "test"), None)
         lines = [
             "test engineer: "
             + (
@@ -168,7 +153,7 @@ class ImplContentHandler:
             if output:
                 lines.append(clip(output, _OUTPUT_CHARS))
         text = describe_variant(diff.patch, "\n".join(lines))
-        if run is not None and not run.counts_as_pass:
+        if run is not None and not run.acceptable:
             return Candidate(
                 text, diff.patch, variant, f"its tests do not pass when AutoDev runs them ({run.status})"
             )
@@ -193,7 +178,9 @@ async def run_impl_tournament(orch: Orchestrator, task: Task, tree: Path, git: G
         skip(orch, "impl", task.id, "the task's change is empty")
         return
     # Worktrees a crashed run left are pruned at start; here other tasks' tournaments may be running.
-    manager = WorktreeManager(tree, orch.paths.worktrees_dir, admin_lock=orch.worktree_admin_lock)
+    manager = WorktreeManager(
+        tree, orch.paths.worktrees_dir, admin_lock=orch.worktree_admin_lock, preparer=orch.worktree_preparer
+    )
     tournament_id = new_tournament_id("impl", task.id)
     artifacts = TournamentArtifacts(orch.paths.tournaments_dir, tournament_id)
     # A's change is saved before anything else happens, so it can always be recovered by hand.

@@ -164,9 +164,13 @@ async def _call(
 ) -> AgentResult:
     """One plan-phase agent call; a failed call ends the plan phase with the agent's reason."""
     orch.emit(ProgressEvent("step_started", f"{role} working", "plan", step, attempt))
+    # Lessons earlier runs learned about this repository reach the planners too.
+    intent = str(envelope.context.get("intent", ""))
     result = await delegate(
         orch,
-        DelegationRequest(role=role, envelope=envelope, phase="plan", step=step, attempt=attempt),
+        DelegationRequest(
+            role=role, envelope=envelope, phase="plan", step=step, attempt=attempt, knowledge_query=intent
+        ),
     )
     orch.emit(
         ProgressEvent("step_finished", f"{role} done", "plan", step, attempt, result.success, result.cost_usd)

@@ -23,6 +23,7 @@ import anyio
 from autodev.errors import AutodevError
 from autodev.logging import get_logger
 from autodev.orchestrator.git import GitError, GitRepo, WorkingDiff, run_git
+from autodev.orchestrator.worktree_setup import WorktreePreparer
 
 __all__ = ["Worktree", "WorktreeError", "WorktreeManager"]
 
@@ -64,10 +65,13 @@ class WorktreeManager:
         *,
         timeout_s: float = 120.0,
         admin_lock: anyio.Lock | None = None,
+        preparer: WorktreePreparer | None = None,
     ) -> None:
         self.main_repo = Path(main_repo).resolve()
         self.root_dir = Path(root_dir)
         self.timeout_s = timeout_s
+        # The repository's worktree setup: every worktree made here becomes a working copy its tests accept.
+        self.preparer = preparer
         self._active: dict[str, Worktree] = {}
         # git worktree add/remove/list/prune read every worktree's admin files and fail on one a concurrent
         # add has half written ("failed to read .git/worktrees/x/commondir"), so they take turns.
@@ -119,11 +123,13 @@ class WorktreeManager:
         try:
             # Checking out every file is the slow part: outside the lock, so worktrees fill in parallel.
             await self._git(worktree.path, "reset", "--hard", "--quiet")
+            if self.preparer is not None:
+                await self.preparer.prepare(worktree.path, fresh=True)
             if patch:
                 await self._git(
                     worktree.path, "apply", "--binary", "--whitespace=nowarn", "-", stdin=_encode(patch)
                 )
-        except WorktreeError:
+        except (WorktreeError, AutodevError):
             await self.remove(worktree)
             raise
         _log.info("worktree.created", name=name, base=base, patch_bytes=len(patch))
@@ -157,11 +163,18 @@ class WorktreeManager:
         _log.info("worktree.adopted", name=worktree.name, base=base)
         return worktree
 
-    async def reset(self, worktree: Worktree, base: str) -> Worktree:
-        """Make ``worktree`` exactly ``base``: tracked files restored, untracked and ignored files deleted."""
+    async def reset(self, worktree: Worktree, base: str, *, prepare: bool = True) -> Worktree:
+        """Make ``worktree`` exactly ``base``: tracked files restored, untracked and ignored files deleted.
+
+        With a worktree setup configured, ignored files stay (they are what the setup made) and the
+        setup's copies are made again (unless ``prepare`` is false).
+        """
         await self._git(worktree.path, "checkout", "--detach", "--force", "--quiet", base)
         # -ff: also nested repositories a task may have cloned or initialised.
-        await self._git(worktree.path, "clean", "-ffdxq")
+        keep_ignored = self.preparer is not None and self.preparer.keeps_ignored
+        await self._git(worktree.path, "clean", "-ffdq" if keep_ignored else "-ffdxq")
+        if prepare and self.preparer is not None:
+            await self.preparer.prepare(worktree.path, fresh=False)
         moved = Worktree(worktree.name, worktree.path, base)
         if worktree.name in self._active:
             self._active[worktree.name] = moved

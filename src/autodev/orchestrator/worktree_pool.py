@@ -24,6 +24,7 @@ from autodev.errors import AutodevError
 from autodev.logging import get_logger
 from autodev.orchestrator.git import GitRepo, WorkingDiff
 from autodev.orchestrator.worktree import Worktree, WorktreeError, WorktreeManager
+from autodev.orchestrator.worktree_setup import WorktreePreparer
 
 __all__ = ["WorktreePool"]
 
@@ -44,10 +45,13 @@ class WorktreePool:
         *,
         timeout_s: float = 120.0,
         admin_lock: anyio.Lock | None = None,
+        preparer: WorktreePreparer | None = None,
     ) -> None:
         if size < 0:
             raise ValueError(f"pool size must be >= 0, not {size}")
-        self._manager = WorktreeManager(main_repo, root_dir, timeout_s=timeout_s, admin_lock=admin_lock)
+        self._manager = WorktreeManager(
+            main_repo, root_dir, timeout_s=timeout_s, admin_lock=admin_lock, preparer=preparer
+        )
         self._size = size
         self._baseline: str | None = None
         self._started = False
@@ -147,7 +151,8 @@ class WorktreePool:
                 return
             del self._claimed[worktree.name]
             try:
-                idle = await self._manager.reset(worktree, self._baseline)
+                # The claim that lends it out again resets it once more and prepares it then.
+                idle = await self._manager.reset(worktree, self._baseline, prepare=False)
             except WorktreeError as exc:
                 _log.warning("worktree_pool.reset_failed", name=worktree.name, error=str(exc))
                 await self._drop(worktree)

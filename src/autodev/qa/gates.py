@@ -1,26 +1,32 @@
 """The five QA gates a change must pass before review: syntax, lint, build, test, secretscan.
 
-``run_gates`` runs every enabled gate, in that order, for each language of the repository (``detect``),
-and returns one ``GateResult`` per gate and language; secretscan and a gate whose command comes from the
-configuration run once, with no language. All gates run even after a failure, so one round reports every
-problem; only ``test`` is not run for a language whose ``syntax`` gate failed (status ``skipped``,
-``skipped_by="syntax_failed"``, which is not a pass). Every command goes through ``run_check``: argv, no
-shell, cwd pinned to the repository root, the gate's ``timeout_s`` as deadline (shared by the commands of
-one gate), bounded output and a digest, all kept in ``GateResult.checks``.
+``run_gate_suite`` runs every enabled gate, in that order, for each language of the repository
+(``detect``), and returns one ``GateResult`` per gate and language; secretscan and a gate whose command
+comes from the configuration run once, with no language. All gates run even after a failure, so one round
+reports every problem; only ``test`` is not run for a language whose ``syntax`` gate failed (status
+``skipped``, ``skipped_by="syntax_failed"``, which is not a pass). Every command goes through
+``run_check``: argv, no shell, cwd pinned to the working copy's root, the gate's ``timeout_s`` as deadline
+(shared by the commands of one gate), bounded output and a digest, all kept in ``GateResult.checks``.
+
+Gates never change the tree. Every command runs read-only (``ruff check --no-fix --no-cache``, pytest
+without its cache provider, bytecode under ``.autodev/cache/`` through ``PYTHONPYCACHEPREFIX``); and with a
+``TreeGuard`` the working copy's content is snapshotted before the gates and compared after each one: a
+gate that changed anything becomes an ``error`` naming the files, and the files are put back.
 
 Changed files are validated with ``normalize_repo_path`` (a path leaving the repository raises
 ``PathEscapeError``); files under ``.autodev/`` or ``.git/``, and files that no longer exist (deleted by
 the change), are never checked.
 
 Commands per language (``{files}``: the changed files of that language; tools are resolved as
-``autodev.qa.tools`` describes, the repository's own first):
+``autodev.qa.tools`` describes; ``python`` is the project's environment, ``autodev.qa.environment``, with
+the working copy's source root, ``src/`` or the root, first on ``PYTHONPATH`` so that an editable install of
+another checkout never stands in for the code under test):
 
-- python: syntax ``python -c <py_compile each file>`` over changed ``.py`` (all files, not just the first
-  error); lint ``ruff check --no-cache --force-exclude {files}`` (the repository's ruff configuration
-  applies); build imports every changed module that is library code (inside a package at the root, or
-  anywhere under ``src/``, which is put on ``PYTHONPATH``) and, when the change has no such module,
-  ``python -m compileall -q {files}``; test ``pytest -q``. Bytecode goes to a scratch directory
-  (``PYTHONPYCACHEPREFIX``), never into the repository.
+- python: syntax compiles each changed ``.py`` (every file, not just the first error); lint ``ruff check
+  --no-fix --no-cache --force-exclude --output-format=json {files}`` (the project's ruff configuration
+  applies, its ``fix = true`` does not); build imports every changed module that is library code (inside
+  a package at the root, or anywhere under ``src/``) and compiles the other changed files; test
+  ``python -m pytest -q -p no:cacheprovider --junitxml=<scratch>``, read from the JUnit report.
 - nodejs: syntax ``node --check`` once per changed ``.js/.mjs/.cjs``; lint ``eslint {files}`` (the
   project's ``node_modules/.bin/eslint``) when package.json declares eslint or an ESLint config file exists;
   build ``npm run build`` when package.json has a ``build`` script; test ``npm test`` when it has a ``test``
@@ -33,16 +39,22 @@ Commands per language (``{files}``: the changed files of that language; tools ar
 secretscan: ``detect-secrets scan --no-verify {every changed file}``; each finding is reported as
 ``file:line: type`` (the report holds only a hash of the secret, never the secret).
 
+Findings carry a key that does not depend on line numbers (a failing test's id; a lint finding's file, rule
+and message; a secret's file, type and hash; a file that does not compile; a module that does not import),
+so that ``autodev.qa.baseline`` can tell what a change introduced from what its base commit already had.
+
 How a result is read:
 
 - ``pass``: the tool ran and found nothing. A gate with nothing to check (syntax, lint and Python's build
   look only at changed files of their language, so a change without any is "nothing to check") is a
-  ``pass`` whose ``reason`` says so. A test gate that finds no test is a ``fail`` ("no tests collected"):
-  an empty suite proves nothing.
+  ``pass`` whose ``reason`` says so.
+- ``no_tests``: the test gate found no test to run (pytest collected none; or the project's environment
+  has no pytest and the repository has no test file). Neither a pass nor a failure: shown as what it is.
 - ``fail``: the tool ran and reported a problem, or the gate ran out of time.
 - ``error``: the gate could not run: its tool is missing, was killed by a signal or could not start, or
-  (nodejs lint/build/test) the project configures no such step, or no supported language was detected.
-  Nothing that could not run counts as passed.
+  (nodejs lint/build/test) the project configures no such step, or no supported language was detected;
+  or it changed the tree. ``cause`` says whether the environment is to blame (a missing tool, a tool that
+  cannot start) or the change. Nothing that could not run counts as passed.
 - ``skipped``: ``enabled = false`` gives ``skipped_by="config:disabled"``; ``on_missing_tool = "skip"``
   turns a missing tool or an unconfigured step (never a crash) into
   ``skipped_by="config:on_missing_tool=skip"``. Only these explicit settings make a skip count as a pass
@@ -50,9 +62,10 @@ How a result is read:
   (``skipped_by="syntax_failed"``) does not count.
 
 ``qa_gates.<gate>.command`` replaces the detected command(s) of that gate: it runs once, from the
-repository root, with each argv element that is exactly ``{files}`` replaced by the changed files of the
-detected languages (every changed file for secretscan; nothing to check when there are none). Its exit
-status decides, except that a secretscan command printing a detect-secrets report is read as one.
+working copy's root, in the project's environment, with each argv element that is exactly ``{files}``
+replaced by the changed files of the detected languages (every changed file for secretscan; nothing to
+check when there are none). Its exit status decides, except that a secretscan command printing a
+detect-secrets report is read as one.
 """
 
 from __future__ import annotations
@@ -60,36 +73,48 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, Literal, get_args
+from typing import Any, Literal, Protocol, get_args
 
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from autodev.config.schema import GateSettings, QAGatesSettings
-from autodev.qa.detect import LANGUAGES, Language, detect_languages
+from autodev.config.schema import EnvironmentSettings, GateSettings, QAGatesSettings
+from autodev.qa.detect import IGNORED_DIRS, LANGUAGES, Language, detect_languages
+from autodev.qa.environment import ProjectEnvironment, resolve_environment
+from autodev.qa.junit import read_junit
 from autodev.qa.runner import CheckResult, CheckSpec, run_check
-from autodev.qa.tools import looked_for, python_interpreter, resolve_tool
+from autodev.qa.tools import looked_for, resolve_tool
 from autodev.state.paths import STATE_DIR_NAME, normalize_repo_path
 
 __all__ = [
     "FILES_TOKEN",
     "GATE_NAMES",
+    "GateCause",
     "GateName",
     "GateResult",
+    "GateRun",
     "GateStatus",
+    "RunCounts",
     "SkipCause",
+    "TreeGuard",
+    "missing_requirements",
+    "run_gate_suite",
     "run_gates",
+    "run_on_base_versions",
+    "source_roots",
 ]
 
 GateName = Literal["syntax", "lint", "build", "test", "secretscan"]
 GATE_NAMES: tuple[GateName, ...] = get_args(GateName)
 """Every gate, in the order ``run_gates`` runs them."""
-GateStatus = Literal["pass", "fail", "error", "skipped"]
+GateStatus = Literal["pass", "fail", "error", "skipped", "no_tests"]
+GateCause = Literal["change", "environment"]
 SkipCause = Literal["config:disabled", "config:on_missing_tool=skip", "syntax_failed"]
 FILES_TOKEN = "{files}"
 """The argv element of a configured command that stands for the changed files."""
@@ -120,15 +145,28 @@ _NPM_ENV = {"npm_config_update_notifier": "false", "npm_config_fund": "false", "
 _CARGO_ENV = {"CARGO_TERM_COLOR": "never"}
 _CARGO_TEST_RESULT = re.compile(rb"test result: \w+\. (\d+) passed")
 
-# `python -m py_compile a b` stops at the first broken file (3.11); this reports every one.
+# Each failure is also printed as a tab-separated stdout line starting with this marker, so that the
+# gate can name what failed (a file, a module) beside the tool's own messages.
+_FINDING_MARKER = b"AUTODEV-FINDING\t"
+# `python -m py_compile a b` stops at the first broken file (3.11); this reports every one. It compiles in
+# memory: no bytecode file is written anywhere.
 _COMPILE_FILES = """\
-import py_compile, sys
+import sys
 failed = 0
 for name in sys.argv[1:]:
     try:
-        py_compile.compile(name, doraise=True)
-    except py_compile.PyCompileError as exc:
-        sys.stderr.write(exc.msg.rstrip() + "\\n")
+        with open(name, "rb") as source:
+            compile(source.read(), name, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        where = f"{name}:{exc.lineno}:{exc.offset}" if exc.lineno else name
+        line = (exc.text or "").rstrip()
+        sys.stderr.write(f'  File "{name}", line {exc.lineno}\\n    {line}\\n')
+        sys.stderr.write(f"{type(exc).__name__}: {exc.msg}\\n")
+        print(f"AUTODEV-FINDING\\t{name}\\t{where}: {exc.msg}")
+        failed = 1
+    except ValueError as exc:  # source bytes that are not code at all (a NUL byte)
+        sys.stderr.write(f"{name}: {exc}\\n")
+        print(f"AUTODEV-FINDING\\t{name}\\t{name}: {exc}")
         failed = 1
 sys.exit(failed)
 """
@@ -139,20 +177,37 @@ failed = 0
 for name in sys.argv[1:]:
     try:
         importlib.import_module(name)
-    except BaseException:
+    except BaseException as exc:
         sys.stderr.write(f"cannot import {name}:\\n")
         traceback.print_exc()
+        summary = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+        print(f"AUTODEV-FINDING\\t{name}\\t{name}: {summary}")
         failed = 1
 sys.exit(failed)
 """
+
+
+class RunCounts(BaseModel):
+    """How the test cases of one test run ended, as its JUnit report records them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    passed: int = Field(ge=0)
+    failed: int = Field(ge=0, description="Failed and errored cases.")
+    skipped: int = Field(ge=0)
+    total: int = Field(ge=0)
 
 
 class GateResult(BaseModel):
     """What one gate found for one language (``None``: a configured command, or secretscan).
 
     ``checks`` are the commands it ran, in order, each with exit status and output digest; ``reason``
-    explains anything but a plain pass; ``findings`` lists what secretscan (``file:line: type``) or gofmt
-    (files) reported; ``skipped_by`` says who skipped the gate and is set exactly when it was skipped.
+    explains anything but a plain pass; ``findings`` lists what the tool reported one by one (failing tests,
+    lint findings, secrets, files, modules) and ``finding_keys`` the identity of each, in the same order;
+    ``preexisting`` the findings the base commit has as well (``autodev.qa.baseline``), which do not fail
+    the gate; ``counts`` the test gate's JUnit counts; ``skipped_by`` says who skipped the gate and is set
+    exactly when it was skipped; ``cause`` says, for an error, whether the environment or the change is to
+    blame; ``changed_files`` the files the gate changed in the working copy (and AutoDev put back).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -164,11 +219,18 @@ class GateResult(BaseModel):
     reason: str | None = None
     skipped_by: SkipCause | None = None
     findings: list[str] = Field(default_factory=list)
+    finding_keys: list[str] = Field(default_factory=list)
+    preexisting: list[str] = Field(default_factory=list)
+    counts: RunCounts | None = None
+    cause: GateCause | None = None
+    changed_files: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
-    def _skipped_by_iff_skipped(self) -> GateResult:
+    def _consistent(self) -> GateResult:
         if (self.status == "skipped") != (self.skipped_by is not None):
             raise ValueError("skipped_by is set exactly when status is 'skipped'")
+        if self.finding_keys and len(self.finding_keys) != len(self.findings):
+            raise ValueError("finding_keys must name each finding, in order")
         return self
 
     @property
@@ -176,29 +238,106 @@ class GateResult(BaseModel):
         """A pass, or a skip the configuration asked for; never a gate that could not run or was blocked."""
         return self.status == "pass" or (self.status == "skipped" and self.skipped_by in _SKIPS_THAT_PASS)
 
+    @property
+    def acceptable(self) -> bool:
+        """Nothing here stops the change: a pass, a configured skip, or a test gate with no tests at all."""
+        return self.counts_as_pass or self.status == "no_tests"
+
+    @property
+    def environmental(self) -> bool:
+        """The gate could not run for a reason the change cannot fix (a missing or unstartable tool)."""
+        return self.status == "error" and self.cause == "environment"
+
+
+class TreeGuard(Protocol):
+    """Snapshots of a working copy's content, to prove that a gate left it as it found it."""
+
+    async def snapshot(self) -> str:
+        """An id of everything in the working copy (tracked and untracked, ignored files excepted)."""
+
+    async def changed_paths(self, before: str, after: str) -> list[str]:
+        """The paths whose content differs between two snapshots."""
+
+    async def restore(self, snapshot: str, paths: Sequence[str]) -> None:
+        """Put ``paths`` back as ``snapshot`` had them (deleting those it did not have)."""
+
+
+@dataclass(frozen=True, slots=True)
+class GateRun:
+    """The results of one run of the gates, the snapshot of the tree they checked (None without a
+    ``TreeGuard``) and the project environment they ran in."""
+
+    results: list[GateResult]
+    tree: str | None
+    environment: ProjectEnvironment | None
+
 
 async def run_gates(
     repo_root: Path,
     changed_files: Sequence[str],
     config: QAGatesSettings,
     *,
+    environment: ProjectEnvironment | None = None,
     languages: Sequence[Language] | None = None,
     state_dir: Path | None = None,
+    guard: TreeGuard | None = None,
 ) -> list[GateResult]:
+    """``run_gate_suite``'s results alone."""
+    run = await run_gate_suite(
+        repo_root,
+        changed_files,
+        config,
+        environment=environment,
+        languages=languages,
+        state_dir=state_dir,
+        guard=guard,
+    )
+    return run.results
+
+
+async def run_gate_suite(
+    repo_root: Path,
+    changed_files: Sequence[str],
+    config: QAGatesSettings,
+    *,
+    environment: ProjectEnvironment | None = None,
+    languages: Sequence[Language] | None = None,
+    state_dir: Path | None = None,
+    guard: TreeGuard | None = None,
+    only: Sequence[GateName] | None = None,
+) -> GateRun:
     """Run the enabled gates over ``changed_files`` (paths relative to ``repo_root``), as the module says.
 
-    ``languages`` replaces detection. ``state_dir`` is the AutoDev state directory whose bytecode cache and
-    child-process registry the gates use (default ``<repo_root>/.autodev``): a task's worktree passes its
-    main repository's, so that a new worktree does not compile the test runner again and a gate tool a kill
-    orphans is found and stopped by the next run. Raises ``PathEscapeError`` for a changed path outside
-    the repository; every other problem is a ``GateResult``.
+    ``environment`` is the project's (found with the default settings when not given; an environment
+    that cannot be found makes every Python gate an ``error``). ``languages`` replaces detection.
+    ``state_dir`` is the AutoDev state directory whose bytecode cache and child-process registry the gates
+    use (default ``<repo_root>/.autodev``): a task's worktree passes its main repository's, so that a new
+    worktree does not compile the test runner again and a gate tool a kill orphans is found and stopped by
+    the next run. ``guard`` proves the gates read-only (see the module docstring). ``only`` runs just those
+    gates (the others are not reported at all). Raises ``PathEscapeError`` for a changed path outside the
+    repository; every other problem is a ``GateResult``.
     """
+    problem = None
+    if environment is None:
+        root = Path(await anyio.Path(repo_root).resolve())
+        resolution = await resolve_environment(root, EnvironmentSettings())
+        environment, problem = resolution.environment, resolution.problem
     results: list[GateResult] = []
+    before = await guard.snapshot() if guard is not None else None
     with tempfile.TemporaryDirectory(prefix="autodev-qa-") as scratch:
         project = await anyio.to_thread.run_sync(
-            _load_project, repo_root, tuple(changed_files), languages, Path(scratch), state_dir
+            _load_project,
+            repo_root,
+            tuple(changed_files),
+            languages,
+            Path(scratch),
+            state_dir,
+            environment,
+            problem,
         )
         for gate in GATE_NAMES:
+            if only is not None and gate not in only:
+                continue
             settings = _gate_settings(config, gate)
             if not settings.enabled:
                 reason = f"disabled by qa_gates.{gate}.enabled = false"
@@ -211,8 +350,153 @@ async def run_gates(
                 if gate == "test" and _syntax_failed(results, language):
                     results.append(_blocked_by_syntax(language))
                     continue
-                results.append(await _settle(gate, language, step, settings, config, project))
-    return results
+                result = await _settle(gate, language, step, settings, config, project)
+                if guard is not None and before is not None:
+                    result = await _guarded(result, guard, before)
+                results.append(result)
+    return GateRun(results, before, environment)
+
+
+async def _guarded(result: GateResult, guard: TreeGuard, before: str) -> GateResult:
+    """``result``, or an error naming the files its gate changed (which are put back first)."""
+    after = await guard.snapshot()
+    if after == before:
+        return result
+    paths = await guard.changed_paths(before, after)
+    await guard.restore(before, paths)
+    shown = ", ".join(paths[:10]) + (f" and {len(paths) - 10} more" if len(paths) > 10 else "")
+    reason = (
+        f"the {result.gate} gate changed the working tree ({shown}); AutoDev put the files back. Gates "
+        "must not write into the repository: a tool that rewrites files, or tests that write where they "
+        "run"
+    )
+    return result.model_copy(
+        update={
+            "status": "error",
+            "reason": reason,
+            "cause": "change",
+            "skipped_by": None,
+            "changed_files": paths,
+        }
+    )
+
+
+async def run_on_base_versions(
+    gate: GateName,
+    versions: Mapping[str, bytes],
+    repo_root: Path,
+    config: QAGatesSettings,
+    *,
+    environment: ProjectEnvironment | None,
+    state_dir: Path | None = None,
+) -> GateResult:
+    """One file-by-file gate (syntax, lint, secretscan) on other versions of some files: their content
+    at a task's base commit, by path. The findings' keys compare with the same gate's on the change.
+
+    Lint reads each version from stdin under its own path (``--stdin-filename``), so the working copy's
+    ruff configuration applies exactly; syntax and secretscan check copies written under their own paths
+    in a scratch directory. Nothing is written into ``repo_root``.
+    """
+    if gate not in ("syntax", "lint", "secretscan"):
+        raise ValueError(f"the {gate} gate does not check files one by one")
+    settings = _gate_settings(config, gate)
+    with tempfile.TemporaryDirectory(prefix="autodev-base-") as scratch:
+        root = Path(scratch) / "tree"
+        if gate != "lint":
+            for path, content in versions.items():
+                target = root / path
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(content)
+            run = await run_gate_suite(
+                root,
+                list(versions),
+                config,
+                environment=environment,
+                languages=["python"] if gate == "syntax" else None,
+                state_dir=state_dir,
+                only=(gate,),
+            )
+            return run.results[0]
+        project = _load_project(repo_root, (), ["python"], Path(scratch), state_dir, environment)
+        ruff = resolve_tool("ruff", project.root, environment)
+        if ruff is None:
+            return _result(gate, "python", [_Outcome("missing", "ruff not found")], [], config)
+        args = ("check", "--no-fix", "--no-cache", "--output-format=json")
+        step = tuple(
+            _Command(
+                (*ruff.argv, *args, "--stdin-filename", path, "-"),
+                judge=_ruff_judge,
+                reads_output=True,
+                stdin=content,
+            )
+            for path, content in sorted(versions.items())
+            if path.endswith(".py")
+        )
+        if not step:
+            return _result(gate, "python", [_Outcome("pass", "nothing to check")], [], config)
+        return await _settle(gate, "python", step, settings, config, project)
+
+
+# One file of each language stands for "a change touching it": planning a gate over these names shows
+# which tools it would run, without running anything.
+_PROBE_FILES = (
+    "autodev-preflight.py",
+    "autodev-preflight.js",
+    "autodev-preflight.rs",
+    "autodev-preflight.go",
+)
+
+
+def missing_requirements(
+    repo_root: Path,
+    config: QAGatesSettings,
+    environment: ProjectEnvironment | None,
+    *,
+    environment_problem: str | None = None,
+    state_dir: Path | None = None,
+) -> list[GateResult]:
+    """The enabled gates that could not run here, as ``error`` results saying what is missing and what
+    fixes it (a tool not installed, a step the project does not configure, no project environment).
+
+    Nothing runs: each gate is planned for a change touching a file of every detected language, and
+    every program the plan would start is looked up. A gate ``on_missing_tool = "skip"`` lets skip is
+    not a problem.
+    """
+    root = repo_root.resolve()
+    found = detect_languages(root)
+    project = _Project(
+        root,
+        _PROBE_FILES,
+        tuple(found),
+        root,
+        _read_package_json(root) if "nodejs" in found else None,
+        state_dir if state_dir is not None else root / STATE_DIR_NAME,
+        environment,
+        environment_problem,
+    )
+    problems: list[GateResult] = []
+    for gate in GATE_NAMES:
+        settings = _gate_settings(config, gate)
+        if not settings.enabled:
+            continue
+        for language, step in _plan_gate(gate, settings, project):
+            if isinstance(step, _Decided):
+                outcome = step.outcome
+            else:
+                absent = [command.argv[0] for command in step if not _startable(command.argv[0], root)]
+                outcome = _Outcome("missing", f"{absent[0]} not found") if absent else _Outcome("pass")
+            if outcome.status == "missing":
+                result = _result(gate, language, [outcome], [], config)
+                if result.status == "error":
+                    problems.append(result)
+    return problems
+
+
+def _startable(program: str, root: Path) -> bool:
+    if "/" in program:
+        path = Path(program) if Path(program).is_absolute() else root / program
+        return path.is_file() and os.access(path, os.X_OK)
+    return shutil.which(program) is not None
 
 
 def _gate_settings(config: QAGatesSettings, gate: GateName) -> GateSettings:
@@ -239,6 +523,8 @@ class _Project:
     # package.json as parsed, or why it could not be; None when the project is not a nodejs one.
     package: Mapping[str, Any] | str | None
     state: Path  # the .autodev directory: bytecode cache and child registry
+    environment: ProjectEnvironment | None
+    environment_problem: str | None  # why no environment was found, when none was
 
     def files_where(self, keep: Callable[[PurePosixPath], bool]) -> tuple[str, ...]:
         return tuple(path for path in self.files if keep(PurePosixPath(path)))
@@ -266,7 +552,9 @@ def _load_project(
     changed: tuple[str, ...],
     languages: Sequence[Language] | None,
     scratch: Path,
-    state_dir: Path | None = None,
+    state_dir: Path | None,
+    environment: ProjectEnvironment | None,
+    environment_problem: str | None = None,
 ) -> _Project:
     root = repo_root.resolve()
     files: set[str] = set()
@@ -277,7 +565,9 @@ def _load_project(
     found = detect_languages(root) if languages is None else sorted(set(languages), key=LANGUAGES.index)
     package = _read_package_json(root) if "nodejs" in found else None
     state = state_dir if state_dir is not None else root / STATE_DIR_NAME
-    return _Project(root, tuple(sorted(files)), tuple(found), scratch, package, state)
+    return _Project(
+        root, tuple(sorted(files)), tuple(found), scratch, package, state, environment, environment_problem
+    )
 
 
 def _read_package_json(root: Path) -> Mapping[str, Any] | str | None:
@@ -295,16 +585,28 @@ def _read_package_json(root: Path) -> Mapping[str, Any] | str | None:
 
 # --- planning: what each gate runs ----------------------------------------------------------------------
 
-_Verdict = Literal["pass", "fail", "error", "missing"]
+_Verdict = Literal["pass", "fail", "error", "missing", "no_tests"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Finding:
+    """One thing a tool reported: ``key`` identifies it across commits, ``text`` shows it."""
+
+    key: str
+    text: str
 
 
 @dataclass(frozen=True, slots=True)
 class _Outcome:
-    """How one command went, as the gate reads it; ``missing`` is a tool or step that is not there."""
+    """How one command went, as the gate reads it; ``missing`` is a tool or step that is not there.
+
+    ``cause`` marks an error the environment is to blame for (a tool that cannot start)."""
 
     status: _Verdict
     reason: str | None = None
-    findings: tuple[str, ...] = ()
+    findings: tuple[_Finding, ...] = ()
+    counts: RunCounts | None = None
+    cause: GateCause | None = None
 
 
 # A judge reads a finished command beyond its exit status: (check, stdout lines, outcome by exit status).
@@ -318,6 +620,7 @@ class _Command:
     judge: _Judge | None = None
     reads_output: bool = False
     label: str | None = None
+    stdin: bytes | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,9 +662,11 @@ def _configured_command(gate: GateName, command: tuple[str, ...], project: _Proj
     argv: list[str] = []
     for token in command:
         argv.extend(_file_args(files) if token == FILES_TOKEN else (token,))
+    # A configured command runs in the project's environment too: its `pytest` or `tox` is the project's.
+    env = _project_env(project) if project.environment is not None else {}
     if gate == "secretscan":
-        return (_Command(tuple(argv), judge=_secrets_judge(strict=False), reads_output=True),)
-    return (_Command(tuple(argv)),)
+        return (_Command(tuple(argv), env, judge=_secrets_judge(strict=False), reads_output=True),)
+    return (_Command(tuple(argv), env),)
 
 
 def _file_args(files: Sequence[str]) -> tuple[str, ...]:
@@ -378,7 +683,7 @@ def _tool(
     judge: _Judge | None = None,
     reads_output: bool = False,
 ) -> _Step:
-    tool = resolve_tool(name, project.root)
+    tool = resolve_tool(name, project.root, project.environment)
     if tool is None:
         return _Decided(_Outcome("missing", f"{name} not found ({looked_for(name)})"))
     return (_Command((*tool.argv, *args), env or {}, judge, reads_output),)
@@ -391,40 +696,83 @@ def _secretscan(project: _Project) -> _Step:
     return _tool("detect-secrets", project, args, judge=_secrets_judge(strict=True), reads_output=True)
 
 
-def _python(gate: GateName, project: _Project) -> _Step:
-    files = project.files_with(".py")
+def source_roots(root: Path) -> tuple[Path, ...]:
+    """Where a working copy's own Python code is imported from: ``src/`` in a src layout, else the root."""
+    src = root / "src"
+    return (src,) if src.is_dir() else (root,)
+
+
+def _project_env(project: _Project) -> dict[str, str]:
+    """The environment of a command that runs the project's Python code in this working copy."""
+    assert project.environment is not None
+    env = dict(project.environment.env)
     # Bytecode goes under .autodev/ (ignored, never in a diff): a gate must not leave files in the working
     # tree, and a cache that persists between gate runs spares pytest re-compiling itself every time.
-    env = {"PYTHONPYCACHEPREFIX": str(project.state / "cache" / "pycache")}
+    env["PYTHONPYCACHEPREFIX"] = str(project.state / "cache" / "pycache")
+    # The working copy's code first: an environment holding an editable install of the main checkout
+    # (path- or finder-based) would otherwise import that checkout's code instead of this one's.
+    inherited = os.environ.get("PYTHONPATH")
+    roots = os.pathsep.join(str(path) for path in source_roots(project.root))
+    env["PYTHONPATH"] = roots if not inherited else f"{roots}{os.pathsep}{inherited}"
+    return env
+
+
+def _python(gate: GateName, project: _Project) -> _Step:
+    files = project.files_with(".py")
+    if gate == "lint":
+        if not files:
+            return _nothing_to_check("no Python file changed")
+        args = ("check", "--no-fix", "--no-cache", "--force-exclude", "--output-format=json")
+        return _tool("ruff", project, (*args, *_file_args(files)), judge=_ruff_judge, reads_output=True)
+    environment = project.environment
+    if environment is None:
+        reason = f"the project's Python environment was not found: {project.environment_problem}"
+        return _Decided(_Outcome("missing", reason, cause="environment"))
+    python = (environment.python,)
+    env = _project_env(project)
     if gate == "test":
-        return _tool("pytest", project, ("-q",), env=env, judge=_pytest_judge)
+        if not environment.has_pytest:
+            if not _has_test_file(project.root):
+                reason = "no test file in the repository (and no pytest in the project's environment)"
+                return _Decided(_Outcome("no_tests", reason))
+            reason = (
+                f"the project's environment ({environment.summary()}) cannot import pytest; install pytest "
+                "there, or set qa_gates.test.command"
+            )
+            return _Decided(_Outcome("missing", reason, cause="environment"))
+        junit = project.scratch / "junit.xml"
+        argv = (*python, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}")
+        return (_Command(argv, env, judge=_pytest_judge(junit, project.root)),)
     if not files:
         return _nothing_to_check("no Python file changed")
-    python = python_interpreter(project.root)
     if gate == "syntax":
-        return (_Command((*python, "-c", _COMPILE_FILES, *files), env),)
-    if gate == "lint":
-        return _tool("ruff", project, ("check", "--no-cache", "--force-exclude", *_file_args(files)))
-    modules, from_src = _importable_modules(files, project.root)
+        return (_Command((*python, "-c", _COMPILE_FILES, *files), env, _marker_judge, reads_output=True),)
+    modules = _importable_modules(files, project.root)
     if not modules:
-        return (_Command((*python, "-m", "compileall", "-q", *_file_args(files)), env),)
-    if from_src:
-        # Import the changed source, not a copy installed earlier; src/ is not on sys.path by itself.
-        inherited = os.environ.get("PYTHONPATH")
-        src = str(project.root / "src")
-        env["PYTHONPATH"] = src if not inherited else f"{src}{os.pathsep}{inherited}"
-    return (_Command((*python, "-c", _IMPORT_MODULES, *modules), env),)
+        return (_Command((*python, "-c", _COMPILE_FILES, *files), env, _marker_judge, reads_output=True),)
+    return (_Command((*python, "-c", _IMPORT_MODULES, *modules), env, _marker_judge, reads_output=True),)
 
 
-def _importable_modules(files: Sequence[str], root: Path) -> tuple[list[str], bool]:
-    """Dotted names of the changed modules that are library code, and whether any lives under ``src/``.
+def _has_test_file(root: Path) -> bool:
+    """Whether the tree has a file pytest collects by default (``test_*.py`` or ``*_test.py``)."""
+    for _directory, dirnames, filenames in os.walk(root):
+        dirnames[:] = [name for name in dirnames if name not in IGNORED_DIRS]
+        if any(
+            name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
+            for name in filenames
+        ):
+            return True
+    return False
+
+
+def _importable_modules(files: Sequence[str], root: Path) -> list[str]:
+    """Dotted names of the changed modules that are library code.
 
     Under ``src/`` every module counts; elsewhere only modules inside packages (each directory down from
     the root has an ``__init__.py``), because a loose top-level file is usually a script that does its work
     when imported. ``__main__``, ``conftest`` and ``setup`` modules are never imported.
     """
     modules: list[str] = []
-    from_src = False
     for path in files:
         parts = path.split("/")
         stem = parts[-1].removesuffix(".py")
@@ -437,8 +785,7 @@ def _importable_modules(files: Sequence[str], root: Path) -> tuple[list[str], bo
         names = [*dirs] if stem == "__init__" else [*dirs, stem]
         if names and all(name.isidentifier() for name in names):
             modules.append(".".join(names))
-            from_src = from_src or in_src
-    return modules, from_src
+    return modules
 
 
 def _all_packages(root: Path, dirs: Sequence[str]) -> bool:
@@ -528,39 +875,120 @@ _PLANNERS: dict[Language, Callable[[GateName, _Project], _Step]] = {
 # --- judges: reading a tool's answer beyond its exit status ----------------------------------------------
 
 
-def _pytest_judge(check: CheckResult, _lines: Sequence[bytes], outcome: _Outcome) -> _Outcome:
-    meaning: dict[int | None, _Outcome] = {
-        1: _Outcome("fail", "tests failed"),
-        2: _Outcome("fail", "test collection failed or the run was interrupted"),
-        3: _Outcome("error", "pytest hit an internal error"),
-        4: _Outcome("error", "pytest usage error: check the project's pytest options and plugins"),
-        5: _Outcome("fail", "no tests collected"),
-    }
-    return meaning.get(check.exit_code, outcome)
+def _pytest_judge(junit: Path, root: Path) -> _Judge:
+    """Read a pytest run from its JUnit report: failing test ids as findings, the counts, no tests."""
+
+    def judge(check: CheckResult, _lines: Sequence[bytes], outcome: _Outcome) -> _Outcome:
+        code = check.exit_code
+        if code == 5:
+            report = read_junit(junit)
+            none = RunCounts(passed=0, failed=0, skipped=0, total=0)
+            return _Outcome(
+                "no_tests", "pytest collected no tests", counts=none if not isinstance(report, str) else None
+            )
+        if code == 3:
+            return _Outcome("error", "pytest hit an internal error")
+        if code == 4:
+            return _Outcome("error", "pytest usage error: check the project's pytest options and plugins")
+        report = read_junit(junit)
+        if isinstance(report, str):
+            if code == 0:
+                # Exit 0 is pytest's word; the report is the evidence, and without it nothing is proven.
+                return _Outcome("error", f"pytest exited 0 but {report}")
+            return _Outcome(
+                "fail",
+                "test collection failed or the run was interrupted"
+                if code == 2
+                else f"tests failed ({report})",
+            )
+        counts = RunCounts(
+            passed=report.passed, failed=report.failed, skipped=report.skipped, total=report.total
+        )
+        findings = tuple(
+            _Finding(case.id, f"{case.id}: {case.outcome}" + (f": {case.message}" if case.message else ""))
+            for case in report.failing
+        )
+        if code == 0 and not findings:
+            return _Outcome("pass", f"{report.passed} passed, {report.skipped} skipped", counts=counts)
+        if code == 2:
+            return _Outcome("fail", "test collection failed or the run was interrupted", findings, counts)
+        if not findings:
+            return _Outcome(
+                "fail", f"pytest exited with status {code} and its report shows no failure", counts=counts
+            )
+        return _Outcome("fail", f"{len(findings)} of {report.total} tests failed", findings, counts)
+
+    return judge
+
+
+def _ruff_judge(check: CheckResult, lines: Sequence[bytes], outcome: _Outcome) -> _Outcome:
+    """ruff's JSON report: each finding keyed by file, rule and message (not the line, which moves)."""
+    if check.exit_code not in (0, 1):
+        return _Outcome("fail", f"ruff could not check the files ({check.reason})")
+    try:
+        items = json.loads(b"\n".join(lines) or b"[]")
+        findings = []
+        for item in items:
+            path = _relative(str(item["filename"]), check.cwd)
+            code = item.get("code") or "syntax-error"
+            message = " ".join(str(item["message"]).split())
+            row, column = item["location"]["row"], item["location"]["column"]
+            findings.append(
+                _Finding(f"{path}\0{code}\0{message}", f"{path}:{row}:{column}: {code} {message}")
+            )
+    except (ValueError, KeyError, TypeError) as exc:
+        return _Outcome("error", f"ruff printed no readable JSON report ({exc})")
+    if not findings:
+        return outcome if outcome.status == "pass" else _Outcome("fail", check.reason)
+    return _Outcome("fail", f"{len(findings)} lint finding(s)", tuple(findings))
+
+
+def _marker_judge(_check: CheckResult, lines: Sequence[bytes], outcome: _Outcome) -> _Outcome:
+    """The files or modules a compile or import script reported as broken, one marker line each."""
+    findings = []
+    for line in lines:
+        if line.startswith(_FINDING_MARKER):
+            name, _, message = line[len(_FINDING_MARKER) :].decode("utf-8", errors="replace").partition("\t")
+            findings.append(_Finding(name, message or name))
+    if outcome.status == "fail" and findings:
+        return _Outcome("fail", outcome.reason, tuple(findings))
+    return outcome
+
+
+def _relative(path: str, cwd: str) -> str:
+    try:
+        return Path(path).resolve().relative_to(Path(cwd).resolve()).as_posix()
+    except ValueError:
+        return path
 
 
 def _secrets_judge(*, strict: bool) -> _Judge:
-    """Findings from a detect-secrets report; ``strict``: a missing report is an error, not a pass."""
+    """Findings from a detect-secrets report; ``strict``: a missing report is an error, not a pass.
+
+    A finding is keyed by file, type and the hash detect-secrets reports (never the secret itself).
+    """
 
     def judge(_check: CheckResult, lines: Sequence[bytes], outcome: _Outcome) -> _Outcome:
         if outcome.status != "pass":
             return outcome
         try:
             results = json.loads(b"\n".join(lines))["results"]
-            findings = sorted(
-                f"{item['filename']}:{item['line_number']}: {item['type']}"
+            found = sorted(
+                (
+                    f"{item['filename']}:{item['line_number']}: {item['type']}",
+                    f"{item['filename']}\0{item['type']}\0{item.get('hashed_secret', item['line_number'])}",
+                )
                 for items in results.values()
                 for item in items
             )
         except (ValueError, KeyError, TypeError, AttributeError):
             return _Outcome("error", "detect-secrets printed no readable report") if strict else outcome
-        if not findings:
+        if not found:
             return outcome
-        shown = ", ".join(findings[:_SHOWN_FINDINGS])
-        more = f" and {len(findings) - _SHOWN_FINDINGS} more" if len(findings) > _SHOWN_FINDINGS else ""
-        return _Outcome(
-            "fail", f"{len(findings)} potential secret(s) in the change: {shown}{more}", tuple(findings)
-        )
+        findings = tuple(_Finding(key, text) for text, key in found)
+        shown = ", ".join(text for text, _key in found[:_SHOWN_FINDINGS])
+        more = f" and {len(found) - _SHOWN_FINDINGS} more" if len(found) > _SHOWN_FINDINGS else ""
+        return _Outcome("fail", f"{len(found)} potential secret(s) in the change: {shown}{more}", findings)
 
     return judge
 
@@ -569,7 +997,8 @@ def _gofmt_judge(_check: CheckResult, lines: Sequence[bytes], outcome: _Outcome)
     unformatted = tuple(line.decode("utf-8", errors="replace").strip() for line in lines if line.strip())
     if outcome.status != "pass" or not unformatted:
         return outcome
-    return _Outcome("fail", f"not gofmt-formatted: {', '.join(unformatted)}", unformatted)
+    findings = tuple(_Finding(path, path) for path in unformatted)
+    return _Outcome("fail", f"not gofmt-formatted: {', '.join(unformatted)}", findings)
 
 
 def _go_test_judge(_check: CheckResult, lines: Sequence[bytes], outcome: _Outcome) -> _Outcome:
@@ -634,6 +1063,7 @@ async def _settle(
             cwd=project.root,
             timeout_s=remaining,
             env=command.env,
+            stdin=command.stdin,
             children_dir=project.state / "children",
         )
         check = await run_check(spec, on_line=lines.add if command.reads_output else None)
@@ -648,7 +1078,12 @@ def _read(
     if check.status == "timeout":
         return _timed_out(gate, settings)
     if check.status == "error":
-        return _Outcome("missing" if check.tool_missing else "error", check.reason)
+        if check.tool_missing:
+            return _Outcome("missing", check.reason)
+        # A tool that could not start at all is the machine's problem; one killed by a signal or that
+        # flooded its output ran, and the change may be what made it do so.
+        cause: GateCause = "environment" if check.exit_code is None and not check.output_bytes else "change"
+        return _Outcome("error", check.reason, cause=cause)
     outcome = _Outcome("pass") if check.status == "pass" else _Outcome("fail", check.reason)
     return command.judge(check, lines, outcome) if command.judge is not None else outcome
 
@@ -660,7 +1095,9 @@ def _timed_out(gate: GateName, settings: GateSettings) -> _Outcome:
 def _labelled(command: _Command, outcome: _Outcome) -> _Outcome:
     if command.label is None or outcome.reason is None or outcome.status == "pass":
         return outcome
-    return _Outcome(outcome.status, f"{command.label}: {outcome.reason}", outcome.findings)
+    return _Outcome(
+        outcome.status, f"{command.label}: {outcome.reason}", outcome.findings, outcome.counts, outcome.cause
+    )
 
 
 def _result(
@@ -676,6 +1113,12 @@ def _result(
         reasons = [outcome.reason for outcome in outcomes if outcome.reason]
     reason = "; ".join(reasons) or None
     findings = [finding for outcome in outcomes for finding in outcome.findings]
+    counts = next((outcome.counts for outcome in outcomes if outcome.counts is not None), None)
+    shown = {
+        "findings": [finding.text for finding in findings],
+        "finding_keys": [finding.key for finding in findings],
+        "counts": counts,
+    }
     if "error" not in statuses and "missing" in statuses:
         if config.on_missing_tool == "skip":
             return GateResult(
@@ -685,15 +1128,30 @@ def _result(
                 checks=checks,
                 reason=reason,
                 skipped_by="config:on_missing_tool=skip",
-                findings=findings,
+                **shown,
             )
-        hint = f'provide it, set qa_gates.{gate}.command, or set qa_gates.on_missing_tool = "skip"'
+        hint = (
+            f"provide it, set qa_gates.{gate}.command, turn the gate off (qa_gates.{gate}.enabled = "
+            'false), or set qa_gates.on_missing_tool = "skip"'
+        )
         reason = f"{reason}; {hint}"
     status: GateStatus = (
-        "error" if statuses & {"error", "missing"} else "fail" if "fail" in statuses else "pass"
+        "error"
+        if statuses & {"error", "missing"}
+        else "fail"
+        if "fail" in statuses
+        else "no_tests"
+        if statuses == {"no_tests"}
+        else "pass"
     )
+    cause: GateCause | None = None
+    if status == "error":
+        environmental = "missing" in statuses or any(
+            outcome.cause == "environment" for outcome in outcomes if outcome.status == "error"
+        )
+        cause = "environment" if environmental else "change"
     return GateResult(
-        gate=gate, language=language, status=status, checks=checks, reason=reason, findings=findings
+        gate=gate, language=language, status=status, checks=checks, reason=reason, cause=cause, **shown
     )
 
 

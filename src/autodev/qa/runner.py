@@ -54,14 +54,16 @@ _EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 class CheckSpec:
     """One tool run: ``argv`` (program first, never a shell string), the directory it runs in, its deadline.
 
-    ``env`` holds overrides laid over the caller's environment. A tool that prints more than
-    ``max_output_bytes`` on stdout is stopped and the check is an error.
+    ``env`` holds overrides laid over the caller's environment; ``stdin`` is fed to the tool (else it
+    reads an empty stdin). A tool that prints more than ``max_output_bytes`` on stdout is stopped and the
+    check is an error.
     """
 
     argv: tuple[str, ...]
     cwd: Path
     timeout_s: float
     env: Mapping[str, str] = field(default_factory=dict)
+    stdin: bytes | None = None
     excerpt_bytes: int = 8 * 1024
     max_output_bytes: int = 64 * MIB
     children_dir: Path | None = None
@@ -111,6 +113,7 @@ async def run_check(spec: CheckSpec, *, on_line: Callable[[bytes], None] | None 
             cwd=spec.cwd,
             timeout_s=spec.timeout_s,
             env={**os.environ, **spec.env},
+            stdin_data=spec.stdin,
             transcript_path=transcript,
             max_output_bytes=spec.max_output_bytes,
             keep_stderr_bytes=STDERR_KEEP_BYTES,

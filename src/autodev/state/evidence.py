@@ -49,9 +49,11 @@ def write_evidence(paths: AutodevPaths, evidence: Evidence) -> WrittenFile:
     return _write(target, data)
 
 
-def write_patch(paths: AutodevPaths, task_id: str, diff: str) -> WrittenFile:
+def write_patch(paths: AutodevPaths, task_id: str, diff: str, *, developer: bool = False) -> WrittenFile:
     """Write the task's current change as ``evidence/<task>.patch`` (the latest attempt's diff)."""
-    return _write(paths.patch_file(task_id), diff.encode("utf-8", errors="surrogateescape"))
+    return _write(
+        paths.patch_file(task_id, developer=developer), diff.encode("utf-8", errors="surrogateescape")
+    )
 
 
 def read_evidence(path: Path) -> Evidence:

@@ -92,6 +92,16 @@ class AutodevPaths:
         return self.state_dir / "task-worktrees"
 
     @property
+    def baseline_dir(self) -> Path:
+        """Cached gate results of base trees (``autodev.qa.baseline``)."""
+        return self.state_dir / "baseline"
+
+    @property
+    def baseline_worktree_dir(self) -> Path:
+        """Where the worktree that takes a base commit's baseline lives while a run needs it."""
+        return self.state_dir / "baseline-worktree"
+
+    @property
     def children_dir(self) -> Path:
         """Registrations of running agent CLIs and QA tools (see ``adapters.process.reap_orphans``)."""
         return self.state_dir / "children"
@@ -103,8 +113,10 @@ class AutodevPaths:
     def evidence_file(self, task_id: str, kind: str, attempt: int) -> Path:
         return self.evidence_dir / f"{task_id}-{kind}-{attempt}.json"
 
-    def patch_file(self, task_id: str) -> Path:
-        return self.evidence_dir / f"{task_id}.patch"
+    def patch_file(self, task_id: str, *, developer: bool = False) -> Path:
+        """``<task>.patch``: exactly the task's committed change; ``<task>.developer.patch``: the
+        developer's own diff of its last attempt (before the test engineer added anything)."""
+        return self.evidence_dir / f"{task_id}{'.developer' if developer else ''}.patch"
 
     def delegation_file(self, task_id: str, role: str) -> Path:
         return self.delegations_dir / f"{task_id}-{role}.md"

@@ -51,7 +51,15 @@ from autodev.state.status import status_from_state
 from autodev.state.transitions import assert_transition
 from autodev.state.validation import validate_plan
 
-__all__ = ["EvidenceRef", "PhaseProgress", "PlanManager", "PlanPhaseProgress", "PlanState"]
+__all__ = [
+    "BaselineGate",
+    "BaselineRecord",
+    "EvidenceRef",
+    "PhaseProgress",
+    "PlanManager",
+    "PlanPhaseProgress",
+    "PlanState",
+]
 
 # Ops that record what happened without changing plan state; replay accepts and skips them.
 _AUDIT_OPS = frozenset(
@@ -91,6 +99,32 @@ class PlanPhaseProgress(BaseModel):
     require_approval: bool = False
 
 
+class BaselineGate(BaseModel):
+    """One whole-tree gate on the base commit: its status and the findings it had there already."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gate: str
+    language: str | None = None
+    status: str
+    reason: str | None = None
+    findings: list[str] = Field(default_factory=list)
+    finding_count: int = 0
+
+
+class BaselineRecord(BaseModel):
+    """The base commit's own gate results, as the execute phase started from them (``autodev status``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    commit: str
+    tree: str
+    key: str
+    taken_in: str
+    environment: str
+    gates: list[BaselineGate] = Field(default_factory=list)
+
+
 class PlanState(BaseModel):
     """Everything the ledger replays into; ``plan.json`` stores exactly this.
 
@@ -107,6 +141,7 @@ class PlanState(BaseModel):
     cost_usd_by_task: dict[str, float] = Field(default_factory=dict)
     plan_approved: bool = False
     plan_phase: PlanPhaseProgress | None = None
+    baseline: BaselineRecord | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,6 +227,7 @@ class PlanManager:
             "plan_step_done": self._apply_plan_step_done,
             "phase_baseline": self._apply_phase_baseline,
             "phase_checkpoint": self._apply_phase_checkpoint,
+            "baseline_recorded": self._apply_baseline_recorded,
         }
 
     # --- lifecycle ----------------------------------------------------------------------------------
@@ -307,6 +343,11 @@ class PlanManager:
     @property
     def plan_approved(self) -> bool:
         return self._state.plan_approved
+
+    @property
+    def baseline(self) -> BaselineRecord | None:
+        """The base commit's gate results the last execute phase started from, if recorded."""
+        return self._state.baseline.model_copy(deep=True) if self._state.baseline else None
 
     def cost_usd_for(self, task_id: str) -> float:
         return self._state.cost_usd_by_task.get(task_id, 0.0)
@@ -437,12 +478,14 @@ class PlanManager:
         base_commit: str | None = None,
         commit: str | None = None,
         worktree: str | None = None,
+        checked_tree: str | None = None,
     ) -> Task:
         """Move a task along ``TASK_TRANSITIONS``.
 
         ``reason`` is kept as ``blocked_reason`` when blocking; ``base_commit`` records the commit a developer
         starts from, ``commit`` the commit that completed the task, ``worktree`` the isolated worktree the
-        task works in (cleared when the task reaches a terminal status).
+        task works in (cleared when the task reaches a terminal status), ``checked_tree`` the git tree its
+        final checks saw (what its commit must hold).
         """
         with self._locked():
             task = self._task(task_id)
@@ -456,6 +499,8 @@ class PlanManager:
                 payload["commit"] = commit
             if worktree is not None:
                 payload["worktree"] = worktree
+            if checked_tree is not None:
+                payload["checked_tree"] = checked_tree
             self._append("task_status", payload)
             return task.model_copy(deep=True)
 
@@ -466,12 +511,15 @@ class PlanManager:
         *,
         back_to_developer: bool = False,
         base_commit: str | None = None,
+        issues_for: str | None = None,
     ) -> int:
         """Count one more failed attempt and keep its concrete failures for the next one; new count.
 
         With ``back_to_developer`` the same ledger op also moves the task to ``in_progress``, so a crash can
         never leave a counted retry without the status change that goes with it (or the reverse).
         ``base_commit`` moves the task to a new base (an isolated task retried after a merge conflict).
+        ``issues_for`` names the role whose own step is retried (the failures are its own, not the
+        developer's); the task then stays where it is.
         """
         with self._locked():
             task = self._task(task_id)
@@ -486,6 +534,8 @@ class PlanManager:
                 payload["to"] = "in_progress"
             if base_commit is not None:
                 payload["base_commit"] = base_commit
+            if issues_for is not None:
+                payload["issues_for"] = issues_for
             self._append("task_retry", payload)
             return task.retry_count
 
@@ -562,16 +612,18 @@ class PlanManager:
             )
             return written.path
 
-    def record_patch(self, task_id: str, diff: str, *, attempt: int = 1) -> Path:
-        """Write ``evidence/<task>.patch`` and record it in the ledger."""
+    def record_patch(self, task_id: str, diff: str, *, attempt: int = 1, developer: bool = False) -> Path:
+        """Write ``evidence/<task>.patch`` (the committed change) or, with ``developer``, the developer's
+        own ``evidence/<task>.developer.patch``, and record it in the ledger."""
         self._task(task_id)
-        with self._locked(), _recorded_version_kept(self.paths.patch_file(task_id)):
-            written = write_patch(self.paths, task_id, diff)
+        target = self.paths.patch_file(task_id, developer=developer)
+        with self._locked(), _recorded_version_kept(target):
+            written = write_patch(self.paths, task_id, diff, developer=developer)
             self._append(
                 "evidence_recorded",
                 {
                     "task_id": task_id,
-                    "kind": "patch",
+                    "kind": "developer_patch" if developer else "patch",
                     "attempt": attempt,
                     "path": self._relative(written.path),
                     "sha256": written.sha256,
@@ -651,6 +703,19 @@ class PlanManager:
             if unfinished:
                 raise StateError(f"phase {phase_id} still has unfinished tasks: {', '.join(unfinished)}")
             self._append("phase_checkpoint", {"phase_id": phase_id, "commit": commit})
+            return True
+
+    def record_baseline(self, record: BaselineRecord) -> bool:
+        """Record the base commit's gate results (pre-existing failures); once per commit and settings."""
+        with self._locked():
+            current = self._state.baseline
+            if current is not None and (current.commit, current.tree, current.key) == (
+                record.commit,
+                record.tree,
+                record.key,
+            ):
+                return False
+            self._append("baseline_recorded", record.model_dump(mode="json"))
             return True
 
     def record_event(self, op: str, payload: dict[str, Any]) -> None:
@@ -814,6 +879,8 @@ class PlanManager:
             cost_usd_by_task=dict(previous.cost_usd_by_task) if carried else {},
             # The plan phase's evidence (explorer, domain expert) belongs to the plan it produced.
             evidence={"plan": list(previous.evidence.get("plan", []))} if carried else {},
+            # The base's own gate results belong to the repository, not to a plan.
+            baseline=previous.baseline,
         )
         self._reindex()
 
@@ -842,6 +909,9 @@ class PlanManager:
             task.commit = payload["commit"]
         if "worktree" in payload:
             task.worktree = payload["worktree"]
+        if "checked_tree" in payload:
+            task.checked_tree = payload["checked_tree"]
+        task.blocked_by = None
         if target in TERMINAL_STATUSES:
             task.worktree = None
 
@@ -850,6 +920,7 @@ class PlanManager:
         task = self._replayed_task(entry, payload["task_id"], payload.get("from"))
         task.retry_count = int(payload["retry_count"])
         task.last_issues = [str(issue) for issue in payload.get("issues", [])]
+        task.last_issues_for = payload.get("issues_for")
         if "to" in payload:
             task.status = payload["to"]
             task.blocked_reason = None
@@ -868,8 +939,11 @@ class PlanManager:
         task.escalated = False
         task.blocked_reason = None
         task.last_issues = []
+        task.last_issues_for = None
         task.base_commit = None
         task.worktree = None
+        task.checked_tree = None
+        task.blocked_by = None
 
     def _apply_tasks_blocked(self, entry: LedgerEntry) -> None:
         reason = entry.payload["reason"]
@@ -877,7 +951,11 @@ class PlanManager:
             task = self._replayed_task(entry, item["id"], item["from"])
             task.status = "blocked"
             task.blocked_reason = reason
+            task.blocked_by = entry.payload.get("cause")
             task.worktree = None
+
+    def _apply_baseline_recorded(self, entry: LedgerEntry) -> None:
+        self._state.baseline = BaselineRecord.model_validate(entry.payload)
 
     def _apply_phase_baseline(self, entry: LedgerEntry) -> None:
         self._phase(str(entry.payload["phase_id"])).baseline_commit = str(entry.payload["commit"])

@@ -73,9 +73,16 @@ class Task(_Persisted):
     # the concrete failures the next attempt must fix, and the commit that completed the task.
     base_commit: str | None = None
     last_issues: list[str] = Field(default_factory=list)
+    # The role the last failures are for: the developer (None, as in older ledgers) or a role whose own
+    # reply failed and whose step is retried (reviewer, test_engineer).
+    last_issues_for: str | None = None
     commit: str | None = None
     # The git worktree an isolated (parallel) task works in while it is in flight, relative to the repo.
     worktree: str | None = None
+    # The git tree the task's final checks saw: what its commit must hold.
+    checked_tree: str | None = None
+    # The task whose block cascaded to this one (``autodev retry`` of that task brings it back).
+    blocked_by: str | None = None
 
 
 class Phase(_Persisted):
@@ -135,12 +142,21 @@ class CoderEvidence(_EvidenceBase):
 
 
 class ReviewEvidence(_EvidenceBase):
-    """The reviewer's verdict; ``verdict`` is None when the reply had no VERDICT line (a failure)."""
+    """The reviewer's verdict; ``verdict`` is None when the reply had no VERDICT line (a failure).
+
+    ``tree`` is the git tree the reviewer was shown; ``problem`` what makes this reply unusable (None when
+    it is usable); ``repair_of`` what was wrong with the reply a repair turn replaced, and
+    ``previous_output`` keeps that reply.
+    """
 
     kind: Literal["review"] = "review"
     verdict: ReviewVerdict | None
     issues: list[str] = Field(default_factory=list)
     output_text: str = ""
+    tree: str | None = None
+    problem: str | None = None
+    repair_of: str | None = None
+    previous_output: str | None = None
 
 
 class TestEvidence(_EvidenceBase):
@@ -162,6 +178,16 @@ class TestEvidence(_EvidenceBase):
     run_total: int | None = None
     agrees: bool | None = None
     output_text: str = ""
+    # What the test engineer changed (against the tree the developer's gates checked), what of it lies
+    # outside the task's files, the gates run on those files and the tree AutoDev's own run checked.
+    files_changed: list[str] = Field(default_factory=list)
+    outside_task_files: list[str] = Field(default_factory=list)
+    checks: list[GateCheck] = Field(default_factory=list)
+    run_argv: list[str] = Field(default_factory=list)
+    tree: str | None = None
+    problem: str | None = None
+    repair_of: str | None = None
+    previous_output: str | None = None
 
 
 class CommandRun(_Persisted):
@@ -177,8 +203,23 @@ class CommandRun(_Persisted):
     reason: str | None = None
 
 
+class TestRunCounts(_Persisted):
+    """How the cases of one test run ended, from the runner's JUnit report."""
+
+    __test__ = False
+
+    passed: int = Field(ge=0)
+    failed: int = Field(ge=0)
+    skipped: int = Field(ge=0)
+    total: int = Field(ge=0)
+
+
 class GateCheck(_Persisted):
-    """One QA gate's outcome as recorded in evidence."""
+    """One QA gate's outcome as recorded in evidence.
+
+    ``findings`` are what the change is blamed for; ``preexisting`` what the base commit has too (listed,
+    not blamed); ``changed_files`` what the gate itself changed in the tree (and AutoDev put back).
+    """
 
     gate: str
     status: str
@@ -186,16 +227,28 @@ class GateCheck(_Persisted):
     language: str | None = None
     reason: str | None = None
     skipped_by: str | None = None
+    cause: str | None = None
     findings: list[str] = Field(default_factory=list)
+    preexisting: list[str] = Field(default_factory=list)
+    changed_files: list[str] = Field(default_factory=list)
+    counts: TestRunCounts | None = None
     runs: list[CommandRun] = Field(default_factory=list)
 
 
 class GateEvidence(_EvidenceBase):
-    """The QA gates run on one attempt's change."""
+    """The QA gates run on one attempt's change, where they ran and on which tree.
+
+    ``environment`` says how the project's environment was found and ``interpreter`` is its Python (the
+    exact argv of each command is in ``checks``); ``tree`` is the git tree id of the working copy the gates
+    checked.
+    """
 
     kind: Literal["gates"] = "gates"
     passed: bool
     checks: list[GateCheck] = Field(default_factory=list)
+    environment: str | None = None
+    interpreter: str | None = None
+    tree: str | None = None
 
 
 class ExploreEvidence(_EvidenceBase):

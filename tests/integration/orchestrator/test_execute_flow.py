@@ -10,6 +10,7 @@ import pytest
 from support.orchestration import costing, demo_project, git_log, orchestrator, run, script_with
 
 from autodev.guardrails import BudgetExceededError
+from autodev.orchestrator.preflight import PreflightError
 from autodev.state.plan_manager import PlanManager
 
 # Gates that cost time without adding to what a test checks are switched off where they do not matter.
@@ -118,7 +119,7 @@ def test_gate_failing_until_exhaustion_escalates_and_blocks_dependents(tmp_path:
                     {"path": "tests/test_slug.py", "content": "def test_one() -> None:\n    assert True\n"}
                 ],
             },
-            "claimed passed=10 failed=0, but AutoDev's own run shows passed=2 failed=0",
+            "it says passed=10 failed=0, but AutoDev's own run of the tests shows passed=2 failed=0",
         ),
     ],
     ids=["missing-verdict", "missing-results", "empty-diff", "claim-contradicted"],
@@ -151,14 +152,18 @@ def test_unproven_success_is_a_failure(tmp_path: Path, replacement: dict[str, ob
     assert any(expected in issue for issue in task.last_issues), task.last_issues
 
 
-def test_a_gate_whose_tool_is_missing_is_an_error_unless_skipped_explicitly(tmp_path: Path) -> None:
+def test_a_gate_whose_tool_is_missing_stops_the_run_before_any_agent_call_unless_skipped(
+    tmp_path: Path,
+) -> None:
     setup = demo_project(tmp_path)
     missing = {"qa_gates.lint.command": ["no-such-linter-xyz", "{files}"], **FAST_GATES}
-    orch, _ = orchestrator(setup.repo_root, setup.script, qa_retry_limit=1, **missing)
-    run(orch, setup.intent)
-    task = PlanManager.open(setup.repo_root, readonly=True).get_task("1.1")
-    assert task.status == "blocked"
-    assert any(issue.startswith("lint gate error") for issue in task.last_issues), task.last_issues
+    orch, adapter = orchestrator(setup.repo_root, setup.script, qa_retry_limit=1, **missing)
+    with pytest.raises(PreflightError, match=r"\(1\) lint gate: no-such-linter-xyz not found; provide it"):
+        run(orch, setup.intent)
+    # Found before anything was paid for: no agent call, no attempt, nothing in the ledger.
+    assert adapter.calls == []
+    ledger = setup.repo_root / ".autodev" / "ledger.jsonl"
+    assert not ledger.exists() or ledger.read_bytes() == b""
 
     other = demo_project(tmp_path / "second")
     skip = {**missing, "qa_gates.on_missing_tool": "skip"}

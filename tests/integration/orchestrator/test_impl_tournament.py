@@ -110,5 +110,5 @@ def test_a_variant_that_raises_leaves_no_worktree_behind(tmp_path: Path) -> None
     assert len(_worktree_list(root)) == 1
     assert list((root / ".autodev" / "worktrees").iterdir()) == []
     # The tested change of the task is kept as evidence; the variant's file went nowhere.
-    assert "textutils/slug.py" in (root / ".autodev" / "evidence" / "1.1.patch").read_text()
+    assert "textutils/slug.py" in (root / ".autodev" / "evidence" / "1.1.developer.patch").read_text()
     assert not (root / "textutils" / "variant_1_1.py").exists()

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pytest
+from support.projects import make_venv
 
 from autodev.config.schema import GateSettings, QAGatesSettings
 from autodev.errors import PathEscapeError
@@ -148,7 +149,8 @@ async def test_a_change_to_loose_scripts_is_compiled_not_imported(project: Path)
 
     build = _gate(results, "build")
     assert build.status == "pass"
-    assert build.checks[0].argv[1:4] == ["-m", "compileall", "-q"]
+    assert build.checks[0].argv[1] == "-c"
+    assert "compile(" in build.checks[0].argv[2]
     assert not (project / "wiped").exists()
 
 
@@ -159,20 +161,26 @@ async def test_a_failing_test_fails_the_test_gate(project: Path) -> None:
     results = await run_gates(project, ["src/demo/calc.py"], _only("test"))
 
     test = _gate(results, "test")
-    assert (test.status, test.reason) == ("fail", "tests failed")
+    assert (test.status, test.reason) == ("fail", "1 of 1 tests failed")
     assert "1 failed" in test.checks[0].output_excerpt
+    # Read from pytest's JUnit report: the failing test by its id, and the counts.
+    assert test.finding_keys == ["tests.test_calc::test_add"]
+    assert test.findings[0].startswith("tests.test_calc::test_add: failed: assert")
+    assert test.counts is not None
+    assert (test.counts.passed, test.counts.failed, test.counts.total) == (0, 1, 1)
 
 
 @pytest.mark.asyncio
-async def test_no_tests_is_not_a_pass(project: Path) -> None:
+async def test_no_tests_is_neither_a_pass_nor_a_failure(project: Path) -> None:
     (project / "tests" / "test_calc.py").unlink()
 
     results = await run_gates(project, ["src/demo/calc.py"], _only("test"))
 
     test = _gate(results, "test")
-    assert (test.status, test.reason) == ("fail", "no tests collected")
+    assert (test.status, test.reason) == ("no_tests", "pytest collected no tests")
     assert test.checks[0].exit_code == 5
     assert not test.counts_as_pass
+    assert test.acceptable
 
 
 @pytest.mark.asyncio
@@ -307,9 +315,8 @@ async def test_disabled_gates_are_reported_as_skipped_by_config(project: Path) -
 
 
 @pytest.mark.asyncio
-async def test_the_repositorys_own_tools_come_first(project: Path) -> None:
-    own_bin = project / ".venv" / "bin"
-    own_bin.mkdir(parents=True)
+async def test_the_projects_pinned_tools_come_first(project: Path) -> None:
+    own_bin = make_venv(project / ".venv").parent
     ruff = Path(sys.executable).parent / "ruff"
     (own_bin / "ruff").symlink_to(ruff)
 

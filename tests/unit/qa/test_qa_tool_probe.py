@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
 
 from autodev.qa import PROBED_TOOLS, probe_tools, resolve_tool
+from autodev.qa.environment import ProjectEnvironment, autodev_environment
 
 
 def _executable(directory: Path, name: str, body: str) -> None:
@@ -17,8 +20,8 @@ def _executable(directory: Path, name: str, body: str) -> None:
     path.chmod(0o755)
 
 
-def _argv(name: str, repo: Path) -> tuple[str, ...]:
-    tool = resolve_tool(name, repo)
+def _argv(name: str, repo: Path, environment: ProjectEnvironment | None = None) -> tuple[str, ...]:
+    tool = resolve_tool(name, repo, environment)
     assert tool is not None, f"{name} not resolved"
     return tool.argv
 
@@ -39,12 +42,13 @@ async def test_every_tool_is_reported_found_with_its_version_or_missing(bare_pat
         pytest.skip("git is not installed")
     (bare_path / "git").symlink_to(git)
 
-    probes = await probe_tools()
+    probes = await probe_tools(environment=autodev_environment())
 
     assert [probe.name for probe in probes] == list(PROBED_TOOLS)
     found = {probe.name: probe for probe in probes}
-    # AutoDev's own interpreter provides the Python tools when the repository does not.
-    assert found["ruff"].path == f"{sys.executable} -m ruff"
+    # AutoDev's own copies (dependencies of AutoDev) serve when the project pins none.
+    assert found["ruff"].path == str(Path(sysconfig.get_path("scripts")) / "ruff")
+    assert found["pytest"].path == f"{sys.executable} -m pytest"
     assert found["ruff"].version is not None and found["ruff"].version.startswith("ruff ")
     assert found["pytest"].version is not None and found["pytest"].version.startswith("pytest ")
     assert found["detect-secrets"].found and found["detect-secrets"].version
@@ -66,15 +70,20 @@ async def test_a_tool_that_hangs_or_fails_is_reported_not_raised(bare_path: Path
     assert probes["npm"].error == "exited with status 7: npm is broken"
 
 
-def test_the_repositorys_own_python_tool_comes_first(repo: Path, bare_path: Path) -> None:
+def test_the_projects_pinned_python_tool_comes_first(repo: Path, bare_path: Path) -> None:
     _executable(bare_path, "ruff", "exit 0")
-    assert _argv("ruff", repo) == (sys.executable, "-m", "ruff")
-
     own = repo / ".venv" / "bin"
     own.mkdir(parents=True)
+    environment = dataclasses.replace(
+        autodev_environment(), source="repo_venv", python=str(own / "python"), env={}
+    )
+    assert _argv("ruff", repo, environment) == (str(Path(sysconfig.get_path("scripts")) / "ruff"),)
+
     _executable(own, "ruff", "exit 0")
 
-    assert _argv("ruff", repo) == (str(own / "ruff"),)
+    assert _argv("ruff", repo, environment) == (str(own / "ruff"),)
+    # AutoDev's own interpreter pins nothing: its copy is AutoDev's.
+    assert _argv("ruff", repo, autodev_environment())[0] != str(own / "ruff")
 
 
 def test_eslint_comes_from_the_projects_node_modules(repo: Path, bare_path: Path) -> None:
