@@ -128,15 +128,18 @@ class TaskNotFoundError(AutodevError):
 class InvalidTransitionError(AutodevError):
     """A task status change that ``TASK_TRANSITIONS`` does not allow."""
 
-    def __init__(self, task_id: str | None, current: str, target: str, allowed: list[str]) -> None:
+    def __init__(
+        self, task_id: str | None, current: str, target: str, allowed: list[str], *, hint: str | None = None
+    ) -> None:
         self.task_id = task_id
         self.current = current
         self.target = target
         self.allowed = allowed
         subject = f"task {task_id}" if task_id else "task"
         options = ", ".join(allowed) if allowed else "none (terminal status)"
+        why = f" ({hint})" if hint else ""
         super().__init__(
-            f"{subject}: cannot move from {current!r} to {target!r}; allowed from {current!r}: {options}"
+            f"{subject}: cannot move from {current!r} to {target!r}{why}; allowed from {current!r}: {options}"
         )
 
 

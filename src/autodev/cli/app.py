@@ -336,6 +336,44 @@ def approve(obj: CliContext) -> None:
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
+@click.argument("task_id")
+@click.option(
+    "--reset-attempts",
+    is_flag=True,
+    help="Give the task all of qa_retry_limit again (default: at least one).",
+)
+@click.pass_obj
+def retry(obj: CliContext, task_id: str, reset_attempts: bool) -> None:
+    """Send a blocked task back to work; `autodev resume` then runs it (its dependents come back too)."""
+    from autodev.config import load_config
+    from autodev.orchestrator import Orchestrator
+
+    obj.start_logging(create_state=True)
+    config = load_config(obj.repo_root, overrides={"platform": "inline"})
+    task = Orchestrator(obj.repo_root, config=config).retry(task_id, reset_attempts=reset_attempts)
+    left = config.qa_retry_limit - task.retry_count
+    click.echo(
+        f"Task {task.id} is back in progress ({left} attempt(s) left); run `autodev resume` to carry it out."
+    )
+
+
+@cli.command(epilog=EXIT_CODES_HELP)
+@click.argument("task_id")
+@click.pass_obj
+def skip(obj: CliContext, task_id: str) -> None:
+    """Skip a pending task; its dependents run without it unless skipped_dependency_satisfies = false."""
+    from autodev.config import load_config
+    from autodev.orchestrator import Orchestrator
+
+    obj.start_logging(create_state=True)
+    config = load_config(obj.repo_root, overrides={"platform": "inline"})
+    blocked = Orchestrator(obj.repo_root, config=config).skip(task_id)
+    click.echo(f"Task {task_id} is skipped.")
+    if blocked:
+        click.echo(f"Blocked because of it (skipped_dependency_satisfies = false): {', '.join(blocked)}")
+
+
+@cli.command(epilog=EXIT_CODES_HELP)
 @click.pass_obj
 def clean(obj: CliContext) -> None:
     """Remove what a crashed run left behind: its agent and tool processes, stale git locks, worktrees.
@@ -404,16 +442,20 @@ def demo(obj: CliContext, directory: Path | None, force: bool) -> None:
 @cli.command(epilog=EXIT_CODES_HELP)
 @click.pass_obj
 def doctor(obj: CliContext) -> None:
-    """List every agent platform and QA tool: found or missing, and its version."""
+    """List every agent platform and QA tool, the project's environment, and what the gates would lack."""
     import anyio
 
     from autodev.adapters.detect import detect_platform, probe_platforms
-    from autodev.cli.render import print_probes
-    from autodev.qa import probe_tools
+    from autodev.cli.render import print_environment, print_probes
+    from autodev.config import load_config
+    from autodev.orchestrator.preflight import diagnose
 
     print_probes("Agent platforms", probe_platforms())
-    # The same lookup the gates use: the repository's venv first, then AutoDev's own, then PATH.
-    print_probes("QA tools", anyio.run(probe_tools, obj.repo_root))
+    config = load_config(obj.repo_root)
+    # The same lookups the gates and the preflight make: the project's environment, then each tool.
+    diagnosis = anyio.run(diagnose, obj.repo_root, config)
+    print_probes("QA tools", diagnosis.tools)
+    print_environment(diagnosis.resolution, diagnosis.problems)
     choice = detect_platform("auto")
     click.echo(f"--platform auto would use: {choice.name} ({choice.reason})")
 

@@ -14,9 +14,10 @@ from rich.table import Table
 
 from autodev.adapters.detect import ToolProbe
 from autodev.config import ConfigEntry
+from autodev.qa.environment import EnvironmentResolution
 from autodev.state.schemas import Plan
 
-__all__ = ["plan_summary", "print_config", "print_probes", "print_status"]
+__all__ = ["plan_summary", "print_config", "print_environment", "print_probes", "print_status"]
 
 _STATUS_STYLE = {
     "pending": "dim",
@@ -48,6 +49,7 @@ def plan_summary(plan: Plan) -> str:
 # A cell names at most this many ids: a task waiting on dozens would otherwise fill the screen.
 _WAITS_ON_IDS = 5
 _TOP_BLOCKERS = 3
+_BASELINE_SHOWN = 5
 
 
 def _waits_on(ids: list[str]) -> str:
@@ -91,10 +93,41 @@ def print_status(data: dict[str, Any], repo_root: Path) -> None:
         console.print(table)
     _print_in_flight(console, data.get("in_flight", []))
     _print_waiting_summary(console, data["tasks"])
+    _print_baseline(console, data.get("baseline"))
+    _print_inline_wait(console, data.get("waiting_for"))
     totals = data["totals"]
     counts = ", ".join(f"{totals[name]} {name}" for name in _STATUS_STYLE if totals.get(name))
     in_flight = f" ({totals['in_flight']} in flight)" if totals.get("in_flight") else ""
     console.print(f"{totals['total']} tasks{in_flight}: {counts}")
+
+
+def _print_baseline(console: Console, baseline: dict[str, Any] | None) -> None:
+    """The base commit's own failures: listed so nobody mistakes them for a task's."""
+    if not baseline:
+        return
+    failing = [gate for gate in baseline["gates"] if gate["finding_count"]]
+    commit = str(baseline["commit"])[:10]
+    if not failing:
+        console.print(f"Base commit {commit}: its checks pass ({escape(baseline['taken_in'])}).")
+        return
+    for gate in failing:
+        shown = "; ".join(gate["findings"][:_BASELINE_SHOWN])
+        more = gate["finding_count"] - min(len(gate["findings"]), _BASELINE_SHOWN)
+        extra = f" (+{more} more)" if more > 0 else ""
+        console.print(
+            f"[yellow]Pre-existing on the base commit {commit}[/yellow] ({gate['gate']} gate, not blamed on "
+            f"any task): {gate['finding_count']}: {escape(shown)}{extra}"
+        )
+
+
+def _print_inline_wait(console: Console, waiting: dict[str, Any] | None) -> None:
+    if not waiting:
+        return
+    console.print(
+        f"[bold]Waiting[/bold] for the {escape(waiting['role'])} answer of {escape(waiting['task_id'])} "
+        f"(step {escape(waiting['step'])}): instructions in {escape(waiting['delegation'])}; write the "
+        f"answer to {escape(waiting['response'])}, then run `autodev resume`."
+    )
 
 
 def _note(task: dict[str, Any]) -> str:
@@ -180,3 +213,25 @@ def print_probes(title: str, probes: Iterable[ToolProbe]) -> None:
         detail = probe.version or probe.error or ""
         table.add_row(probe.name, str(probe.path or probe.executable), found, detail)
     _console().print(table)
+
+
+def print_environment(resolution: EnvironmentResolution, problems: list[str]) -> None:
+    """Where the project's code runs, each place looked at on the way, and what the gates would lack."""
+    console = _console()
+    table = Table(title="Project environment (first match wins)", title_justify="left")
+    for column in ("Looked at", "Found", "Detail"):
+        table.add_column(column)
+    for candidate in resolution.considered:
+        found = "[green]chosen[/green]" if candidate.usable else "[dim]no[/dim]"
+        table.add_row(candidate.source, found, escape(candidate.detail))
+    console.print(table)
+    if resolution.environment is not None:
+        console.print(f"The project's code runs in {escape(resolution.environment.summary())}.")
+    else:
+        console.print(f"[red]No project environment[/red]: {escape(resolution.problem or 'none found')}")
+    if problems:
+        console.print("[red]The gates could not run here[/red] (a run stops before any agent call):")
+        for problem in problems:
+            console.print(f"  - {escape(problem)}")
+    else:
+        console.print("Every enabled gate has what it needs.")

@@ -5,20 +5,18 @@ Every agent call, tournament and critic calls included, runs ``pre_invocation`` 
 
 - **tool calls per task**: the sum of the adapters' own ``AgentResult.tool_calls`` counts;
 - **duration per task**: wall-clock time since the task's first call in this process, plus the seconds
-  earlier processes used (see ``restore``). ``pre_invocation`` returns the call's timeout as the smaller of
-  the requested timeout and what is left, so a call is stopped *during* its run when the task's time ends;
+  earlier processes recorded. ``pre_invocation`` returns the call's timeout as the smaller of the
+  requested timeout and what is left, so a call is stopped *during* its run when the task's time ends;
   wall-clock rather than a sum of call durations, so that parallel calls (tournament judges) are not
   counted twice and time spent between calls (QA gates) counts as the task's time;
 - **diff bytes**: the size of the task's *current* diff, checked by ``check_diff`` whenever it is read;
-- **cost per plan**: every priced call is recorded in the ledger through ``PlanManager.record_cost``, so the
-  running total survives a resume; reaching the budget raises ``BudgetExceededError`` (exit 3, suspend).
+- **cost per plan**: reaching the budget raises ``BudgetExceededError`` (exit 3, suspend).
 
-Where the usage lives: the cost goes through the ledger, which is the source of truth. Per-task tool calls
-and seconds are kept in memory only: ``PlanManager`` has no op for them, and appending (and fsync'ing) a
-ledger entry per agent call for counters that only bound a runaway task is not worth it. Instead the
-orchestrator seeds them on resume with ``restore`` from what it recorded in the task's evidence (it can take
-the numbers from ``usage``). A task whose usage is not restored starts again from zero after a resume: the
-limits then bound each process's share, never less.
+Where the usage lives: in the ledger. ``post_invocation`` records each call as one ``usage_recorded`` op
+(its tool calls, the task's seconds since the previous record, its cost when priced), and a task's
+counters start from what the ledger holds for it the first time this process sees the task. So no limit
+restarts with a new process: inline resumes and crash resumes add up to the same totals as one run. One
+fsync'd append per agent call costs a fraction of a millisecond against seconds of agent work.
 """
 
 from __future__ import annotations
@@ -58,10 +56,12 @@ class TaskUsage:
 class _Counters:
     calls: int = 0
     tool_calls: int = 0
-    # Seconds used before this process's clock started (earlier processes, via restore()).
+    # Seconds the ledger recorded for the task before this process's clock started.
     restored_s: float = 0.0
     # Clock reading at the task's first call in this process; None until then.
     started_at: float | None = None
+    # Clock reading up to which this process recorded the task's seconds.
+    recorded_until: float | None = None
 
 
 class GuardrailEnforcer:
@@ -87,9 +87,9 @@ class GuardrailEnforcer:
     # --- queries ------------------------------------------------------------------------------------
 
     def usage(self, task_id: str) -> TaskUsage:
-        """A snapshot of ``task_id``'s usage (zeros for a task that made no call yet)."""
+        """A snapshot of the task's usage (the ledger's record, for a task this process has not run)."""
         with self._lock:
-            counters = self._counters.get(task_id, _Counters())
+            counters = self._counters_of(task_id)
             elapsed = self._elapsed(counters)
         return TaskUsage(
             task_id=task_id,
@@ -101,15 +101,21 @@ class GuardrailEnforcer:
 
     # --- the call protocol --------------------------------------------------------------------------
 
-    def restore(self, task_id: str, tool_calls: int, seconds: float) -> None:
-        """Seed ``task_id`` with what earlier processes used (on resume, before the task's next call).
+    def _counters_of(self, task_id: str) -> _Counters:
+        """The task's counters, seeded from the ledger the first time (call with ``_lock`` held)."""
+        counters = self._counters.get(task_id)
+        if counters is None:
+            recorded = self.plan_manager.usage_for(task_id)
+            counters = _Counters(
+                calls=recorded.calls, tool_calls=recorded.tool_calls, restored_s=recorded.seconds
+            )
+            self._counters[task_id] = counters
+        return counters
 
-        Replaces whatever this process tracked for the task so far; the clock restarts at its next call.
-        """
-        if tool_calls < 0 or seconds < 0:
-            raise ValueError(f"usage must not be negative (tool_calls={tool_calls}, seconds={seconds})")
+    def forget(self, task_id: str) -> None:
+        """Drop what this process holds for ``task_id`` (its recorded usage was reset: read it again)."""
         with self._lock:
-            self._counters[task_id] = _Counters(tool_calls=tool_calls, restored_s=seconds)
+            self._counters.pop(task_id, None)
 
     def pre_invocation(self, task_id: str, role: str, requested_timeout_s: float) -> float:
         """Refuse a call whose limits are already used up; return the timeout the call must use.
@@ -122,9 +128,9 @@ class GuardrailEnforcer:
         max_tool_calls = self.settings.max_tool_calls_per_task
         max_duration = self.settings.max_duration_s_per_task
         with self._lock:
-            counters = self._counters.setdefault(task_id, _Counters())
+            counters = self._counters_of(task_id)
             if counters.started_at is None:
-                counters.started_at = self._clock()
+                counters.started_at = counters.recorded_until = self._clock()
             tool_calls = counters.tool_calls
             elapsed = self._elapsed(counters)
         if tool_calls >= max_tool_calls:
@@ -148,21 +154,27 @@ class GuardrailEnforcer:
     def post_invocation(self, task_id: str, role: str, result: AgentResult) -> None:
         """Account for a finished call; raise when it took the task or the plan over a limit.
 
-        The cost is recorded in the ledger *before* anything is raised, so a breach never loses it. A
-        budget breach wins over a per-task one: it suspends the whole run rather than blocking the task.
-        Calls without a price (``cost_usd`` None) record no cost.
+        The usage (and the cost) is recorded in the ledger *before* anything is raised, so a breach never
+        loses it. A budget breach wins over a per-task one: it suspends the whole run rather than blocking
+        the task. Calls without a price (``cost_usd`` None) record no cost.
         """
         with self._lock:
-            counters = self._counters.setdefault(task_id, _Counters())
+            counters = self._counters_of(task_id)
+            now = self._clock()
             if counters.started_at is None:
                 # A call that skipped pre_invocation (an inline response collected on resume) still counts.
-                counters.started_at = self._clock()
+                counters.started_at = counters.recorded_until = now
+            seconds = max(0.0, now - (counters.recorded_until or now))
+            counters.recorded_until = now
             counters.calls += 1
             counters.tool_calls += result.tool_calls
             tool_calls = counters.tool_calls
             elapsed = self._elapsed(counters)
+        total = self.plan_manager.record_usage(
+            task_id, role, tool_calls=result.tool_calls, seconds=seconds, cost_usd=result.cost_usd
+        )
         if result.cost_usd is not None:
-            self._check_budget(self.plan_manager.record_cost(task_id, role, result.cost_usd))
+            self._check_budget(total)
         max_tool_calls = self.settings.max_tool_calls_per_task
         max_duration = self.settings.max_duration_s_per_task
         if tool_calls > max_tool_calls:

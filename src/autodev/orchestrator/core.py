@@ -8,6 +8,7 @@ second run in the same repository is refused at once.
 
 from __future__ import annotations
 
+import os
 import secrets
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -27,7 +28,7 @@ from autodev.config import PLATFORMS, AutodevConfig, load_config
 from autodev.config.schema import Platform
 from autodev.errors import EXIT_SUSPENDED, AutodevError
 from autodev.guardrails import GuardrailEnforcer, LoopDetector
-from autodev.logging import get_logger
+from autodev.logging import configure_logging, get_logger
 from autodev.orchestrator.checks import ChangeChecks
 from autodev.orchestrator.events import ProgressEvent, ProgressListener
 from autodev.orchestrator.execute_phase import MID_FLIGHT, check_working_tree, run_execute_phase
@@ -38,7 +39,7 @@ from autodev.orchestrator.parallelism import resolve_parallelism
 from autodev.orchestrator.plan_phase import run_plan_phase
 from autodev.orchestrator.plan_tournament_runner import run_plan_tournament
 from autodev.orchestrator.preflight import Preflight, run_preflight
-from autodev.orchestrator.workspace import TASK_REF_PREFIX, TaskWorkspace
+from autodev.orchestrator.workspace import BLOCKED_REF_PREFIX, TASK_REF_PREFIX, TaskWorkspace
 from autodev.orchestrator.worktree import WorktreeManager
 from autodev.orchestrator.worktree_setup import WorktreePreparer
 from autodev.qa.environment import EnvironmentResolution, resolve_environment
@@ -62,6 +63,14 @@ def _remove_dead_temp_files(state_dir: Path) -> None:
             pid = temp.name.rsplit(".", 2)[-2]
             if pid.isdigit() and not Path(f"/proc/{pid}").exists():
                 temp.unlink(missing_ok=True)
+
+
+def _log_like_the_cli(paths: AutodevPaths) -> None:
+    """A script driving the ``Orchestrator`` gets the CLI's log file, unless it configured logging itself."""
+    import structlog
+
+    if not structlog.is_configured():
+        configure_logging(paths.log_file, level=os.environ.get("AUTODEV_LOG_LEVEL"))
 
 
 class ResponseMissingError(AutodevError):
@@ -235,6 +244,7 @@ class Orchestrator:
     def _session(self) -> Iterator[None]:
         """Hold the run lock and open the ledger for one public call; always leave a checkpoint."""
         ensure_state_dir(self.paths)
+        _log_like_the_cli(self.paths)
         # Locks and limiters belong to one event loop; each public call may run in a new one. The project
         # environment is looked up anew too: the user may have fixed it since the last call.
         self._agent_slots = None
@@ -285,6 +295,12 @@ class Orchestrator:
             task = in_flight.get(ref.removeprefix(TASK_REF_PREFIX))
             # A pinned commit belongs to the merge step only; back at an earlier step it is stale.
             if task is None or task.status != "tournamented":
+                await self.git.delete_ref(ref)
+        # A blocked task's kept change matters until the task finishes one way or another.
+        for ref in await self.git.refs_under(BLOCKED_REF_PREFIX):
+            task_id = ref.removeprefix(BLOCKED_REF_PREFIX)
+            finished = plans.has_plan and plans.get_task_status(task_id) in ("complete", "skipped", None)
+            if not plans.has_plan or finished:
                 await self.git.delete_ref(ref)
 
     def emit(self, event: ProgressEvent) -> None:
@@ -380,6 +396,32 @@ class Orchestrator:
         await self._require_git()
         with self._session():
             await self._recover_from_a_killed_run()
+
+    def retry(self, task_id: str, *, reset_attempts: bool = False) -> Task:
+        """Send a blocked task back to work (``autodev retry``); the next ``resume``/``execute`` runs it.
+
+        It starts anew from the branch as it is then, continuing from its last change (kept when it was
+        blocked), with at least one attempt left (all of them with ``reset_attempts``); the tasks blocked
+        because of it are pending again. Refused with a one-line reason when the task is not blocked or
+        cannot run yet.
+        """
+        with self._session():
+            manager = self.plan_manager
+            unblocked = manager.retry_blocked(
+                task_id, reset_attempts=reset_attempts, retry_limit=self.config.qa_retry_limit
+            )
+            _log.info("orchestrator.task_retried", task_id=task_id, unblocked=unblocked)
+            return manager.get_task(task_id)
+
+    def skip(self, task_id: str) -> list[str]:
+        """Skip a pending task (``autodev skip``); the ids of the dependents it blocked (by configuration,
+        ``skipped_dependency_satisfies = false``), else an empty list."""
+        with self._session():
+            blocked = self.plan_manager.skip_task(
+                task_id, satisfies_dependents=self.config.skipped_dependency_satisfies
+            )
+            _log.info("orchestrator.task_skipped", task_id=task_id, blocked=blocked)
+            return blocked
 
     def approve(self) -> Plan:
         """Record the user's approval of the current plan (``autodev approve``)."""

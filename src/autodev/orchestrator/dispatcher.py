@@ -41,7 +41,13 @@ from autodev.orchestrator.execute_phase import (
 from autodev.orchestrator.git import GitRepo
 from autodev.orchestrator.parallelism import Parallelism, resolve_parallelism
 from autodev.orchestrator.phase_review import review_finished_phases
-from autodev.orchestrator.workspace import MainTreeChangedError, TaskWorkspace, task_ref
+from autodev.orchestrator.workspace import (
+    MainTreeChangedError,
+    TaskWorkspace,
+    park_change,
+    task_ref,
+    unpark_change,
+)
 from autodev.orchestrator.worktree import Worktree, WorktreeManager
 from autodev.orchestrator.worktree_pool import WorktreePool
 from autodev.state.schemas import TASK_STATUSES, TERMINAL_STATUSES, Plan, Task
@@ -109,6 +115,7 @@ class _Worker:
     in_place: bool
     worktree: Worktree | None = None
     resumed: bool = False  # the task was already in flight when this run started
+    workspace: TaskWorkspace | None = None
 
 
 class Dispatcher:
@@ -256,7 +263,7 @@ class Dispatcher:
     async def _work(self, task_id: str, worker: _Worker, isolated: bool) -> None:
         try:
             with worker.scope:
-                workspace = await self._open_workspace(task_id, worker, isolated)
+                workspace = worker.workspace = await self._open_workspace(task_id, worker, isolated)
                 if workspace is not None:
                     context = self._context(task_id, workspace, resumed=worker.resumed)
                     await execute_task(self.orch, task_id, context)
@@ -264,13 +271,23 @@ class Dispatcher:
             raise
         except Exception as exc:  # failure isolation: this task (and what depends on it) only
             _log.exception("dispatcher.worker_failed", task_id=task_id)
-            if self.pm.get_task(task_id).status not in TERMINAL_STATUSES:
+            task = self.pm.get_task(task_id)
+            if task.status not in TERMINAL_STATUSES:
                 reason = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
                 block_task(self.orch, task_id, f"internal error: {reason}")
                 self._check_speculation()
+                if worker.workspace is not None:
+                    with anyio.CancelScope(shield=True):
+                        await self._park(worker.workspace, task)
         finally:
             with anyio.CancelScope(shield=True):
                 await self._finish_worker(task_id, worker)
+
+    async def _park(self, workspace: TaskWorkspace, task: Task) -> None:
+        try:
+            await park_change(workspace, task, self.orch.git)
+        except Exception:  # best effort: its change is in evidence/<task>.developer.patch as well
+            _log.exception("dispatcher.park_failed", task_id=task.id)
 
     async def _finish_worker(self, task_id: str, worker: _Worker) -> None:
         rollback = self.rolling_back.pop(task_id, None)
@@ -304,10 +321,12 @@ class Dispatcher:
         starting = task.status == "pending" or task.base_commit is None
         worker.resumed = not starting
         if not isolated:
+            workspace = TaskWorkspace(self.orch.repo_root, self.orch.git)
             if starting:
                 base = await self.orch.git.ensure_base_commit()
                 self._record_start(task, base, None)
-            return TaskWorkspace(self.orch.repo_root, self.orch.git)
+                await self._unpark(workspace, task_id)
+            return workspace
         if starting:
             # The branch moves only by our own merges: the last one known is the current base (and if
             # someone else moved it, the merge replays onto whatever HEAD really is).
@@ -321,7 +340,17 @@ class Dispatcher:
             if worker.worktree is None:
                 return None
         git = GitRepo(worker.worktree.path, like=self.orch.git)
-        return TaskWorkspace(worker.worktree.path, git, isolated=True)
+        workspace = TaskWorkspace(worker.worktree.path, git, isolated=True)
+        if starting:
+            await self._unpark(workspace, task_id)
+        return workspace
+
+    async def _unpark(self, workspace: TaskWorkspace, task_id: str) -> None:
+        """A task retried after a block continues from its last change, kept when it was blocked."""
+        applied = await unpark_change(workspace, task_id, self.orch.git)
+        if applied is not None:
+            how = "" if applied else " (with conflict markers where the code moved on)"
+            self.orch.emit(ProgressEvent("note", f"continuing from its last change{how}", task_id))
 
     def _record_start(self, task: Task, base: str, worktree: Path | None) -> None:
         relative = worktree.relative_to(self.orch.repo_root).as_posix() if worktree else None

@@ -54,6 +54,7 @@ from autodev.orchestrator.workspace import (
     commit_message,
     commit_task,
     integrate,
+    park_change,
     rebase_after_conflict,
     task_ref,
 )
@@ -83,6 +84,7 @@ __all__ = [
     "PlanNotApprovedError",
     "TaskContext",
     "WorkingTreeDirtyError",
+    "block_and_park",
     "block_task",
     "check_working_tree",
     "execute_task",
@@ -284,10 +286,10 @@ async def execute_task(orch: Orchestrator, task_id: str, ctx: TaskContext) -> No
         try:
             failure = await steps[task.status](orch, task, ctx)
         except LoopDetectedError as exc:
-            block_task(orch, task_id, f"loop_detected: {exc.message}", ctx)
+            await block_and_park(orch, task_id, f"loop_detected: {exc.message}", ctx)
             return
         except GuardrailExceededError as exc:
-            block_task(orch, task_id, f"guardrail: {exc.message}", ctx)
+            await block_and_park(orch, task_id, f"guardrail: {exc.message}", ctx)
             return
         if failure is None:
             continue
@@ -336,6 +338,19 @@ def block_task(orch: Orchestrator, task_id: str, reason: str, ctx: TaskContext |
     for child in blocked:
         orch.emit(
             ProgressEvent("task_finished", f"blocked: depends on {task_id}", child, "blocked", ok=False)
+        )
+
+
+async def block_and_park(orch: Orchestrator, task_id: str, reason: str, ctx: TaskContext) -> None:
+    """Block the task (and its dependents), then keep its last change aside (``workspace.park_change``)."""
+    task = orch.plan_manager.get_task(task_id)
+    block_task(orch, task_id, reason, ctx)
+    kept = await park_change(ctx.workspace, task, orch.git)
+    if kept is not None:
+        orch.emit(
+            ProgressEvent(
+                "note", f"its last change is kept: git show {kept[:10]} (autodev retry {task_id})", task_id
+            )
         )
 
 
@@ -936,4 +951,4 @@ async def _escalate(orch: Orchestrator, task: Task, ctx: TaskContext) -> None:
         reason += f"; critic unavailable ({result.error.message if result.error else 'failed'})"
     _log.warning("execute_phase.retry_exhausted", task_id=task.id, retry=task.retry_count, reason=reason)
     orch.plan_manager.mark_escalated(task.id, reason)
-    block_task(orch, task.id, reason, ctx)
+    await block_and_park(orch, task.id, reason, ctx)

@@ -392,6 +392,11 @@ class GitRepo:
             raise GitError(f"cherry-pick of {commit} left no commit in {self.root}")
         return replayed
 
+    async def commit_tree(self, tree: str, parent: str, message: str) -> str:
+        """A commit of ``tree`` on top of ``parent``, made in the object store only (no branch moves)."""
+        made = await self._run(*await self._identity(), "commit-tree", tree, "-p", parent, "-m", message)
+        return made.stdout.strip()
+
     async def reset_soft(self, commit: str) -> None:
         """Move HEAD to ``commit`` and leave every file as it is (only ever in a task's own worktree)."""
         await self._run("reset", "--soft", "-q", commit)

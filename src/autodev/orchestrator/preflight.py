@@ -24,18 +24,22 @@ without a ledger entry; ``autodev doctor`` prints the same resolution.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
+from autodev.adapters.detect import ToolProbe
+from autodev.config.schema import AutodevConfig
 from autodev.errors import EXIT_USAGE, AutodevError
 from autodev.logging import get_logger
 from autodev.orchestrator.checks import ChangeChecks
 from autodev.orchestrator.git import GitRepo
 from autodev.orchestrator.worktree_setup import missing_ignored_files
 from autodev.qa.baseline import TreeBaseline, cannot_run
-from autodev.qa.environment import EnvironmentResolution
+from autodev.qa.environment import EnvironmentResolution, resolve_environment
 from autodev.qa.gates import missing_requirements
+from autodev.qa.tools import probe_tools
 from autodev.state.plan_manager import BaselineGate, BaselineRecord
 
-__all__ = ["Preflight", "PreflightError", "run_preflight"]
+__all__ = ["Diagnosis", "Preflight", "PreflightError", "diagnose", "run_preflight"]
 
 _log = get_logger("autodev.preflight")
 _SHOWN_FAILURES = 10
@@ -94,6 +98,29 @@ def _raise(problems: list[str]) -> None:
     numbered = "; ".join(f"({index}) {problem}" for index, problem in enumerate(problems, 1))
     count = f"{len(problems)} problem{'s' if len(problems) > 1 else ''}"
     raise PreflightError(f"preflight found {count}, so no agent was called: {numbered}")
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnosis:
+    """What ``autodev doctor`` reports about the project: its environment (and how it was found), the
+    tools as the gates would use them, and every gate that could not run here."""
+
+    resolution: EnvironmentResolution
+    tools: list[ToolProbe]
+    problems: list[str]
+
+
+async def diagnose(repo_root: Path, config: AutodevConfig) -> Diagnosis:
+    """The environment and tool part of the preflight, without running the project's tests."""
+    resolution = await resolve_environment(repo_root, config.environment)
+    tools = await probe_tools(repo_root, resolution.environment)
+    problems = [
+        f"{result.gate} gate{f' ({result.language})' if result.language else ''}: {result.reason}"
+        for result in missing_requirements(
+            repo_root, config.qa_gates, resolution.environment, environment_problem=resolution.problem
+        )
+    ]
+    return Diagnosis(resolution, tools, problems)
 
 
 async def run_preflight(

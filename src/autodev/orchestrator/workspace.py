@@ -31,20 +31,25 @@ if TYPE_CHECKING:
     from autodev.orchestrator.core import Orchestrator
 
 __all__ = [
+    "BLOCKED_REF_PREFIX",
     "TASK_REF_PREFIX",
     "Integrated",
     "IntegrationConflict",
     "MainTreeChangedError",
     "TaskCommit",
     "TaskWorkspace",
+    "blocked_ref",
     "commit_message",
     "commit_task",
     "integrate",
+    "park_change",
     "rebase_after_conflict",
     "task_ref",
+    "unpark_change",
 ]
 
 TASK_REF_PREFIX = "refs/autodev/tasks/"
+BLOCKED_REF_PREFIX = "refs/autodev/blocked/"
 _log = get_logger("autodev.workspace")
 
 
@@ -88,6 +93,41 @@ class IntegrationConflict:
 
 def task_ref(task_id: str) -> str:
     return TASK_REF_PREFIX + task_id
+
+
+def blocked_ref(task_id: str) -> str:
+    """Where a blocked task's last change is kept, as a commit on its base (``git show`` it)."""
+    return BLOCKED_REF_PREFIX + task_id
+
+
+async def park_change(workspace: TaskWorkspace, task: Task, main: GitRepo) -> str | None:
+    """Keep a blocked task's last change under ``blocked_ref`` (never lost) and, when the task worked in
+    the main tree, take the change out of it, so that the tasks after it start from the code as
+    committed. Returns the commit that keeps the change (None when there was none)."""
+    if task.base_commit is None:
+        return None
+    git = workspace.git
+    tree = await git.snapshot_tree()
+    base_tree = await git.tree_of(task.base_commit)
+    if tree == base_tree:
+        return None
+    kept = await git.commit_tree(tree, task.base_commit, f"autodev: {task.id} blocked (its last change)")
+    await main.set_ref(blocked_ref(task.id), kept)
+    if not workspace.isolated:
+        await git.restore_from_tree(base_tree, await git.changed_between(base_tree, tree))
+    _log.info("workspace.blocked_change_parked", task_id=task.id, commit=kept)
+    return kept
+
+
+async def unpark_change(workspace: TaskWorkspace, task_id: str, main: GitRepo) -> bool | None:
+    """Put a retried task's parked change back into its working copy (3-way, conflict markers where it
+    no longer fits). None when nothing was parked, else whether it applied cleanly."""
+    kept = await main.resolve(blocked_ref(task_id))
+    if kept is None:
+        return None
+    applied = await workspace.git.apply_three_way(await main.commit_patch(kept))
+    await main.delete_ref(blocked_ref(task_id))
+    return applied
 
 
 def commit_message(task: Task) -> str:

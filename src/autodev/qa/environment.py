@@ -291,7 +291,9 @@ async def resolve_environment(repo_root: Path, settings: EnvironmentSettings) ->
         if isinstance(probe, str):
             return broken("configured", f"environment.python = {configured!r} cannot be run: {probe}")
         return found("configured", executable, _environment("configured", "environment.python", probe))
+    considered.append(EnvironmentCandidate("configured", "environment.python is not set", False))
 
+    venv_seen = len(considered)
     for name in _VENV_DIRS:
         prefix = repo_root / name
         if not (prefix / "pyvenv.cfg").is_file() and not prefix.is_dir():
@@ -307,9 +309,13 @@ async def resolve_environment(repo_root: Path, settings: EnvironmentSettings) ->
             "repo_venv", str(interpreter), _environment("repo_venv", f"the repository's {name}", probe)
         )
 
+    if len(considered) == venv_seen:
+        considered.append(EnvironmentCandidate("repo_venv", "no .venv or venv in the repository", False))
+
     for variable, shell_source in _SHELL_ENVIRONMENTS:
         value = os.environ.get(variable)
         if not value:
+            considered.append(EnvironmentCandidate(shell_source, f"{variable} is not set", False))
             continue
         interpreter = _interpreter_in(Path(value))
         if interpreter is None:
@@ -323,6 +329,7 @@ async def resolve_environment(repo_root: Path, settings: EnvironmentSettings) ->
     for source, lock, table in _RUNNERS:
         marker = _runner_marker(repo_root, source, lock, table)
         if marker is None:
+            considered.append(EnvironmentCandidate(source, f"not a {source} project (no {lock})", False))
             continue
         executable = shutil.which(source)
         if executable is None:
@@ -338,7 +345,9 @@ async def resolve_environment(repo_root: Path, settings: EnvironmentSettings) ->
         return found(source, probe.executable, _environment(source, description, probe))
 
     python3 = shutil.which("python3")
-    if python3 is not None:
+    if python3 is None:
+        considered.append(EnvironmentCandidate("python_on_path", "no python3 on PATH", False))
+    else:
         probe = await _probe((python3,), repo_root, _PROBE_TIMEOUT_S)
         if isinstance(probe, str):
             considered.append(

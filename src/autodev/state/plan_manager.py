@@ -23,6 +23,8 @@ from filelock import FileLock, Timeout
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from autodev.errors import (
+    AutodevError,
+    InvalidTransitionError,
     LedgerCorruptError,
     LockHeldError,
     PlanExistsError,
@@ -47,8 +49,8 @@ from autodev.state.schemas import (
     TaskStatus,
 )
 from autodev.state.snapshot import decode_snapshot, encode_snapshot
-from autodev.state.status import status_from_state
-from autodev.state.transitions import assert_transition
+from autodev.state.status import status_from_state, waiting_for
+from autodev.state.transitions import TASK_TRANSITIONS, assert_transition
 from autodev.state.validation import validate_plan
 
 __all__ = [
@@ -59,6 +61,7 @@ __all__ = [
     "PlanManager",
     "PlanPhaseProgress",
     "PlanState",
+    "TaskUsageRecord",
 ]
 
 # Ops that record what happened without changing plan state; replay accepts and skips them.
@@ -125,11 +128,21 @@ class BaselineRecord(BaseModel):
     gates: list[BaselineGate] = Field(default_factory=list)
 
 
+class TaskUsageRecord(BaseModel):
+    """What one task's agent calls used, summed over every process that ran them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    calls: int = 0
+    tool_calls: int = 0
+    seconds: float = 0.0
+
+
 class PlanState(BaseModel):
     """Everything the ledger replays into; ``plan.json`` stores exactly this.
 
-    The cost counters cover one budget period: from the start of a plan phase (or the saving of a
-    hand-written plan) until the next one.
+    The cost and usage counters cover one budget period: from the start of a plan phase (or the saving of
+    a hand-written plan) until the next one.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -139,6 +152,7 @@ class PlanState(BaseModel):
     evidence: dict[str, list[EvidenceRef]] = Field(default_factory=dict)
     cost_usd_total: float = 0.0
     cost_usd_by_task: dict[str, float] = Field(default_factory=dict)
+    usage_by_task: dict[str, TaskUsageRecord] = Field(default_factory=dict)
     plan_approved: bool = False
     plan_phase: PlanPhaseProgress | None = None
     baseline: BaselineRecord | None = None
@@ -222,12 +236,14 @@ class PlanManager:
             "tasks_blocked": self._apply_tasks_blocked,
             "evidence_recorded": self._apply_evidence_recorded,
             "cost_recorded": self._apply_cost_recorded,
+            "usage_recorded": self._apply_usage_recorded,
             "plan_approved": self._apply_plan_approved,
             "plan_phase_started": self._apply_plan_phase_started,
             "plan_step_done": self._apply_plan_step_done,
             "phase_baseline": self._apply_phase_baseline,
             "phase_checkpoint": self._apply_phase_checkpoint,
             "baseline_recorded": self._apply_baseline_recorded,
+            "task_retried": self._apply_task_retried,
         }
 
     # --- lifecycle ----------------------------------------------------------------------------------
@@ -326,6 +342,11 @@ class PlanManager:
     def get_task(self, task_id: str) -> Task:
         return self._task(task_id).model_copy(deep=True)
 
+    def get_task_status(self, task_id: str) -> TaskStatus | None:
+        """The task's status, or None when the current plan has no such task (no copy made)."""
+        task = self._tasks.get(task_id)
+        return task.status if task is not None else None
+
     def task_ids_with_status(self, *statuses: TaskStatus) -> list[str]:
         """Ids of the tasks currently in any of ``statuses``, in plan order (no copies made)."""
         wanted = set(statuses)
@@ -351,6 +372,11 @@ class PlanManager:
 
     def cost_usd_for(self, task_id: str) -> float:
         return self._state.cost_usd_by_task.get(task_id, 0.0)
+
+    def usage_for(self, task_id: str) -> TaskUsageRecord:
+        """Agent calls, tool calls and seconds recorded for ``task_id`` (zeros when none)."""
+        usage = self._state.usage_by_task.get(task_id)
+        return usage.model_copy() if usage is not None else TaskUsageRecord()
 
     def evidence_for(self, task_id: str) -> list[EvidenceRef]:
         return [ref.model_copy() for ref in self._state.evidence.get(task_id, [])]
@@ -428,7 +454,9 @@ class PlanManager:
 
     def status(self) -> dict[str, Any]:
         """The JSON object of ``autodev status --json`` (seed 001, section 11.3)."""
-        return status_from_state(self._state.model_dump(mode="json", exclude={"evidence"}))
+        status = status_from_state(self._state.model_dump(mode="json", exclude={"evidence"}))
+        status["waiting_for"] = waiting_for(self.paths)
+        return status
 
     # --- changes ------------------------------------------------------------------------------------
 
@@ -561,7 +589,78 @@ class PlanManager:
             self._append("task_reverted", {"task_id": task_id, "from": task.status, "reason": reason})
             return task.model_copy(deep=True)
 
-    def mark_blocked_descendants(self, task_id: str, reason: str) -> list[str]:
+    def retry_blocked(self, task_id: str, *, reset_attempts: bool = False, retry_limit: int) -> list[str]:
+        """Send a blocked task back to work (``autodev retry``): ``blocked → in_progress``, one ledger op.
+
+        The task starts anew from the branch as it is then (its base is recorded when it starts), keeping
+        its last failures for the developer; its usage counters start again. It keeps its attempt count
+        unless ``reset_attempts``, but always gets at least one more attempt below ``retry_limit``. The
+        tasks blocked because of it go back to pending. Refused with a one-line reason for a task that is
+        not blocked, that is blocked because of another task, or that still waits for a dependency.
+        Returns the ids of the dependents put back to pending.
+        """
+        with self._locked():
+            task = self._task(task_id)
+            if task.status != "blocked":
+                raise InvalidTransitionError(
+                    task_id,
+                    task.status,
+                    "in_progress",
+                    sorted(TASK_TRANSITIONS.get(task.status, ())),
+                    hint="only a blocked task can be retried",
+                )
+            if task.blocked_by is not None:
+                raise AutodevError(
+                    f"task {task_id} is blocked because task {task.blocked_by} is; retry {task.blocked_by} "
+                    "(the tasks blocked because of it come back with it)"
+                )
+            waiting = [
+                dep for dep in task.depends_on if self._tasks[dep].status not in ("complete", "skipped")
+            ]
+            if waiting:
+                raise AutodevError(
+                    f"task {task_id} depends on unfinished task(s) {', '.join(waiting)}; finish or retry "
+                    "those first"
+                )
+            count = 0 if reset_attempts else min(task.retry_count, max(retry_limit - 1, 0))
+            order = {t.id: index for index, t in enumerate(self._require_plan().iter_tasks())}
+            dependents = sorted(
+                (t.id for t in self._tasks.values() if t.status == "blocked" and t.blocked_by == task_id),
+                key=order.__getitem__,
+            )
+            self._append(
+                "task_retried",
+                {
+                    "task_id": task_id,
+                    "from": "blocked",
+                    "to": "in_progress",
+                    "retry_count": count,
+                    "unblocked": dependents,
+                },
+            )
+            return dependents
+
+    def skip_task(self, task_id: str, *, satisfies_dependents: bool = True) -> list[str]:
+        """Skip a pending task (``autodev skip``): ``pending → skipped``. Unless the configuration lets a
+        skipped dependency satisfy the tasks that depend on it, they are blocked (one more op). Returns the
+        ids so blocked."""
+        with self._locked():
+            task = self._task(task_id)
+            if task.status != "pending":
+                hint = (
+                    "a blocked task can be retried (`autodev retry`), not skipped"
+                    if task.status == "blocked"
+                    else "only a pending task can be skipped"
+                )
+                raise InvalidTransitionError(
+                    task_id, task.status, "skipped", sorted(TASK_TRANSITIONS.get(task.status, ())), hint=hint
+                )
+            self._append("task_status", {"task_id": task_id, "from": "pending", "to": "skipped"})
+            if satisfies_dependents:
+                return []
+            return self.mark_blocked_descendants(task_id, "it was skipped", verb="was skipped")
+
+    def mark_blocked_descendants(self, task_id: str, reason: str, *, verb: str = "is blocked") -> list[str]:
         """Block every unfinished task that depends, directly or not, on ``task_id``; one ledger op.
 
         Returns the ids newly blocked, in plan order.
@@ -587,7 +686,7 @@ class PlanManager:
                     "tasks_blocked",
                     {
                         "cause": task_id,
-                        "reason": f"dependency {task_id} is blocked: {reason}",
+                        "reason": f"dependency {task_id} {verb}: {reason}",
                         "tasks": blocked,
                     },
                 )
@@ -637,6 +736,27 @@ class PlanManager:
             raise StateError(f"cost must be a finite, non-negative number of dollars (got {cost_usd})")
         with self._locked():
             self._append("cost_recorded", {"task_id": task_id, "role": role, "cost_usd": cost_usd})
+            return self._state.cost_usd_total
+
+    def record_usage(
+        self, task_id: str, role: str, *, tool_calls: int, seconds: float, cost_usd: float | None
+    ) -> float:
+        """Record one agent call: its tool calls, the task's seconds since the last record, its cost (when
+        priced). One op, so a limit read back after a crash is exactly what was used. The new cost total."""
+        if tool_calls < 0 or not math.isfinite(seconds) or seconds < 0:
+            raise StateError(f"usage must not be negative (tool_calls={tool_calls}, seconds={seconds})")
+        if cost_usd is not None and (not math.isfinite(cost_usd) or cost_usd < 0):
+            raise StateError(f"cost must be a finite, non-negative number of dollars (got {cost_usd})")
+        payload: dict[str, Any] = {
+            "task_id": task_id,
+            "role": role,
+            "tool_calls": tool_calls,
+            "seconds": round(seconds, 3),
+        }
+        if cost_usd is not None:
+            payload["cost_usd"] = cost_usd
+        with self._locked():
+            self._append("usage_recorded", payload)
             return self._state.cost_usd_total
 
     def approve_plan(self) -> None:
@@ -877,6 +997,7 @@ class PlanManager:
             session_id=entry.payload.get("session_id"),
             cost_usd_total=previous.cost_usd_total if carried else 0.0,
             cost_usd_by_task=dict(previous.cost_usd_by_task) if carried else {},
+            usage_by_task=dict(previous.usage_by_task) if carried else {},
             # The plan phase's evidence (explorer, domain expert) belongs to the plan it produced.
             evidence={"plan": list(previous.evidence.get("plan", []))} if carried else {},
             # The base's own gate results belong to the repository, not to a plan.
@@ -954,6 +1075,32 @@ class PlanManager:
             task.blocked_by = entry.payload.get("cause")
             task.worktree = None
 
+    def _apply_task_retried(self, entry: LedgerEntry) -> None:
+        payload = entry.payload
+        task = self._replayed_task(entry, payload["task_id"], "blocked")
+        task.status = "in_progress"
+        task.retry_count = int(payload["retry_count"])
+        task.escalated = False
+        task.blocked_reason = None
+        task.blocked_by = None
+        task.base_commit = None
+        task.worktree = None
+        task.checked_tree = None
+        # A new budget for the new run of the task; what it cost stays in the plan's total.
+        self._state.usage_by_task.pop(task.id, None)
+        for dependent in payload.get("unblocked", []):
+            other = self._replayed_task(entry, dependent, "blocked")
+            other.status = "pending"
+            other.blocked_reason = None
+            other.blocked_by = None
+            other.retry_count = 0
+            other.escalated = False
+            other.base_commit = None
+            other.worktree = None
+            other.checked_tree = None
+            other.last_issues = []
+            other.last_issues_for = None
+
     def _apply_baseline_recorded(self, entry: LedgerEntry) -> None:
         self._state.baseline = BaselineRecord.model_validate(entry.payload)
 
@@ -984,6 +1131,18 @@ class PlanManager:
         task_id = str(payload["task_id"])
         self._state.cost_usd_by_task[task_id] = self._state.cost_usd_by_task.get(task_id, 0.0) + cost
 
+    def _apply_usage_recorded(self, entry: LedgerEntry) -> None:
+        payload = entry.payload
+        task_id = str(payload["task_id"])
+        if "cost_usd" in payload:
+            cost = float(payload["cost_usd"])
+            self._state.cost_usd_total += cost
+            self._state.cost_usd_by_task[task_id] = self._state.cost_usd_by_task.get(task_id, 0.0) + cost
+        usage = self._state.usage_by_task.setdefault(task_id, TaskUsageRecord())
+        usage.calls += 1
+        usage.tool_calls += int(payload["tool_calls"])
+        usage.seconds += float(payload["seconds"])
+
     def _apply_plan_phase_started(self, entry: LedgerEntry) -> None:
         self._state.plan_phase = PlanPhaseProgress(
             spec_hash=str(entry.payload["spec_hash"]),
@@ -991,6 +1150,7 @@ class PlanManager:
         )
         self._state.cost_usd_total = 0.0
         self._state.cost_usd_by_task = {}
+        self._state.usage_by_task = {}
         self._state.evidence.pop("plan", None)
 
     def _apply_plan_step_done(self, entry: LedgerEntry) -> None:

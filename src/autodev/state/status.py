@@ -11,7 +11,12 @@ Beyond the seed shape, the object says what runs in parallel and why the rest wa
   empty list means it may start now. Tasks in any other status have no ``waiting_on`` key, so an empty
   list always means "ready";
 - ``totals["in_flight"]`` counts the tasks in flight, and the top-level ``in_flight`` lists them as
-  ``{"id", "status", "worktree"}`` in plan order.
+  ``{"id", "status", "worktree"}`` in plan order;
+- ``baseline`` is the base commit's own gate results the last execute phase started from (its
+  pre-existing failures, which no task is blamed for), or None;
+- ``waiting_for`` names the inline delegation a suspended run waits for: ``task_id``, ``role``, ``step``,
+  the ``delegation`` file with the instructions and the ``response`` file its answer goes to; None when
+  no run is suspended on one.
 """
 
 from __future__ import annotations
@@ -25,7 +30,13 @@ from autodev.state.ledger import Ledger
 from autodev.state.paths import AutodevPaths
 from autodev.state.snapshot import decode_snapshot
 
-__all__ = ["IN_FLIGHT_STATUS_NAMES", "TASK_STATUS_NAMES", "read_status", "status_from_state"]
+__all__ = [
+    "IN_FLIGHT_STATUS_NAMES",
+    "TASK_STATUS_NAMES",
+    "read_status",
+    "status_from_state",
+    "waiting_for",
+]
 
 # The ten statuses in FSM order (kept in sync with schemas.TASK_STATUSES by a test).
 TASK_STATUS_NAMES = (
@@ -55,6 +66,7 @@ def status_from_state(state: dict[str, Any]) -> dict[str, Any]:
         totals["total"] = 0
         totals["in_flight"] = 0
         return {
+            "baseline": state.get("baseline"),
             "plan": None,
             "session_id": state.get("session_id"),
             "tasks": [],
@@ -92,6 +104,7 @@ def status_from_state(state: dict[str, Any]) -> dict[str, Any]:
     totals["total"] = len(tasks)
     totals["in_flight"] = len(in_flight)
     return {
+        "baseline": state.get("baseline"),
         "plan": {
             "plan_id": plan["plan_id"],
             "spec_hash": plan["spec_hash"],
@@ -107,8 +120,29 @@ def status_from_state(state: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def waiting_for(paths: AutodevPaths) -> dict[str, Any] | None:
+    """The inline delegation a suspended run waits for, from ``inline-state.json`` (None when none)."""
+    try:
+        state = json.loads(paths.inline_state.read_text(encoding="utf-8"))
+        return {
+            "task_id": str(state["pending_task_id"]),
+            "role": str(state["pending_role"]),
+            "step": str(state["orchestrator_step"]),
+            "delegation": str(state["delegation_path"]),
+            "response": str(state["response_path"]),
+        }
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def read_status(repo_root: Path) -> dict[str, Any]:
     """The status object for ``repo_root``, read-only (safe beside a running writer)."""
+    status = _read_state_status(repo_root)
+    status.setdefault("waiting_for", waiting_for(AutodevPaths(repo_root)))
+    return status
+
+
+def _read_state_status(repo_root: Path) -> dict[str, Any]:
     paths = AutodevPaths(repo_root)
     ledger = Ledger(paths.ledger, readonly=True)
     head = ledger.open()

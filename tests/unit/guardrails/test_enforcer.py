@@ -103,19 +103,48 @@ def test_tool_call_limit_counts_the_adapters_reported_tool_calls(pm: PlanManager
     assert "11 tool calls, over the limit of 10" in over.value.message
 
 
-def test_restore_seeds_usage_from_an_earlier_process(pm: PlanManager) -> None:
+def test_usage_is_recorded_in_the_ledger_and_a_new_process_starts_from_it(pm: PlanManager) -> None:
     clock = FakeClock()
-    enforcer = _enforcer(pm, clock, max_tool_calls_per_task=10, max_duration_s_per_task=900.0)
-    enforcer.restore("1.1", tool_calls=7, seconds=800.0)
+    first = _enforcer(pm, clock, max_tool_calls_per_task=10, max_duration_s_per_task=900.0)
+    first.pre_invocation("1.1", "developer", 900.0)
+    clock.advance(800.0)
+    first.post_invocation("1.1", "developer", _result(tool_calls=7, cost_usd=0.5))
+    recorded = pm.usage_for("1.1")
+    assert (recorded.calls, recorded.tool_calls, recorded.seconds) == (1, 7, 800.0)
+    assert pm.cost_usd_for("1.1") == 0.5
 
-    assert enforcer.pre_invocation("1.1", "developer", 900.0) == pytest.approx(100.0)
-    clock.advance(20.0)
-    enforcer.post_invocation("1.1", "developer", _result(tool_calls=2))
-    assert enforcer.usage("1.1") == TaskUsage(
-        task_id="1.1", calls=1, tool_calls=9, duration_s=820.0, cost_usd=0.0
+    # A second process (an inline resume, a crash resume) has only the ledger to go by.
+    later = FakeClock()
+    second = _enforcer(pm, later, max_tool_calls_per_task=10, max_duration_s_per_task=900.0)
+    assert second.usage("1.1") == TaskUsage(
+        task_id="1.1", calls=1, tool_calls=7, duration_s=800.0, cost_usd=0.5
     )
-    with pytest.raises(ValueError, match="must not be negative"):
-        enforcer.restore("1.2", tool_calls=-1, seconds=0.0)
+    assert second.pre_invocation("1.1", "developer", 900.0) == pytest.approx(100.0)
+    later.advance(20.0)
+    second.post_invocation("1.1", "developer", _result(tool_calls=2))
+    assert second.usage("1.1") == TaskUsage(
+        task_id="1.1", calls=2, tool_calls=9, duration_s=820.0, cost_usd=0.5
+    )
+    with pytest.raises(GuardrailExceededError, match="12 tool calls, over the limit of 10"):
+        second.post_invocation("1.1", "developer", _result(tool_calls=3))
+    # The breaching call was recorded before the limit said no: a third process refuses at once.
+    third = _enforcer(pm, FakeClock(), max_tool_calls_per_task=10)
+    with pytest.raises(GuardrailExceededError, match="no tool calls left"):
+        third.pre_invocation("1.1", "developer", 900.0)
+
+
+def test_usage_survives_a_reopened_ledger(repo: Path) -> None:
+    with PlanManager(repo) as manager:
+        manager.init_plan(make_plan(1))
+        manager.record_usage("1.1", "developer", tool_calls=4, seconds=12.5, cost_usd=None)
+    with PlanManager(repo) as reopened:
+        usage = reopened.usage_for("1.1")
+        assert (usage.calls, usage.tool_calls, usage.seconds) == (1, 4, 12.5)
+        assert reopened.cost_usd_total == 0.0
+    replayed = PlanManager(repo, use_snapshot=False)
+    replayed.load()
+    assert replayed.usage_for("1.1").tool_calls == 4
+    replayed.close()
 
 
 def test_diff_limit_judges_the_current_diff_not_a_running_sum(pm: PlanManager) -> None:
@@ -178,7 +207,7 @@ def test_budget_breach_wins_over_a_per_task_breach(pm: PlanManager) -> None:
     assert pm.cost_usd_total == pytest.approx(0.5)
 
 
-def test_unpriced_calls_record_no_cost(pm: PlanManager) -> None:
+def test_unpriced_calls_record_their_usage_but_no_cost(pm: PlanManager) -> None:
     enforcer = _enforcer(pm, cost_budget_usd_per_plan=0.01)
     head = pm.ledger_head
 
@@ -186,9 +215,10 @@ def test_unpriced_calls_record_no_cost(pm: PlanManager) -> None:
         enforcer.pre_invocation("1.1", "developer", 900.0)
         enforcer.post_invocation("1.1", "developer", _result(tool_calls=1, cost_usd=None))
 
-    assert pm.ledger_head == head
+    assert pm.ledger_head.seq == head.seq + 3
     assert pm.cost_usd_total == 0.0
     assert enforcer.usage("1.1").calls == 3
+    assert pm.usage_for("1.1").tool_calls == 3
 
 
 def test_budget_is_not_missed_by_float_rounding(pm: PlanManager) -> None:
