@@ -114,6 +114,7 @@ class ChangeChecks:
             state_dir=self.paths.state_dir,
             guard=GitTreeGuard(git),
             only=only,
+            main_root=self.paths.repo_root,
         )
         if run.tree is not None:
             self._remember(run, taken_in=f"a check of {root}")
@@ -182,6 +183,7 @@ class ChangeChecks:
                     environment=self.environment,
                     state_dir=self.paths.state_dir,
                     only=("build",),
+                    main_root=self.paths.repo_root,
                 )
             base_keys = [key for gate in run.results for key in gate.finding_keys]
             return excuse(result, base_keys, base_label=label)
@@ -227,6 +229,7 @@ class ChangeChecks:
             environment=self.environment,
             state_dir=self.paths.state_dir,
             guard=GitTreeGuard(git),
+            main_root=self.paths.repo_root,
         )
         if run.tree is None:
             return None

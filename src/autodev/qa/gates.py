@@ -88,7 +88,7 @@ from autodev.config.schema import EnvironmentSettings, GateSettings, QAGatesSett
 from autodev.qa.detect import IGNORED_DIRS, LANGUAGES, Language, detect_languages
 from autodev.qa.environment import ProjectEnvironment, resolve_environment
 from autodev.qa.junit import read_junit
-from autodev.qa.runner import CheckResult, CheckSpec, run_check
+from autodev.qa.runner import STDERR_MARKER, CheckResult, CheckSpec, run_check
 from autodev.qa.tools import looked_for, resolve_tool
 from autodev.state.paths import STATE_DIR_NAME, normalize_repo_path
 
@@ -119,6 +119,7 @@ SkipCause = Literal["config:disabled", "config:on_missing_tool=skip", "syntax_fa
 FILES_TOKEN = "{files}"
 """The argv element of a configured command that stands for the changed files."""
 
+_WORKTREE_SITE = Path(__file__).resolve().parent / "worktree_site"
 _SKIPS_THAT_PASS: frozenset[SkipCause | None] = frozenset({"config:disabled", "config:on_missing_tool=skip"})
 _EXCLUDED_TOPS = frozenset({STATE_DIR_NAME, ".git"})
 _REPORT_LIMIT = 16 * 1024 * 1024
@@ -281,6 +282,7 @@ async def run_gates(
     languages: Sequence[Language] | None = None,
     state_dir: Path | None = None,
     guard: TreeGuard | None = None,
+    main_root: Path | None = None,
 ) -> list[GateResult]:
     """``run_gate_suite``'s results alone."""
     run = await run_gate_suite(
@@ -291,6 +293,7 @@ async def run_gates(
         languages=languages,
         state_dir=state_dir,
         guard=guard,
+        main_root=main_root,
     )
     return run.results
 
@@ -305,6 +308,7 @@ async def run_gate_suite(
     state_dir: Path | None = None,
     guard: TreeGuard | None = None,
     only: Sequence[GateName] | None = None,
+    main_root: Path | None = None,
 ) -> GateRun:
     """Run the enabled gates over ``changed_files`` (paths relative to ``repo_root``), as the module says.
 
@@ -314,8 +318,10 @@ async def run_gate_suite(
     use (default ``<repo_root>/.autodev``): a task's worktree passes its main repository's, so that a new
     worktree does not compile the test runner again and a gate tool a kill orphans is found and stopped by
     the next run. ``guard`` proves the gates read-only (see the module docstring). ``only`` runs just those
-    gates (the others are not reported at all). Raises ``PathEscapeError`` for a changed path outside the
-    repository; every other problem is a ``GateResult``.
+    gates (the others are not reported at all). ``main_root`` is the main checkout when ``repo_root`` is
+    one of its worktrees (its editable installs are then pointed at the worktree). Raises
+    ``PathEscapeError`` for a changed path outside the repository; every other problem is a
+    ``GateResult``.
     """
     problem = None
     if environment is None:
@@ -334,6 +340,7 @@ async def run_gate_suite(
             state_dir,
             environment,
             problem,
+            main_root,
         )
         for gate in GATE_NAMES:
             if only is not None and gate not in only:
@@ -525,6 +532,7 @@ class _Project:
     state: Path  # the .autodev directory: bytecode cache and child registry
     environment: ProjectEnvironment | None
     environment_problem: str | None  # why no environment was found, when none was
+    main_root: Path | None = None  # the main checkout, when the working copy is one of its worktrees
 
     def files_where(self, keep: Callable[[PurePosixPath], bool]) -> tuple[str, ...]:
         return tuple(path for path in self.files if keep(PurePosixPath(path)))
@@ -555,6 +563,7 @@ def _load_project(
     state_dir: Path | None,
     environment: ProjectEnvironment | None,
     environment_problem: str | None = None,
+    main_root: Path | None = None,
 ) -> _Project:
     root = repo_root.resolve()
     files: set[str] = set()
@@ -566,7 +575,15 @@ def _load_project(
     package = _read_package_json(root) if "nodejs" in found else None
     state = state_dir if state_dir is not None else root / STATE_DIR_NAME
     return _Project(
-        root, tuple(sorted(files)), tuple(found), scratch, package, state, environment, environment_problem
+        root,
+        tuple(sorted(files)),
+        tuple(found),
+        scratch,
+        package,
+        state,
+        environment,
+        environment_problem,
+        main_root,
     )
 
 
@@ -710,10 +727,17 @@ def _project_env(project: _Project) -> dict[str, str]:
     # tree, and a cache that persists between gate runs spares pytest re-compiling itself every time.
     env["PYTHONPYCACHEPREFIX"] = str(project.state / "cache" / "pycache")
     # The working copy's code first: an environment holding an editable install of the main checkout
-    # (path- or finder-based) would otherwise import that checkout's code instead of this one's.
+    # (path- or finder-based) would otherwise import that checkout's code instead of this one's. In a
+    # worktree, a start-up shim also points such installs at the worktree (see worktree_site/).
+    entries = [str(path) for path in source_roots(project.root)]
+    if project.main_root is not None and project.main_root.resolve() != project.root:
+        entries.append(str(_WORKTREE_SITE))
+        env["AUTODEV_MAIN_CHECKOUT"] = str(project.main_root.resolve())
+        env["AUTODEV_WORKTREE"] = str(project.root)
     inherited = os.environ.get("PYTHONPATH")
-    roots = os.pathsep.join(str(path) for path in source_roots(project.root))
-    env["PYTHONPATH"] = roots if not inherited else f"{roots}{os.pathsep}{inherited}"
+    if inherited:
+        entries.append(inherited)
+    env["PYTHONPATH"] = os.pathsep.join(entries)
     return env
 
 
@@ -892,14 +916,11 @@ def _pytest_judge(junit: Path, root: Path) -> _Judge:
             return _Outcome("error", "pytest usage error: check the project's pytest options and plugins")
         report = read_junit(junit)
         if isinstance(report, str):
-            if code == 0:
-                # Exit 0 is pytest's word; the report is the evidence, and without it nothing is proven.
-                return _Outcome("error", f"pytest exited 0 but {report}")
+            # Exit 0 is pytest's word; the report is the evidence, and without it nothing is proven. Without
+            # it pytest stopped before it ran anything (a configuration or start-up error).
+            last = _last_line(check.output_excerpt)
             return _Outcome(
-                "fail",
-                "test collection failed or the run was interrupted"
-                if code == 2
-                else f"tests failed ({report})",
+                "error", f"pytest exited with status {code} and {report}" + (f": {last}" if last else "")
             )
         counts = RunCounts(
             passed=report.passed, failed=report.failed, skipped=report.skipped, total=report.total
@@ -919,6 +940,11 @@ def _pytest_judge(junit: Path, root: Path) -> _Judge:
         return _Outcome("fail", f"{len(findings)} of {report.total} tests failed", findings, counts)
 
     return judge
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip() and line.strip() != STDERR_MARKER]
+    return lines[-1][:300] if lines else ""
 
 
 def _ruff_judge(check: CheckResult, lines: Sequence[bytes], outcome: _Outcome) -> _Outcome:
