@@ -84,27 +84,24 @@ class _ConsoleTee:
 
 
 class _SafeFileLogger:
-    """Writes rendered lines to a file, and stops (without raising) once the file cannot be written.
+    """Appends rendered lines to a file, and stops (without raising) once the file cannot be written.
 
-    A full disk or a read-only ``.autodev/`` must never turn a log line into a failed command.
+    A full disk or a read-only ``.autodev/`` must never turn a log line into a failed command. The file is
+    opened for each line rather than held: logging is reconfigured by every library call that owns it,
+    and a handle kept by a replaced configuration would leak.
     """
 
     def __init__(self, path: Path) -> None:
-        self._file: TextIO | None
-        try:
-            # Kept open for the life of the process, like any log handler.
-            self._file = path.open("a", encoding="utf-8")
-        except OSError:
-            self._file = None
+        self._path: Path | None = path
 
     def msg(self, message: str) -> None:
-        if self._file is None:
+        if self._path is None:
             return
         try:
-            self._file.write(message + "\n")
-            self._file.flush()
+            with self._path.open("a", encoding="utf-8") as stream:
+                stream.write(message + "\n")
         except OSError:
-            self._file = None
+            self._path = None
 
     log = debug = info = warn = warning = msg
     err = error = critical = exception = fatal = failure = msg

@@ -234,3 +234,50 @@ def test_resume_after_an_inline_suspend_stays_inline_with_an_agent_cli_on_path(
     following = pending_delegation(resumed, root)
     assert (following.task_id, following.role) == ("plan", "domain_expert")
     assert not called.exists()
+
+
+def test_tool_call_limits_add_up_across_inline_resumes(demo: DemoSetup) -> None:
+    # Every answer reports two tool calls; a task may make three. Each answer comes in a new process.
+    root = demo.repo_root
+    env = {"AUTODEV_GUARDRAILS__MAX_TOOL_CALLS_PER_TASK": "3"}
+    result = autodev(root, "run", "--platform", "inline", demo.intent, env=env)
+    answered: list[tuple[str, str]] = []
+    for _ in range(MAX_ROUNDS):
+        if result.code != 3:
+            break
+        delegation = pending_delegation(result, root)
+        answer(demo.script, delegation)
+        body = json.loads(delegation.response_path.read_text(encoding="utf-8"))
+        delegation.response_path.write_text(json.dumps({**body, "tool_calls": 2}), encoding="utf-8")
+        answered.append((delegation.task_id, delegation.role))
+        result = autodev(root, "resume", env=env)
+
+    assert result.code == 1, result.out + result.err
+    # The developer's two calls and the reviewer's two made four: over the limit, though no single
+    # process saw more than two.
+    assert answered[3:5] == [("1.1", "developer"), ("1.1", "reviewer")]
+    task = PlanManager.open(root, readonly=True).get_task("1.1")
+    assert task.status == "blocked"
+    assert "4 tool calls, over the limit of 3" in (task.blocked_reason or "")
+    assert PlanManager.open(root, readonly=True).usage_for("1.1").tool_calls == 4
+
+
+def test_status_during_an_inline_suspend_says_which_delegation_waits_and_where_its_answer_goes(
+    demo: DemoSetup,
+) -> None:
+    root = demo.repo_root
+    delegation = pending_delegation(autodev(root, "run", "--platform", "inline", demo.intent), root)
+
+    data = json.loads(autodev(root, "status", "--json").out)
+    text = autodev(root, "status").out
+
+    assert data["waiting_for"] == {
+        "task_id": "plan",
+        "role": "explorer",
+        "step": "explore",
+        "delegation": str(delegation.path),
+        "response": str(delegation.response_path),
+    }
+    flat = " ".join(text.split())
+    assert "Waiting for the explorer answer of plan (step explore)" in flat
+    assert f"write the answer to {delegation.response_path}" in flat

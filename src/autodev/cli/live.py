@@ -8,6 +8,8 @@ grepped) in CI logs.
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,11 +42,24 @@ class _Row:
         return (self.finished if self.finished is not None else time.monotonic()) - self.started
 
 
+class _ReaderMayLeave(Console):
+    """A console whose reader may go away (``autodev demo | head``): the run goes on, unprinted.
+
+    rich's default raises ``SystemExit`` from inside whatever was printing, here a progress event in the
+    middle of the run, which would abandon the run half way instead of finishing its work quietly.
+    """
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+
+
 class LiveDisplay:
     """A ``ProgressListener`` that renders the run for a person."""
 
     def __init__(self, console: Console | None = None) -> None:
-        self.console = console or Console(stderr=False)
+        self.console = console or _ReaderMayLeave(stderr=False)
         self._rows: dict[str, _Row] = {}
         self._notes: list[str] = []
         self._phase = ""

@@ -66,6 +66,10 @@ def print_status(data: dict[str, Any], repo_root: Path) -> None:
     console = _console()
     plan = data["plan"]
     if plan is None:
+        if data.get("waiting_for"):
+            console.print("No plan yet: the plan phase is under way.")
+            _print_inline_wait(console, data["waiting_for"])
+            return
         console.print(f"No plan yet in {repo_root}. Create one with `autodev plan --from-markdown FILE`.")
         return
     console.print(f"[bold]{plan['title'] or plan['plan_id']}[/bold]  ({plan['plan_id']})")
