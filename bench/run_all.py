@@ -24,6 +24,7 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
     "memory": (["--tasks", "1000"], ["--tasks", "50"]),
     "makespan": ([], ["--quick"]),
     "worktree_pool": ([], ["--dirs", "10", "--iterations", "3"]),
+    "preflight": ([], ["--tests", "100", "--runs", "1"]),
 }
 
 

@@ -235,7 +235,7 @@ def test_confirm_plan_waits_for_approval_then_execute_completes_and_status_json_
 
     # The status object of seed 001, section 11.3.
     data = status_json(run_cli, root)
-    assert set(data) == {"plan", "session_id", "tasks", "totals", "in_flight"}
+    assert set(data) == {"plan", "session_id", "tasks", "totals", "in_flight", "baseline", "waiting_for"}
     plan = data["plan"]
     assert set(plan) == {"plan_id", "spec_hash", "phases", "title", "created_at", "updated_at"}
     assert plan["plan_id"].startswith("plan-") and plan["phases"] == 1

@@ -275,3 +275,26 @@ def test_what_the_plan_phase_learned_reaches_every_role_of_every_task(tmp_path: 
         assert "The project's code runs in VIRTUAL_ENV=" in prompt
     # The explorer's LESSON: line was kept and offered to the task's roles.
     assert "- mini's tests import from mini.core" in _prompts(adapter, "developer")[0]
+
+
+def test_a_reviewer_on_a_later_attempt_sees_its_own_issues_and_what_changed_since(tmp_path: Path) -> None:
+    root = mini_project(tmp_path / "mini")
+    rejected = "VERDICT: NEEDS_CHANGES\nISSUES:\n- mini/core.py: triple needs a docstring - add one\n"
+    documented = TRIPLE.replace("    return 3 * x", '    """Three times x."""\n    return 3 * x')
+    script = one_task_script(
+        developer=(),
+        reviewer=(rejected, "VERDICT: APPROVED\nISSUES:\n"),
+        extra_entries=(
+            {"role": "developer", "attempt": 1, "edits": [{"path": "mini/core.py", "content": TRIPLE}]},
+            {"role": "developer", "attempt": 2, "edits": [{"path": "mini/core.py", "content": documented}]},
+        ),
+    )
+    orch, adapter = orchestrator(root, script, **FAST)
+
+    run(orch, "add triple")
+
+    second = _prompts(adapter, "reviewer")[1]
+    assert "YOUR LAST REVIEW OF THIS TASK (attempt 1) SAID NEEDS_CHANGES." in second
+    assert "- mini/core.py: triple needs a docstring - add one" in second
+    since = second.split("WHAT CHANGED SINCE THAT REVIEW:", 1)[1]
+    assert '+    """Three times x."""' in since and "+def triple" not in since
