@@ -1,4 +1,4 @@
-"""The adapter contract: one ``AgentInvocation`` in, one ``AgentResult`` out (seed 001, section 3.5).
+"""The adapter contract: one ``AgentInvocation`` in, one ``AgentResult`` out.
 
 Adapters know nothing about plans or tasks. They run one agent call and report what the agent CLI itself
 affirmed: a success the CLI did not affirm (no result event, unparsable output, ``is_error``, a non-zero

@@ -1,4 +1,4 @@
-"""Hand each agent call to a person or a host agent through files, and suspend until it answers (seed 5.5).
+"""Hand each agent call to a person or a host agent through files, and suspend until it answers.
 
 ``execute`` writes ``.autodev/delegations/<task_id>-<role>.md`` (front matter, the full prompt, the response
 schema) and raises ``DelegationPendingSignal``; the run exits and whoever reads the delegation does the work

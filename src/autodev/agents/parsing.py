@@ -1,4 +1,4 @@
-"""Read the output contracts of the agent roles out of their replies (seed 001, section 7.1).
+"""Read the output contracts of the agent roles out of their replies.
 
 Every parser here is a pure function of the reply text. It finds the contract's key lines however they
 are decorated (``**VERDICT:**``, backticks, a leading bullet, quote or heading marker, any letter case)

@@ -1,4 +1,4 @@
-"""The configuration model: every setting AutoDev reads, its default and meaning (seed 001, 5.11).
+"""The configuration model: every setting AutoDev reads, its default and meaning.
 
 ``AutodevConfig`` is the root. Every model forbids unknown keys, so a typo in a config file is an
 error rather than a setting that silently does nothing. The ``description`` of each field is what

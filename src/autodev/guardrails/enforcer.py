@@ -1,4 +1,4 @@
-"""``GuardrailEnforcer``: the limits checked around every agent call (seed 001, 5.1 steps 6 and 9, and 8).
+"""``GuardrailEnforcer``: the limits checked around every agent call.
 
 Every agent call, tournament and critic calls included, runs ``pre_invocation`` → adapter →
 ``post_invocation``:

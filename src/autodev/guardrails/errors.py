@@ -1,9 +1,8 @@
 """The guardrails' own errors: a plan over its cost budget, and a task stuck repeating itself.
 
 ``BudgetExceededError`` is deliberately not a ``GuardrailExceededError``: the orchestrator blocks a task on a
-``GuardrailExceededError`` (seed 001, 5.9), whereas a spent budget is a property of the whole plan and no
-task's fault. The run suspends with exit code 3 and everything recorded so far stays in place for
-``autodev resume``.
+``GuardrailExceededError``, whereas a spent budget is a property of the whole plan and no task's fault. The
+run suspends with exit code 3 and everything recorded so far stays in place for ``autodev resume``.
 """
 
 from __future__ import annotations
@@ -36,7 +35,7 @@ class LoopDetectedError(GuardrailExceededError):
 
     ``LoopDetector`` itself only reports a loop; this error is for callers that prefer raising. It is a
     ``GuardrailExceededError`` with ``limit="loop_detected"`` so that the one handler that blocks a task on
-    a guardrail breach (seed 001, 5.9) blocks it with that reason too.
+    a guardrail breach blocks it with that reason too.
     """
 
     def __init__(self, message: str, *, task_id: str | None = None, role: str | None = None) -> None:

@@ -1,9 +1,9 @@
 """``LoopDetector``: notice an agent role that keeps returning the same output for the same task.
 
-The orchestrator feeds every successful call's text to ``observe`` (seed 001, 5.1 step 10). When one role
-has produced the same output for one task ``threshold`` times in a row, ``observe`` answers True and the
-orchestrator blocks the task with reason ``LOOP_DETECTED_REASON``; the detector itself raises nothing
-(``LoopDetectedError`` is there for callers that prefer raising).
+The orchestrator feeds every successful call's text to ``observe``. When one role has produced the same
+output for one task ``threshold`` times in a row, ``observe`` answers True and the orchestrator blocks the
+task with reason ``LOOP_DETECTED_REASON``; the detector itself raises nothing (``LoopDetectedError`` is
+there for callers that prefer raising).
 
 Outputs are compared by a hash of their normalized text (whitespace collapsed, case folded), so a reply
 that differs only in spacing or capitals still counts as the same. Only the latest hash and its streak are

@@ -321,7 +321,7 @@ class Orchestrator:
     # --- the public API -----------------------------------------------------------------------------
 
     async def plan(self, intent: str, *, replace: bool = False) -> Plan:
-        """Run the plan phase and save the plan (seed 001, FR-1)."""
+        """Run the plan phase and save the plan."""
         await self._require_git()
         with self._session():
             await self._recover_from_a_killed_run()
@@ -333,7 +333,7 @@ class Orchestrator:
             return plan
 
     async def execute(self, task_id: str | None = None) -> list[Task]:
-        """Run the execute phase over all runnable tasks, or only ``task_id`` (seed 001, FR-2)."""
+        """Run the execute phase over all runnable tasks, or only ``task_id``."""
         await self._require_git()
         with self._session():
             await self._recover_from_a_killed_run()
@@ -358,7 +358,7 @@ class Orchestrator:
             return RunOutcome(self.plan_manager.plan, tasks)
 
     async def resume(self) -> list[Task]:
-        """Continue after an inline suspend, a crash, an approval or a budget stop (seed 001, FR-3)."""
+        """Continue after an inline suspend, a crash, an approval or a budget stop."""
         await self._require_git()
         with self._session():
             await self._recover_from_a_killed_run()
@@ -430,7 +430,7 @@ class Orchestrator:
             return self.plan_manager.plan
 
     def status(self) -> dict[str, Any]:
-        """The status object of seed 001, 11.3 (read-only; works beside a running writer)."""
+        """The status object of ``autodev status --json`` (read-only; works beside a running writer)."""
         return read_status(self.repo_root)
 
     # --- hooks filled by the tournament work ----------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The one delegation function: every agent call in AutoDev goes through ``delegate`` (seed 001, 5.1).
+"""The one delegation function: every agent call in AutoDev goes through ``delegate``.
 
 It builds the prompt from the role's spec, the structured envelope and extra context, applies the guardrails
 before and after the call (the call's timeout is what is left of the task's time budget), records cost in

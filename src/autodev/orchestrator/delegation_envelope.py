@@ -1,4 +1,4 @@
-"""The structured handoff from the orchestrator to a specialist role (seed 001, section 3.3)."""
+"""The structured handoff from the orchestrator to a specialist role."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The execute phase's DAG dispatcher: a worker pool over the plan's tasks (seed 001, 5.6-5.8 and 9).
+"""The execute phase's DAG dispatcher: a worker pool over the plan's tasks.
 
 A task starts only when every dependency is terminal-and-done and its ``files`` are disjoint from every
 in-flight task's; at most ``workers`` run at once. By default one phase runs at a time (a later phase waits

@@ -1,5 +1,5 @@
-"""The execute phase (seed 001, 5.1 "Execute Phase Flow" and 5.9): per task, developer → QA gates → reviewer →
-test engineer → (implementation tournament) → commit → complete.
+"""The execute phase: per task, developer → QA gates → reviewer → test engineer →
+(implementation tournament) → commit → complete.
 
 The step to run is read from the task's recorded status, so a resumed run (after a crash, an inline
 suspend or a budget stop) continues exactly where the ledger says the task is, and never repeats a step

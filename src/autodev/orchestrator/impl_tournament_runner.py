@@ -1,4 +1,4 @@
-"""Glue between the execute phase and the tournament engine for one tested task (seed 001, 4.1 and 5.3).
+"""Glue between the execute phase and the tournament engine for one tested task.
 
 Candidate A is the task's change as git shows it against the task's base commit. B and AB are made by the
 developer, following architect_b's or the synthesizer's direction, in a detached worktree created from the

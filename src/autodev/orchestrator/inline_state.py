@@ -1,4 +1,4 @@
-"""Where a suspended inline run stopped, kept in ``.autodev/inline-state.json`` (seed 001, 5.5).
+"""Where a suspended inline run stopped, kept in ``.autodev/inline-state.json``.
 
 The inline adapter hands a step to the agent the user is talking to and the process exits; the next
 ``autodev resume`` reads this file to continue the orchestrator from the same step.

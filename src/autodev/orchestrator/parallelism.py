@@ -1,4 +1,4 @@
-"""How many tasks the execute phase runs at once (seed 001, 5.6 "_resolve_execute_parallelism").
+"""How many tasks the execute phase runs at once.
 
 ``tournaments.execute_max_parallel_tasks`` wins when set. Unset, a resource probe decides: the CPUs this
 process may use, the memory available (an agent CLI with its tool processes needs about

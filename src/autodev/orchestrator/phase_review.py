@@ -1,4 +1,4 @@
-"""Phase review: the change a finished phase made, over its exact commit range (seed 001, 5.6).
+"""Phase review: the change a finished phase made, over its exact commit range.
 
 A phase's range runs from ``baseline_commit`` (the main tree's HEAD when its first task started) to
 ``end_checkpoint_commit`` (HEAD when its last task became terminal, recorded once). With cross-phase

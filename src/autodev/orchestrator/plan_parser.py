@@ -1,4 +1,4 @@
-"""Plan markdown to ``Plan`` and back (seed 001, section 5.2).
+"""Plan markdown to ``Plan`` and back.
 
 The parser is one pass over the lines with compiled regexes. It is forgiving about what surrounds
 the plan (an LLM preamble, code fences, free text and unknown bullets end up in a description, so

@@ -1,5 +1,4 @@
-"""The plan phase (seed 001, 5.1 "Plan Phase Flow"): spec → explorer → domain expert → architect → parse →
-(plan tournament) → save.
+"""The plan phase: spec → explorer → domain expert → architect → parse → (plan tournament) → save.
 
 Each finished agent step is recorded in the ledger with its evidence, so a resumed plan phase (after an inline
 suspend or a crash) reuses what was already produced instead of asking an agent again. The architect gets
@@ -213,7 +212,7 @@ def _refuse_to_replace_started_work(orch: Orchestrator) -> None:
 async def run_plan_phase(
     orch: Orchestrator, intent: str, *, replace: bool = False, require_approval: bool = False
 ) -> Plan:
-    """Drive the plan phase to a saved plan (seed 001, 5.1).
+    """Drive the plan phase to a saved plan.
 
     Without ``replace`` a current plan with recorded work is never replaced; that is checked before any
     agent is paid to plan. With ``require_approval`` (or config ``require_plan_approval``) the saved plan

@@ -1,4 +1,4 @@
-"""Glue between the plan phase and the tournament engine (seed 001, 4.1, 5.3), and what both runners share.
+"""Glue between the plan phase and the tournament engine, and what both runners share.
 
 The architect's plan is candidate A; revisions and syntheses are plan markdown. A candidate that does not
 parse, or names a file outside the repository, is disqualified: judges still see it, it is ranked last and

@@ -1,4 +1,4 @@
-"""The task state machine under the seed's module name (seed 001, section 3.4).
+"""The task state machine under the module name the original design gave it.
 
 The table is defined in ``autodev.state.transitions`` so that ``PlanManager`` can enforce it without the
 state layer importing the orchestrator.

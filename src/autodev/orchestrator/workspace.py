@@ -1,4 +1,4 @@
-"""Where a task's work lives, and how an isolated task's change reaches the main tree (seed 001, 5.6).
+"""Where a task's work lives, and how an isolated task's change reaches the main tree.
 
 With one task at a time, a task works *in place*: in the user's main tree, committed there when complete.
 With several at once, each task works in its own detached worktree from the main tree's HEAD at the time

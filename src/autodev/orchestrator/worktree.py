@@ -1,4 +1,4 @@
-"""Detached git worktrees for implementation-tournament variants (seed 001, 4.1 and 5.3).
+"""Detached git worktrees for implementation-tournament variants.
 
 Each variant gets its own worktree under ``.autodev/worktrees/``, created *detached* at the task's base
 commit with the current change applied, so a variant starts from exactly what the main tree holds and

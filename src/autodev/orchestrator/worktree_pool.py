@@ -1,4 +1,4 @@
-"""A warm pool of detached worktrees for the parallel execute phase (seed 001, 5.8).
+"""A warm pool of detached worktrees for the parallel execute phase.
 
 Opt-in: ``cold_start`` creates N worktrees concurrently at execute-phase entry, and ``release`` recycles
 one with ``git checkout --force`` to the baseline and ``git clean -ffdx`` instead of paying ``git worktree

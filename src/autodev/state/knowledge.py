@@ -1,4 +1,4 @@
-"""``KnowledgeStore``: lessons agents wrote down, kept and offered to later prompts (seed 001, 6.1).
+"""``KnowledgeStore``: lessons agents wrote down, kept and offered to later prompts.
 
 Developer, reviewer, test engineer and critic outputs may carry ``LESSON:`` lines ("tests need the
 ``--import-mode=importlib`` flag"). ``add_from_text`` stores them, de-duplicated by their normalized text and

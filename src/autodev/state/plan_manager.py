@@ -416,7 +416,7 @@ class PlanManager:
         return picked
 
     def speculable_candidate(self, parent_id: str, in_flight: Collection[str]) -> Task | None:
-        """The one child that may start before ``parent_id`` finishes (seed 001, 5.7), or None.
+        """The one child that may start before ``parent_id`` finishes, or None.
 
         The parent must be in flight on its first attempt; the child must be pending, depend on the parent
         alone (no diamonds), and touch no file of any in-flight task. The first such child in pick order.
@@ -453,7 +453,7 @@ class PlanManager:
         ]
 
     def status(self) -> dict[str, Any]:
-        """The JSON object of ``autodev status --json`` (seed 001, section 11.3)."""
+        """The JSON object of ``autodev status --json``."""
         status = status_from_state(self._state.model_dump(mode="json", exclude={"evidence"}))
         status["waiting_for"] = waiting_for(self.paths)
         return status

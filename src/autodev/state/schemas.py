@@ -1,4 +1,4 @@
-"""Persisted data: the plan hierarchy and the evidence records (seed 001, section 3.3).
+"""Persisted data: the plan hierarchy and the evidence records.
 
 Everything here is read from or written to disk, so every model forbids unknown keys: a typo in a
 hand-edited file is an error, not a silently ignored field.

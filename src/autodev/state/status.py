@@ -1,9 +1,9 @@
-"""The status object of ``autodev status --json`` (seed 001, section 11.3), and a fast read-only path to it.
+"""The status object of ``autodev status --json``, and a fast read-only path to it.
 
 ``read_status`` answers from ``plan.json`` when it is verified and up to date with the ledger, without
 building pydantic models; otherwise it replays through a read-only ``PlanManager``.
 
-Beyond the seed shape, the object says what runs in parallel and why the rest waits:
+Beyond the originally designed shape, the object says what runs in parallel and why the rest waits:
 
 - every task carries ``worktree`` (its isolated git worktree relative to the repo, or None);
 - every *pending* task carries ``waiting_on``: the sorted ids it waits for. Its unfinished dependencies

@@ -1,8 +1,8 @@
-"""The task state machine: the transition table of seed 001, section 3.4, and its checks.
+"""The task state machine: its transition table and its checks.
 
 It lives in the state layer because `PlanManager` (state) validates every status change with it and the
 dependency rule forbids state importing the orchestrator; `autodev.orchestrator.task_state` re-exports it
-under the seed's module name.
+under the module name the original design gave it.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ TASK_TRANSITIONS: Mapping[TaskStatus, frozenset[TaskStatus]] = {
     "auto_gated": frozenset({"reviewed", "in_progress", "blocked"}),
     "reviewed": frozenset({"tested", "in_progress", "blocked"}),
     "tested": frozenset({"tournamented", "in_progress", "blocked"}),
-    # Beyond the seed: a parallel task whose finished change no longer merges onto the main tree (a
-    # conflict with work merged meanwhile) goes back to the developer on the new base (ADR 0009).
+    # Beyond the original design: a parallel task whose finished change no longer merges onto the main tree
+    # (a conflict with work merged meanwhile) goes back to the developer on the new base (ADR 0009).
     "tournamented": frozenset({"complete", "in_progress", "blocked"}),
     "complete": frozenset(),
     "blocked": frozenset({"in_progress"}),

@@ -1,4 +1,4 @@
-"""The audit trail of one tournament under ``.autodev/tournaments/<plan|impl>-<id>/`` (seed 001, 11.2).
+"""The audit trail of one tournament under ``.autodev/tournaments/<plan|impl>-<id>/``.
 
 Layout::
 

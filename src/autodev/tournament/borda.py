@@ -1,4 +1,4 @@
-"""Borda count over full rankings: the vote of a tournament pass (seed 001, 5.3; autoreason).
+"""Borda count over full rankings: the vote of a tournament pass (autoreason).
 
 With three candidates the best gets 3 points, the second 2 and the last 1. Ties go to the incumbent: a
 challenger displaces it only with strictly more points and, when ``min_margin`` is set, a lead of at least

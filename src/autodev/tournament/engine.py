@@ -1,4 +1,4 @@
-"""The autoreason pass loop (seed 001, 5.3; NousResearch "Autoreason"), with sound judging.
+"""The autoreason pass loop (NousResearch "Autoreason"), with sound judging.
 
 Each pass, with a fresh agent per role: ``critic_t`` lists the problems of the incumbent A,
 ``architect_b`` revises A into B, ``synthesizer`` merges A and B (shown under random labels) into AB, and
