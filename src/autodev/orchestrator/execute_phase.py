@@ -225,7 +225,8 @@ async def check_working_tree(orch: Orchestrator) -> None:
     """Refuse to start on uncommitted user changes (they would end up in the first task's commit)."""
     manager = orch.plan_manager
     if manager.has_plan and any(
-        manager.get_task(tid).worktree is None for tid in manager.task_ids_with_status(*MID_FLIGHT)
+        (task := manager.get_task(tid)).worktree is None and task.base_commit is not None
+        for tid in manager.task_ids_with_status(*MID_FLIGHT)
     ):
         return  # a task is mid-flight in the main tree: the uncommitted changes are its own work
     if not await orch.git.is_clean():
@@ -624,7 +625,6 @@ async def _review_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> Step
                 ProgressEvent("note", "the reviewer's reply has no VERDICT line: one repair turn", task.id)
             )
             return await _review_step(orch, orch.plan_manager.get_task(task.id), ctx)
-        ctx.developer_diff = diff
         return StepFailure(
             (f"the reviewer's reply has no 'VERDICT:' line, also after a repair turn ({repair_of})",),
             role="reviewer",
@@ -632,6 +632,7 @@ async def _review_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> Step
     if parsed.verdict != "APPROVED":
         issues = parsed.issues or (f"the reviewer said {parsed.verdict} without listing issues",)
         return StepFailure(tuple(f"reviewer ({parsed.verdict}): {issue}" for issue in issues))
+    ctx.developer_diff = None  # the test engineer adds files next: the diff is no longer the tree's
     orch.plan_manager.update_task_status(task.id, "reviewed")
     return None
 

@@ -12,10 +12,11 @@ all. Before the execute phase (and ``run`` before planning, and again on every `
    configuration and environment): a gate that cannot run there at all (an internal or usage error, a
    collection error, a tool missing, a gate that writes into the repository) is a problem. Tests that run
    and fail are not: they are the base's pre-existing failures, listed and never blamed on a task;
-4. when tasks will work in worktrees, the same gates run in a fresh worktree of the base commit prepared by
-   the worktree setup: a base that runs in the main checkout but not there (or fails tests there that pass
-   in the main checkout) is a problem naming the git-ignored files the worktree lacks and the setting
-   that provides them.
+4. when tasks will work in worktrees and the main checkout has git-ignored files of the project's own
+   (not environments or caches: a worktree lacks only those), the same gates run in a fresh worktree of
+   the base commit prepared by the worktree setup: a base that runs in the main checkout but not there (or
+   fails tests there that pass in the main checkout) is a problem naming the git-ignored files the worktree
+   lacks and the setting that provides them.
 
 Every problem found is reported at once, in one ``PreflightError`` (exit 2), before any agent call and
 without a ledger entry; ``autodev doctor`` prints the same resolution.
@@ -32,7 +33,7 @@ from autodev.errors import EXIT_USAGE, AutodevError
 from autodev.logging import get_logger
 from autodev.orchestrator.checks import ChangeChecks
 from autodev.orchestrator.git import GitRepo
-from autodev.orchestrator.worktree_setup import missing_ignored_files
+from autodev.orchestrator.worktree_setup import ignored_project_files, missing_ignored_files
 from autodev.qa.baseline import TreeBaseline, cannot_run
 from autodev.qa.environment import EnvironmentResolution, resolve_environment
 from autodev.qa.gates import missing_requirements
@@ -155,8 +156,16 @@ async def run_preflight(
         return Preflight(None, None)  # nothing committed yet: no base to take a baseline of
     tree = await git.tree_of(commit)
     baseline = checks.store.load(tree, checks.key)
-    if baseline is None:
+    if baseline is None and await git.is_clean():
         baseline = await checks.take_baseline(git.root, git, taken_in="the main checkout")
+    elif baseline is None:
+        # A resumed task's change is in the main checkout: the base commit is checked in a worktree of it.
+        root = await checks.base_worktree(commit)
+        baseline = await checks.take_baseline(
+            root,
+            GitRepo(root, like=git),
+            taken_in="a fresh worktree (the main checkout holds a task's change)",
+        )
     if baseline is None:
         return Preflight(commit, None)
     for gate in baseline.gates:
@@ -170,7 +179,9 @@ async def run_preflight(
             )
     _raise(problems)
     worktree_baseline = None
-    if isolated:
+    if isolated and await ignored_project_files(git.root):
+        # A clean main checkout and a fresh worktree differ only in git-ignored files: with none of the
+        # project's own (environments and caches aside) they hold the same files, and agree.
         worktree_baseline = await _check_in_a_worktree(checks, git, commit, baseline, problems)
         _raise(problems)
     _log.info(

@@ -34,7 +34,7 @@ from autodev.logging import get_logger
 from autodev.orchestrator.git import run_git
 from autodev.qa.runner import CheckSpec, run_check
 
-__all__ = ["WorktreePreparer", "WorktreeSetupError", "missing_ignored_files"]
+__all__ = ["WorktreePreparer", "WorktreeSetupError", "ignored_project_files", "missing_ignored_files"]
 
 _log = get_logger("autodev.worktree_setup")
 # Ignored paths that are environments, caches or AutoDev's own state: never what a worktree lacks.
@@ -87,12 +87,17 @@ def _project_file(path: str) -> bool:
     return not any(part in _NOT_PROJECT_FILES or part.endswith(".pyc") for part in parts)
 
 
+async def ignored_project_files(root: Path) -> list[str]:
+    """The checkout's git-ignored files and directories, environments, caches and AutoDev's state aside."""
+    return [path for path in await ignored_files(root) if _project_file(path)]
+
+
 async def missing_ignored_files(main_root: Path, worktree_root: Path, *, limit: int = 10) -> list[str]:
     """Ignored files and directories of the main checkout (environments and caches left out) that
     ``worktree_root`` does not have, at most ``limit``."""
     found = []
-    for path in await ignored_files(main_root):
-        if _project_file(path) and not (worktree_root / path.rstrip("/")).exists():
+    for path in await ignored_project_files(main_root):
+        if not (worktree_root / path.rstrip("/")).exists():
             found.append(path)
             if len(found) >= limit:
                 break

@@ -175,3 +175,42 @@ def test_the_python_api_writes_the_clis_structured_log(tmp_path: Path) -> None:
     lines = (root / ".autodev" / "logs" / "autodev.jsonl").read_text().splitlines()
     events = [json.loads(line)["event"] for line in lines]
     assert "preflight.ok" in events and "execute_phase.task_complete" in events
+
+
+def test_a_resume_with_a_tasks_change_in_the_main_tree_takes_the_baseline_of_the_clean_base(
+    tmp_path: Path,
+) -> None:
+    # One task at a time works in the main tree. A budget stop right after the developer's call leaves its
+    # half-finished change there (here: code that does not even import), and the baseline cache is gone.
+    root = mini_project(tmp_path / "mini")
+    broken = {
+        "role": "developer",
+        "attempt": 1,
+        "cost_usd": 1.0,
+        "edits": [{"path": "mini/core.py", "content": "def (\n"}],
+    }
+    one_at_a_time = {"tournaments.execute_max_parallel_tasks": 1, **FAST}
+    orch, _ = orchestrator(
+        root,
+        one_task_script(extra_entries=(broken,)),
+        **one_at_a_time,
+        **{"guardrails.cost_budget_usd_per_plan": 0.5},
+    )
+    with pytest.raises(AutodevError, match="budget"):
+        run(orch, "add triple")
+    assert git(root, "status", "--porcelain").strip() == "M mini/core.py"
+    shutil.rmtree(root / ".autodev" / "baseline")
+
+    resumed, _ = orchestrator(root, one_task_script(), **one_at_a_time)
+    tasks = anyio.run(resumed.resume)
+
+    # The base commit's tests were taken on the base, not on the task's broken change: nothing stopped the
+    # resume, and nothing of the task's change became a "pre-existing" failure.
+    assert [task.status for task in tasks] == ["complete"]
+    base_tree = git(root, "rev-parse", "HEAD~1^{tree}").strip()
+    (cached,) = (root / ".autodev" / "baseline").glob(f"{base_tree}-*.json")
+    baseline = json.loads(cached.read_text())
+    assert baseline["taken_in"] == "a fresh worktree (the main checkout holds a task's change)"
+    assert [(gate["gate"], gate["status"], gate["findings"]) for gate in baseline["gates"]] == [
+        ("test", "pass", [])
+    ]
