@@ -441,6 +441,18 @@ def _own_issues(task: Task, role: str) -> tuple[str, ...]:
     return tuple(task.last_issues) if owner == role else ()
 
 
+def _own_failures(task: Task, role: str, title: str, repair_of: str | None, previous: str) -> str:
+    """What a role is told of its own earlier failures: those of its last attempt at the step, and the
+    problem with its last reply when this call is that reply's repair turn."""
+    parts = []
+    own = _own_issues(task, role)
+    if own:
+        parts.append(_issues_block(title, own))
+    if repair_of is not None:
+        parts.append(_repair_instruction(repair_of, previous))
+    return "".join(f"\n\n{part}" for part in parts)
+
+
 def _repair_instruction(problem: str, previous: str) -> str:
     return (
         "YOUR PREVIOUS REPLY COULD NOT BE USED: "
@@ -591,11 +603,10 @@ async def _review_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> Step
     tree = await ctx.workspace.git.snapshot_tree()
     extra = "THE CHANGE TO REVIEW (git diff against the task's base):\n" + clip(diff.patch, PROMPT_DIFF_CHARS)
     extra += await _since_last_review(orch, task, ctx, tree)
-    own = _own_issues(task, "reviewer")
-    if own:
-        extra += "\n\n" + _issues_block("YOUR PREVIOUS REVIEW OF THIS TASK COULD NOT BE USED:", own)
-    if repair_of is not None and isinstance(prior, ReviewEvidence):
-        extra += "\n\n" + _repair_instruction(repair_of, prior.output_text)
+    previous = prior.output_text if isinstance(prior, ReviewEvidence) else ""
+    extra += _own_failures(
+        task, "reviewer", "YOUR PREVIOUS REVIEW OF THIS TASK COULD NOT BE USED:", repair_of, previous
+    )
     step = "review-repair" if repair_of else "review"
     request = _request(task, "reviewer", step, _envelope(task, "reviewer", "review"), ctx, extra)
     result = await _agent(orch, task, request)
@@ -703,11 +714,10 @@ async def _test_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> StepFa
     developer_tree = gates.tree if isinstance(gates, GateEvidence) else None
     planned = _planned_test_argv(orch, checks.environment)
     extra = _test_run_instruction(planned, str(root))
-    own = _own_issues(task, "test_engineer")
-    if own:
-        extra += "\n\n" + _issues_block("YOUR PREVIOUS ATTEMPT AT THIS STEP FAILED:", own)
-    if repair_of is not None and isinstance(prior, TestEvidence):
-        extra += "\n\n" + _repair_instruction(repair_of, prior.output_text)
+    previous = prior.output_text if isinstance(prior, TestEvidence) else ""
+    extra += _own_failures(
+        task, "test_engineer", "YOUR PREVIOUS ATTEMPT AT THIS STEP FAILED:", repair_of, previous
+    )
     step = "test-repair" if repair_of else "test"
     request = _request(task, "test_engineer", step, _envelope(task, "test_engineer", "test"), ctx, extra)
     result = await _agent(orch, task, request)
