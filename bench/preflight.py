@@ -26,6 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).parent))
+from cli_startup import summary
+
 PLAN = """# Plan: One change
 
 ## Phase 1: Change
@@ -110,14 +113,6 @@ def start_to_first_call(root: Path, *, tests_on: bool, keep_baseline: bool) -> f
     if result.returncode != 3 or "Suspended: the developer step of 1.1" not in result.stdout:
         raise SystemExit(f"execute did not stop at its first agent call:\n{result.stdout}\n{result.stderr}")
     return elapsed
-
-
-def summary(samples: list[float]) -> dict[str, float]:
-    return {
-        "median_ms": round(statistics.median(samples) * 1000, 1),
-        "min_ms": round(min(samples) * 1000, 1),
-        "max_ms": round(max(samples) * 1000, 1),
-    }
 
 
 def main() -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from autodev.adapters.scripted import Script
+from support.parallel import git
 
 __all__ = [
     "STRICT_PYPROJECT",
@@ -73,17 +74,6 @@ def write_files(root: Path, files: Mapping[str, str]) -> None:
         target = root / path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)
-
-
-def git(root: Path, *args: str) -> str:
-    result = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@invalid", *args],
-        cwd=root,
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return result.stdout
 
 
 def mini_project(root: Path, extra: Mapping[str, str] | None = None, *, drop: Sequence[str] = ()) -> Path:
