@@ -199,9 +199,12 @@ class GitRepo:
         with tempfile.TemporaryDirectory(prefix="autodev-index-") as tmp:
             index = Path(tmp) / "index"
             real_index = git_dir / "index"
-            # Seeded from the real index: unchanged files keep their stat data and are not hashed again.
+            # Seeded from the real index: unchanged files keep their stat data and are not hashed again. The
+            # copy keeps the index's mtime (copy2): git trusts an entry's stat data only when the entry is
+            # older than the index file, and a copy stamped "now" would hide a file rewritten, at the same
+            # size, within the timestamp granularity of its last staging ("racy git").
             if real_index.exists():
-                shutil.copyfile(real_index, index)
+                shutil.copy2(real_index, index)
             yield {"GIT_INDEX_FILE": str(index)}
 
     async def _stage_everything(self, env: Mapping[str, str]) -> None:
