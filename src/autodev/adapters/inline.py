@@ -5,7 +5,9 @@ schema) and raises ``DelegationPendingSignal``; the run exits and whoever reads 
 and writes ``.autodev/responses/<task_id>-<role>.json``. On ``autodev resume`` the orchestrator collects the
 response: it is validated, archived under ``.autodev/evidence/inline/`` and removed from ``responses/``, so a
 later attempt never reuses a stale answer. A malformed response raises ``InvalidResponseError`` and stays
-where it is, so it can be fixed in place.
+where it is, so it can be fixed in place. So does a response that is not a regular file written in place (a
+link, a FIFO, a device) or that is larger than ``max_answer_bytes`` (the setting ``inline.max_answer_bytes``,
+4 MiB by default): it is refused before more than that is read.
 """
 
 from __future__ import annotations
@@ -23,10 +25,14 @@ from pydantic_core import ErrorDetails
 
 from autodev.adapters.base import AgentInvocation, AgentResult, DelegationPendingSignal, PlatformAdapter
 from autodev.errors import AutodevError, PathEscapeError, StateError
+from autodev.files import DEFAULT_MAX_ANSWER_BYTES, KIB, led_by, open_regular, read_bounded
 from autodev.state.atomic import atomic_write_text, fsync_dir
 from autodev.state.paths import AutodevPaths, ensure_state_dir
 
 __all__ = ["InlineAdapter", "InlineResponse", "InvalidResponseError"]
+
+# The front matter opens a delegation file; the prompt after it may be megabytes long.
+_FRONT_MATTER_BYTES = 64 * KIB
 
 _EXAMPLE_SUCCESS: dict[str, Any] = {
     "text": "What you did and found, in full: this is the agent's answer AutoDev reads.",
@@ -80,8 +86,9 @@ class InlineAdapter(PlatformAdapter):
     # A run suspends on its first delegation file: two tasks in flight would each need an answer at once.
     max_concurrent_calls = 1
 
-    def __init__(self, *, repo_root: Path) -> None:
+    def __init__(self, *, repo_root: Path, max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES) -> None:
         self.paths = AutodevPaths(repo_root.resolve())
+        self.max_answer_bytes = max_answer_bytes
 
     @property
     def archive_dir(self) -> Path:
@@ -102,7 +109,8 @@ class InlineAdapter(PlatformAdapter):
             if _answers(delegation, response, inv.attempt):
                 return self.collect_response(inv.task_id, inv.role, inv.attempt)
             with _state_io("set aside the stale response", response):
-                self._archive(response.read_bytes(), f"{inv.task_id}-{inv.role}-{inv.attempt}-stale")
+                stale = self._read_answer(response, advice="delete it, then run `autodev resume`")
+                self._archive(stale, f"{inv.task_id}-{inv.role}-{inv.attempt}-stale")
                 response.unlink()
         self._write_delegation(inv, delegation, response)
         raise DelegationPendingSignal(inv.task_id, inv.role, delegation, response)
@@ -149,7 +157,7 @@ class InlineAdapter(PlatformAdapter):
             "then run `autodev resume`"
         )
         try:
-            data = path.read_bytes()
+            data = self._read_answer(path, advice=advice)
         except FileNotFoundError as exc:
             raise InvalidResponseError(path, "no response has been written", advice=advice) from exc
         except OSError as exc:
@@ -165,6 +173,16 @@ class InlineAdapter(PlatformAdapter):
             field = ".".join(str(part) for part in errors[0]["loc"]) or None
             raise InvalidResponseError(path, problem, field=field, advice=advice) from exc
         return path, data, response
+
+    def _read_answer(self, path: Path, *, advice: str) -> bytes:
+        return read_bounded(
+            path,
+            limit=self.max_answer_bytes,
+            what="the answer",
+            follow_symlinks=False,
+            error=lambda problem: InvalidResponseError(path, problem, advice=advice),
+            limit_name="inline.max_answer_bytes",
+        )
 
     async def init_workspace(self, cwd: Path, agents: Sequence[Any]) -> None:
         """Create ``.autodev/`` (git-ignored) with its delegations and responses directories."""
@@ -246,9 +264,19 @@ def _answers(delegation: Path, response: Path, attempt: int) -> bool:
     """Whether ``response`` was written after the delegation for this ``attempt``."""
     try:
         delegated = delegation.stat().st_mtime_ns
-        text = delegation.read_text(encoding="utf-8")
+        fd = open_regular(
+            delegation,
+            what="the delegation file",
+            follow_symlinks=False,
+            error=led_by(delegation, StateError),
+            remedy="delete it and run `autodev resume` to write it again",
+        )
     except FileNotFoundError:
         return False
+    try:
+        text = os.read(fd, _FRONT_MATTER_BYTES).decode("utf-8", errors="replace")
+    finally:
+        os.close(fd)
     return _front_matter_attempt(text) == attempt and response.stat().st_mtime_ns >= delegated
 
 

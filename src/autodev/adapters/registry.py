@@ -28,6 +28,7 @@ def _agent_cli(cls: type[Any], repo_root: Path, config: AutodevConfig, options: 
 
 
 def _inline(cls: type[Any], repo_root: Path, config: AutodevConfig, options: dict[str, Any]) -> Any:
+    options.setdefault("max_answer_bytes", config.inline.max_answer_bytes)
     return cls(repo_root=repo_root, **options)
 
 

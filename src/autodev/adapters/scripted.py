@@ -36,6 +36,9 @@ and 0 or more. A call whose latency exceeds its ``timeout_s`` sleeps until the d
 
 Nothing depends on wall clock or randomness (latency only delays an answer, it never changes it): the same
 script and the same calls give the same results.
+
+A script file may be a link, but what it names must be a regular file of at most ``MAX_INPUT_FILE_BYTES``
+(16 MiB), UTF-8 with or without a byte-order mark; anything else (a FIFO, a device) is a ``ConfigError``.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from autodev.adapters.base import AgentErrorKind, AgentInvocation, AgentResult, PlatformAdapter
 from autodev.errors import ConfigError, PathEscapeError
+from autodev.files import MAX_INPUT_FILE_BYTES, read_bounded_text
 from autodev.state.paths import normalize_repo_path
 
 __all__ = [
@@ -317,11 +321,17 @@ def _load(path: Path) -> Script:
     if suffix not in (".toml", ".json"):
         raise ConfigError("a script must be a .toml or .json file", source=source)
     try:
-        raw = path.read_text(encoding="utf-8")
+        raw = read_bounded_text(
+            path,
+            limit=MAX_INPUT_FILE_BYTES,
+            what="the script",
+            follow_symlinks=True,
+            error=lambda problem: ConfigError(problem, source=source),
+            remedy="give the path of a .toml or .json script file",
+            encoding="utf-8-sig",
+        )
     except OSError as exc:
         raise ConfigError(f"cannot read the script: {exc.strerror or exc}", source=source) from exc
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"the script is not UTF-8 text ({exc.reason})", source=source) from exc
     data: Any
     if suffix == ".toml":
         try:

@@ -14,6 +14,9 @@ Environment variables: ``AUTODEV_<KEY>``, ``__`` between nesting levels, names c
 (``5``, ``false``, ``1.5``, ``["a", "b"]``, ``"x"``, ``{input_per_mtok = 1.0, ...}``) and as a plain
 string otherwise. Because names are folded to lower case, a table keyed by model name
 (``price_table``) is best set from the environment as a whole, as a TOML inline table.
+
+A config file may be a link, but what it names must be a regular file of at most ``MAX_INPUT_FILE_BYTES``
+(16 MiB), UTF-8 with or without a byte-order mark: a FIFO or a device is a ``ConfigError``, never waited on.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from pydantic_core import ErrorDetails
 from autodev.config.schema import AutodevConfig
 from autodev.config.template import format_toml_key
 from autodev.errors import ConfigError
+from autodev.files import MAX_INPUT_FILE_BYTES, read_bounded
 from autodev.state.paths import AutodevPaths
 
 __all__ = ["ENV_PREFIX", "NON_CONFIG_ENV", "ConfigEntry", "explain_config", "load_config"]
@@ -184,13 +188,19 @@ def _file_layers(repo_root: Path) -> list[_Layer]:
 
 def _read_toml(path: Path) -> dict[str, Any] | None:
     try:
-        raw = path.read_bytes()
+        raw = read_bounded(
+            path,
+            limit=MAX_INPUT_FILE_BYTES,
+            what="the configuration file",
+            follow_symlinks=True,
+            error=lambda problem: ConfigError(problem, source=str(path)),
+        )
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise ConfigError(f"cannot read the file: {exc.strerror or exc}", source=str(path)) from exc
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ConfigError(
             f"not UTF-8 text (bad byte at offset {exc.start}); save the file as UTF-8",

@@ -4,13 +4,29 @@
 error rather than a setting that silently does nothing. The ``description`` of each field is what
 ``autodev init`` writes above the setting in ``.autodev/config.toml``; ``examples`` supplies the
 sample value shown for settings that are unset by default.
+
+No text setting may hold a control character other than a tab (a NUL byte in a gate command would only
+show up later, as every task blocked): the fields listed in a model's ``_multiline`` (argv items, such as
+the program of ``python -c``) may also hold newlines.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, get_args
+import re
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from autodev.errors import quote
+from autodev.files import DEFAULT_MAX_ANSWER_BYTES
 
 __all__ = [
     "AGENT_CLIS",
@@ -23,6 +39,7 @@ __all__ = [
     "EnvironmentSettings",
     "GateSettings",
     "GuardrailSettings",
+    "InlineSettings",
     "ModelPrice",
     "Platform",
     "QAGatesSettings",
@@ -65,9 +82,54 @@ def _require_text(value: str) -> str:
 
 NonBlankStr = Annotated[str, AfterValidator(_require_text)]
 
+# C0 controls, DEL and C1 controls; the first allows a tab, the second a tab and a newline.
+_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+_CONTROL_MULTILINE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _control_problem(value: Any, pattern: re.Pattern[str]) -> str | None:
+    """What is wrong with the first control character in ``value`` (a str, or a list or dict of them)."""
+    if isinstance(value, str):
+        found = pattern.search(value)
+        if found is None:
+            return None
+        char = found.group()
+        escaped = repr(char)[1:-1]
+        name = (
+            f"a NUL byte ({escaped})"
+            if char == "\x00"
+            else f"the control character {escaped} (U+{ord(char):04X})"
+        )
+        return f"contains {name}; remove it"
+    if isinstance(value, list | tuple):
+        for index, item in enumerate(value, start=1):
+            problem = _control_problem(item, pattern)
+            if problem is not None:
+                return f"item {index} {problem}"
+    if isinstance(value, dict):
+        for key, item in value.items():
+            problem = _control_problem(key, pattern)
+            if problem is not None:
+                return f"key {quote(key)} {problem}"
+            problem = _control_problem(item, pattern)
+            if problem is not None:
+                return f"the value of {quote(key)} {problem}"
+    return None
+
 
 class _Settings(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    _multiline: ClassVar[frozenset[str]] = frozenset()
+
+    @field_validator("*")
+    @classmethod
+    def _no_control_characters(cls, value: Any, info: ValidationInfo) -> Any:
+        pattern = _CONTROL_MULTILINE if info.field_name in cls._multiline else _CONTROL
+        problem = _control_problem(value, pattern)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
 
 
 class TournamentSettings(_Settings):
@@ -178,7 +240,14 @@ class GuardrailSettings(_Settings):
     max_diff_bytes: int = Field(
         default=5_242_880,
         ge=1,
-        description="Largest diff in bytes a task may have; a bigger current diff blocks the task (5 MiB).",
+        description="Largest change in bytes a task may have: the bytes its files add (binary ones "
+        "included) and the size of its diff; a bigger change fails the attempt (5 MiB).",
+    )
+    max_file_bytes: int = Field(
+        default=2_097_152,
+        ge=1,
+        description="Most bytes a task's change may add to any one file; a bigger file fails the attempt "
+        "before it is staged or committed (2 MiB).",
     )
     cost_budget_usd_per_plan: float | None = Field(
         default=None,
@@ -199,6 +268,8 @@ class GuardrailSettings(_Settings):
 
 class GateSettings(_Settings):
     """One QA gate: whether it runs, which command it runs, and for how long."""
+
+    _multiline = frozenset({"command"})
 
     enabled: bool = Field(default=True, description="Run this gate on every task's change.")
     command: list[NonBlankStr] | None = Field(
@@ -272,6 +343,8 @@ class EnvironmentSettings(_Settings):
 class WorktreeSetupSettings(_Settings):
     """How a new git worktree is made into a working copy the project's tests accept."""
 
+    _multiline = frozenset({"command"})
+
     copy_ignored: list[NonBlankStr] = Field(
         default_factory=list,
         description="Git-ignored files the project needs (generated version files, compiled "
@@ -299,6 +372,17 @@ class WorktreeSetupSettings(_Settings):
     @property
     def configured(self) -> bool:
         return bool(self.copy_ignored) or self.command is not None
+
+
+class InlineSettings(_Settings):
+    """The inline platform: answers a person or a host agent writes to files."""
+
+    max_answer_bytes: int = Field(
+        default=DEFAULT_MAX_ANSWER_BYTES,
+        ge=1,
+        description="Largest answer file, in bytes, the inline platform reads (4 MiB); a bigger one is "
+        "refused and left in place to be shortened.",
+    )
 
 
 class RoleSettings(_Settings):
@@ -441,6 +525,10 @@ class AutodevConfig(_Settings):
     )
     guardrails: GuardrailSettings = Field(
         default_factory=GuardrailSettings, description="Per-task and per-plan limits."
+    )
+    inline: InlineSettings = Field(
+        default_factory=InlineSettings,
+        description="The inline platform, which hands each agent call to whoever answers its file.",
     )
     qa_gates: QAGatesSettings = Field(
         default_factory=QAGatesSettings,

@@ -1,7 +1,8 @@
 """Where a suspended inline run stopped, kept in ``.autodev/inline-state.json``.
 
 The inline adapter hands a step to the agent the user is talking to and the process exits; the next
-``autodev resume`` reads this file to continue the orchestrator from the same step.
+``autodev resume`` reads this file to continue the orchestrator from the same step. It is read in place, as
+a regular file of at most ``MAX_STATE_FILE_BYTES`` (64 MiB); a link, a FIFO or a device there is refused.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from autodev.errors import InlineStateError
+from autodev.files import MAX_STATE_FILE_BYTES, led_by, read_bounded
 from autodev.state.atomic import atomic_write_text
 from autodev.state.paths import AutodevPaths
 
@@ -64,7 +66,14 @@ def load_suspend_state(paths: AutodevPaths) -> InlineSuspendState | None:
     """
     source = paths.inline_state
     try:
-        data = source.read_bytes()
+        data = read_bounded(
+            source,
+            limit=MAX_STATE_FILE_BYTES,
+            what="the inline suspend state",
+            follow_symlinks=False,
+            error=led_by(source, InlineStateError),
+            remedy=_ADVICE,
+        )
     except FileNotFoundError:
         return None
     except OSError as exc:

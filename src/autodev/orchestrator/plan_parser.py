@@ -18,6 +18,10 @@ writes::
     - Acceptance:
       - [ ] criterion
       - [x] criterion already met
+
+A byte-order mark before the first line is ignored. ``read_plan_markdown`` reads a plan file for the
+parser: it may be a link, but what it names must be a regular file of at most ``MAX_INPUT_FILE_BYTES``
+(16 MiB), so a FIFO or a device is a ``PlanParseError`` instead of a read that never ends.
 """
 
 from __future__ import annotations
@@ -25,15 +29,25 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Literal
 
 from autodev.errors import PathEscapeError, PlanParseError, quote
+from autodev.files import MAX_INPUT_FILE_BYTES, read_bounded_text
 from autodev.state.hashing import canonical_json, plan_content_hash, sha256_hex
 from autodev.state.paths import normalize_repo_path
 from autodev.state.schemas import AcceptanceCriterion, Phase, Plan, Task
 from autodev.state.validation import check_id, validate_dag
 
-__all__ = ["compute_content_hash", "parse_plan_markdown", "render_plan_markdown", "validate_dag"]
+__all__ = [
+    "compute_content_hash",
+    "parse_plan_markdown",
+    "read_plan_markdown",
+    "render_plan_markdown",
+    "validate_dag",
+]
+
+_BOM = "\ufeff"
 
 _DEFAULT_AGENT = "developer"
 # A whole Files/Depends value meaning "nothing"; render backticks items that would read as one.
@@ -400,6 +414,7 @@ def parse_plan_markdown(
     gives equal plans when ``created_at`` is given. Raises ``PlanParseError`` naming the line (when
     there is one) and ``source``.
     """
+    md = md.removeprefix(_BOM)
     if not md.strip():
         raise PlanParseError(
             "empty plan markdown; expected a '# Plan: <title>' heading followed by phases and tasks",
@@ -432,6 +447,29 @@ def parse_plan_markdown(
         updated_at=created_at,
     )
     return plan.model_copy(update={"content_hash": compute_content_hash(plan)})
+
+
+def read_plan_markdown(path: Path) -> str:
+    """The text of the plan markdown file ``path``, for ``parse_plan_markdown``.
+
+    Raises ``PlanParseError`` naming ``path`` when it is missing, not a regular file, larger than
+    ``MAX_INPUT_FILE_BYTES`` or not UTF-8 text.
+    """
+    source = str(path)
+    try:
+        return read_bounded_text(
+            path,
+            limit=MAX_INPUT_FILE_BYTES,
+            what="the plan markdown",
+            follow_symlinks=True,
+            error=lambda problem: PlanParseError(problem, source=source),
+            remedy="give the path of a plan markdown file",
+            encoding="utf-8-sig",
+        )
+    except FileNotFoundError:
+        raise PlanParseError("file not found", source=source) from None
+    except OSError as exc:
+        raise PlanParseError(f"cannot read it ({exc.strerror or exc})", source=source) from exc
 
 
 def render_plan_markdown(plan: Plan) -> str:

@@ -12,6 +12,9 @@ import os
 import signal
 from pathlib import Path
 
+from autodev.errors import StateError
+from autodev.files import MAX_PID_FILE_BYTES, led_by, read_bounded
+
 __all__ = ["reap_orphans", "register_child"]
 
 
@@ -51,9 +54,16 @@ def reap_orphans(children_dir: Path) -> list[int]:
     stopped: list[int] = []
     for entry in entries:
         try:
-            pid_text, started = entry.read_text(encoding="ascii").split()
+            data = read_bounded(
+                entry,
+                limit=MAX_PID_FILE_BYTES,
+                what="a child process registration",
+                follow_symlinks=False,
+                error=led_by(entry, StateError),
+            )
+            pid_text, started = data.decode("ascii").split()
             pid = int(pid_text)
-        except (OSError, ValueError):
+        except (OSError, ValueError, StateError):
             pid, started = -1, ""
         if pid > 0 and _start_time(pid) == started:
             with contextlib.suppress(OSError):

@@ -1,7 +1,8 @@
 """Evidence files: one JSON record per step and attempt, plus the developer's patch, written atomically.
 
 The attempt number is part of the file name (``<task>-<kind>-<attempt>.json``) so a retry never overwrites
-what an earlier attempt proved or failed to prove.
+what an earlier attempt proved or failed to prove. An evidence record is read back in place, as a regular
+file of at most ``MAX_EVIDENCE_BYTES`` (1 GiB); a link, a FIFO or a device there is an ``EvidenceError``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 from pydantic import TypeAdapter, ValidationError
 
 from autodev.errors import EvidenceError
+from autodev.files import MAX_EVIDENCE_BYTES, led_by, read_bounded
 from autodev.state.atomic import atomic_write_bytes
 from autodev.state.hashing import sha256_hex
 from autodev.state.paths import AutodevPaths
@@ -59,7 +61,14 @@ def write_patch(paths: AutodevPaths, task_id: str, diff: str, *, developer: bool
 def read_evidence(path: Path) -> Evidence:
     """Read and validate one evidence file."""
     try:
-        return _EVIDENCE_ADAPTER.validate_json(path.read_bytes())
+        data = read_bounded(
+            path,
+            limit=MAX_EVIDENCE_BYTES,
+            what="the evidence record",
+            follow_symlinks=False,
+            error=led_by(path, EvidenceError),
+        )
+        return _EVIDENCE_ADAPTER.validate_json(data)
     except FileNotFoundError as exc:
         raise EvidenceError(f"evidence file {path} does not exist") from exc
     except OSError as exc:

@@ -4,8 +4,13 @@ Each line of ``.autodev/ledger.jsonl`` is one JSON object with the keys, in this
 ``seq``, ``ts``, ``op``, ``payload``, ``prev`` and ``hash``. ``hash`` is the sha256 of the line's
 canonical bytes without the ``hash`` key (``{"seq":..,"ts":..,"op":..,"payload":..,"prev":".."}``), and
 ``prev`` is the previous line's hash (64 zeros for the first line). Because the layout is fixed, the chain
-is verified on raw bytes, without decoding JSON: opening a 100,000-line ledger costs one read and one
-sha256 per line.
+is verified on raw bytes, without decoding JSON: opening a 100,000-line ledger costs one pass over the file
+in chunks and one sha256 per line.
+
+The ledger is a regular file read in place: a symbolic link, a FIFO or a device there is refused with a
+``StateError``, never followed or waited on. A ledger larger than ``MAX_LEDGER_BYTES`` (1 GiB) or an entry
+longer than ``MAX_LEDGER_LINE_BYTES`` (64 MiB) is refused as corrupt, and an append that would cross either
+limit is refused before anything is written, so AutoDev never writes a ledger it would not read back.
 
 An append writes one whole line with ``O_APPEND``, then ``fdatasync``: O(1) in the ledger's size. A crash
 can leave only the final line incomplete (no trailing newline); ``open`` truncates that torn tail and logs
@@ -28,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from autodev.errors import LedgerCorruptError, StateError
+from autodev.files import MAX_LEDGER_BYTES, MAX_LEDGER_LINE_BYTES, MIB, format_size, led_by, open_regular
 from autodev.logging import get_logger
 
 __all__ = ["GENESIS_HASH", "Ledger", "LedgerEntry", "LedgerHead"]
@@ -39,6 +45,7 @@ _PREV_KEY = b',"prev":"'
 # A line ends with ',"hash":"<64 hex>"}': 9 + 64 + 2 bytes after the canonical body's closing brace.
 _SUFFIX_LEN = len(_HASH_SUFFIX) + 64 + 2
 _SEQ_PREFIX = b'{"seq":'
+_READ_CHUNK = 8 * MIB
 
 _log = get_logger("autodev.ledger")
 
@@ -103,14 +110,27 @@ class Ledger:
         self._line_ends = array("q")
         self.torn_tail_bytes = 0
         try:
-            data = self.path.read_bytes()
+            fd = self._open_for_reading()
         except FileNotFoundError:
             return self._head
         except OSError as exc:
             raise StateError(f"cannot read {self.path}: {exc.strerror}") from exc
-        complete_end = data.rfind(b"\n") + 1
-        self._verify(data, 0, complete_end, self._head)
-        self.torn_tail_bytes = len(data) - complete_end
+        pending = b""
+        try:
+            self._check_size(os.fstat(fd).st_size)
+            while chunk := os.read(fd, _READ_CHUNK):
+                data = pending + chunk if pending else chunk
+                complete = data.rfind(b"\n") + 1
+                if complete:
+                    self._verify(data, self._head.offset, complete, self._head)
+                pending = data[complete:]
+                self._check_size(self._head.offset + len(pending))
+                self._check_line(len(pending), self._head.seq + 1)
+        except OSError as exc:
+            raise StateError(f"cannot read {self.path}: {exc.strerror}") from exc
+        finally:
+            os.close(fd)
+        self.torn_tail_bytes = len(pending)
         if repair:
             self.repair_tail()
         return self._head
@@ -123,21 +143,24 @@ class Ledger:
     def sync(self) -> list[LedgerEntry]:
         """Verify and return the lines appended (by another process) since the last open/sync/append."""
         try:
-            size = os.stat(self.path).st_size
+            fd = self._open_for_reading()
         except FileNotFoundError:
             if self._head.seq:
                 raise LedgerCorruptError("the ledger disappeared while in use", path=str(self.path)) from None
             return []
-        start = self._head.offset
-        if size == start:
-            return []
-        if size < start:
-            raise LedgerCorruptError(
-                f"the ledger shrank from {start} to {size} bytes while in use", path=str(self.path)
-            )
-        with open(self.path, "rb") as handle:
-            handle.seek(start)
-            data = handle.read(size - start)
+        try:
+            size = os.fstat(fd).st_size
+            start = self._head.offset
+            if size == start:
+                return []
+            if size < start:
+                raise LedgerCorruptError(
+                    f"the ledger shrank from {start} to {size} bytes while in use", path=str(self.path)
+                )
+            self._check_size(size)
+            data = os.pread(fd, size - start, start)
+        finally:
+            os.close(fd)
         complete = data.rfind(b"\n") + 1
         if complete < len(data):
             # Appends happen only under the lock the caller holds, so bytes without a newline here were
@@ -152,10 +175,7 @@ class Ledger:
         if after_seq >= self._head.seq:
             return
         start = 0 if after_seq == 0 else self._line_ends[after_seq - 1]
-        end = self._head.offset
-        with open(self.path, "rb") as handle:
-            handle.seek(start)
-            data = handle.read(end - start)
+        data = self._read_range(start, self._head.offset)
         yield from self._decode_lines(data, after_seq + 1)
 
     def hash_at(self, seq: int) -> str | None:
@@ -163,9 +183,7 @@ class Ledger:
         if seq < 1 or seq > self._head.seq:
             return None
         end = self._line_ends[seq - 1]
-        with open(self.path, "rb") as handle:
-            handle.seek(end - _SUFFIX_LEN - 1)
-            tail = handle.read(_SUFFIX_LEN)
+        tail = self._read_range(end - _SUFFIX_LEN - 1, end - 1)
         return tail[len(_HASH_SUFFIX) : len(_HASH_SUFFIX) + 64].decode("ascii")
 
     def offset_after(self, seq: int) -> int:
@@ -183,6 +201,12 @@ class Ledger:
         body = _canonical_body(seq, ts, op, payload, head.hash)
         digest = hashlib.sha256(body).hexdigest()
         line = body[:-1] + _HASH_SUFFIX + digest.encode("ascii") + b'"}\n'
+        if len(line) > MAX_LEDGER_LINE_BYTES or head.offset + len(line) > MAX_LEDGER_BYTES:
+            raise StateError(
+                f"cannot append to {self.path}: a {format_size(len(line))} entry would pass the ledger's "
+                f"limits ({format_size(MAX_LEDGER_LINE_BYTES)} an entry, {format_size(MAX_LEDGER_BYTES)} in "
+                "all); the ledger is unchanged (start a new plan in a fresh .autodev/ to go on)"
+            )
         fd = self._writer()
         try:
             written = os.write(fd, line)
@@ -206,6 +230,39 @@ class Ledger:
             self._fd = None
 
     # --- internals ----------------------------------------------------------------------------------
+
+    def _open_for_reading(self) -> int:
+        return open_regular(
+            self.path, what="the ledger", follow_symlinks=False, error=led_by(self.path, StateError)
+        )
+
+    def _read_range(self, start: int, end: int) -> bytes:
+        """Bytes ``start:end`` of the (already verified) ledger."""
+        try:
+            fd = self._open_for_reading()
+        except OSError as exc:
+            raise StateError(f"cannot read {self.path}: {exc.strerror}") from exc
+        try:
+            return os.pread(fd, end - start, start)
+        except OSError as exc:
+            raise StateError(f"cannot read {self.path}: {exc.strerror}") from exc
+        finally:
+            os.close(fd)
+
+    def _check_size(self, size: int) -> None:
+        if size > MAX_LEDGER_BYTES:
+            raise LedgerCorruptError(
+                f"the ledger is larger than {format_size(MAX_LEDGER_BYTES)}, more than AutoDev ever writes",
+                path=str(self.path),
+            )
+
+    def _check_line(self, length: int, seq: int) -> None:
+        if length > MAX_LEDGER_LINE_BYTES:
+            raise LedgerCorruptError(
+                f"an entry longer than {format_size(MAX_LEDGER_LINE_BYTES)} (not a ledger entry)",
+                path=str(self.path),
+                line=seq,
+            )
 
     def _writer(self) -> int:
         if self._fd is None:
@@ -253,6 +310,8 @@ class Ledger:
             newline = data.index(b"\n", position)
             line = data[position:newline]
             seq += 1
+            if len(line) > MAX_LEDGER_LINE_BYTES:
+                self._check_line(len(line), seq)
             if len(line) <= _SUFFIX_LEN + len(_SEQ_PREFIX) or line[-_SUFFIX_LEN:][:9] != _HASH_SUFFIX:
                 raise LedgerCorruptError("not a ledger entry (no hash field)", path=path, line=seq)
             body = line[:-_SUFFIX_LEN] + b"}"

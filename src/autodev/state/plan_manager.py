@@ -33,6 +33,7 @@ from autodev.errors import (
     StateError,
     TaskNotFoundError,
 )
+from autodev.files import MAX_PID_FILE_BYTES, MAX_STATE_FILE_BYTES, led_by, read_bounded
 from autodev.logging import get_logger
 from autodev.state.atomic import atomic_write_bytes
 from autodev.state.evidence import write_evidence, write_patch
@@ -48,7 +49,7 @@ from autodev.state.schemas import (
     Task,
     TaskStatus,
 )
-from autodev.state.snapshot import decode_snapshot, encode_snapshot
+from autodev.state.snapshot import decode_snapshot, encode_snapshot, read_snapshot_bytes
 from autodev.state.status import status_from_state, waiting_for
 from autodev.state.transitions import TASK_TRANSITIONS, assert_transition
 from autodev.state.validation import validate_plan
@@ -892,9 +893,16 @@ class PlanManager:
 
     def _read_owner(self) -> _LockOwner:
         try:
-            text = self.paths.lock_owner.read_text(encoding="ascii").strip()
-            return _LockOwner(int(text))
-        except (OSError, ValueError):
+            path = self.paths.lock_owner
+            data = read_bounded(
+                path,
+                limit=MAX_PID_FILE_BYTES,
+                what="the lock owner file",
+                follow_symlinks=False,
+                error=led_by(path, StateError),
+            )
+            return _LockOwner(int(data.decode("ascii").strip()))
+        except (OSError, ValueError, StateError):
             return _LockOwner(None)
 
     def _require_writable(self) -> None:
@@ -927,7 +935,7 @@ class PlanManager:
         """Load ``plan.json`` when it matches the ledger; return its seq, or None to replay from zero."""
         path = self.paths.snapshot
         try:
-            snapshot = decode_snapshot(path.read_bytes())
+            snapshot = decode_snapshot(read_snapshot_bytes(path))
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as exc:
@@ -953,6 +961,10 @@ class PlanManager:
     def _write_snapshot(self) -> None:
         head = self._ledger.head
         data = encode_snapshot(head, self._state.model_dump_json().encode("utf-8"))
+        if len(data) > MAX_STATE_FILE_BYTES:
+            # It would be refused when read back; the older snapshot stays valid and the rest is replayed.
+            _log.warning("snapshot.too_large", path=str(self.paths.snapshot), bytes=len(data))
+            return
         try:
             # Not fsync'd: a lost snapshot is rebuilt from the (fsync'd) ledger on the next open.
             atomic_write_bytes(self.paths.snapshot, data, durable=False)

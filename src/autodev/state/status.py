@@ -16,7 +16,9 @@ Beyond the originally designed shape, the object says what runs in parallel and 
   pre-existing failures, which no task is blamed for), or None;
 - ``waiting_for`` names the inline delegation a suspended run waits for: ``task_id``, ``role``, ``step``,
   the ``delegation`` file with the instructions and the ``response`` file its answer goes to; None when
-  no run is suspended on one.
+  no run is suspended on one. An ``inline-state.json`` that is not valid JSON counts as none; one that
+  is not a regular file (a link, a FIFO, a device) or is larger than ``MAX_STATE_FILE_BYTES`` is an
+  ``InlineStateError``, as ``autodev resume`` would report it.
 """
 
 from __future__ import annotations
@@ -25,10 +27,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from autodev.errors import LedgerCorruptError
+from autodev.errors import InlineStateError, LedgerCorruptError
+from autodev.files import MAX_STATE_FILE_BYTES, led_by, read_bounded
 from autodev.state.ledger import Ledger
 from autodev.state.paths import AutodevPaths
-from autodev.state.snapshot import decode_snapshot
+from autodev.state.snapshot import decode_snapshot, read_snapshot_bytes
 
 __all__ = [
     "IN_FLIGHT_STATUS_NAMES",
@@ -122,8 +125,16 @@ def status_from_state(state: dict[str, Any]) -> dict[str, Any]:
 
 def waiting_for(paths: AutodevPaths) -> dict[str, Any] | None:
     """The inline delegation a suspended run waits for, from ``inline-state.json`` (None when none)."""
+    path = paths.inline_state
     try:
-        state = json.loads(paths.inline_state.read_text(encoding="utf-8"))
+        data = read_bounded(
+            path,
+            limit=MAX_STATE_FILE_BYTES,
+            what="the inline suspend state",
+            follow_symlinks=False,
+            error=led_by(path, InlineStateError),
+        )
+        state = json.loads(data)
         return {
             "task_id": str(state["pending_task_id"]),
             "role": str(state["pending_role"]),
@@ -147,7 +158,7 @@ def _read_state_status(repo_root: Path) -> dict[str, Any]:
     ledger = Ledger(paths.ledger, readonly=True)
     head = ledger.open()
     try:
-        snapshot = decode_snapshot(paths.snapshot.read_bytes())
+        snapshot = decode_snapshot(read_snapshot_bytes(paths.snapshot))
     except (OSError, ValueError):
         snapshot = None
     if snapshot is not None and snapshot.ledger_seq > head.seq:

@@ -1,16 +1,21 @@
 """``autodev ledger verify``: prove the state is intact instead of assuming it.
 
 Checks the hash chain, replays every entry from the start (catching entries that do not fit the plan),
-compares the replay with ``plan.json``, and re-hashes every evidence file the ledger recorded.
+compares the replay with ``plan.json``, and re-hashes every evidence file the ledger recorded. An evidence
+file is hashed as it is streamed, so its size does not matter, but it must be a regular file in place: a
+link, a FIFO or a device there is reported as a problem, never followed or waited on.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autodev.state.hashing import sha256_hex
+from autodev.errors import EvidenceError
+from autodev.files import open_regular
 from autodev.state.plan_manager import PlanManager
 
 __all__ = ["VerifyReport", "verify_state"]
@@ -69,17 +74,25 @@ def verify_state(repo_root: Path) -> VerifyReport:
         latest = {ref.path: ref for ref in refs}
         for ref in latest.values():
             report.evidence_checked += 1
-            path = repo_root / ref.path
             try:
-                actual = sha256_hex(path.read_bytes())
+                actual = _sha256_of(repo_root / ref.path)
             except OSError:
                 report.evidence_problems.append(f"{ref.path} (task {task_id}) is missing")
+                continue
+            except EvidenceError as exc:
+                report.evidence_problems.append(f"{ref.path} (task {task_id}): {exc.message}")
                 continue
             if actual != ref.sha256:
                 report.evidence_problems.append(
                     f"{ref.path} (task {task_id}) was modified after it was recorded"
                 )
     return report
+
+
+def _sha256_of(path: Path) -> str:
+    fd = open_regular(path, what="the evidence file", follow_symlinks=False, error=EvidenceError)
+    with os.fdopen(fd, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def _compare_snapshot(repo_root: Path, replay: PlanManager) -> str:

@@ -280,7 +280,7 @@ def test_unknown_nested_key_in_config_file_lists_the_keys_of_its_table(tmp_path:
     assert "did you mean 'max_tool_calls_per_task'?" in error.message
     assert (
         "allowed keys in [guardrails]: cost_budget_usd_per_plan, loop_detection_threshold, "
-        "max_diff_bytes, max_duration_s_per_task, max_tool_calls_per_task" in error.message
+        "max_diff_bytes, max_duration_s_per_task, max_file_bytes, max_tool_calls_per_task" in error.message
     )
 
 

@@ -12,6 +12,7 @@ from autodev.config import (
     ROLE_NAMES,
     AutodevConfig,
     GateSettings,
+    InlineSettings,
     ModelPrice,
     RoleSettings,
     TierModels,
@@ -159,6 +160,47 @@ def test_gate_command_argv_is_kept_verbatim() -> None:
     gate = GateSettings(command=["pytest", "-q", "-k", "not slow"])
 
     assert gate.command == ["pytest", "-q", "-k", "not slow"]
+
+
+def test_inline_answers_are_limited_to_4_mib_by_default() -> None:
+    assert AutodevConfig().inline.max_answer_bytes == 4 * 1024 * 1024
+    with pytest.raises(ValidationError, match="greater than or equal to 1"):
+        InlineSettings(max_answer_bytes=0)
+
+
+@pytest.mark.parametrize(
+    ("data", "fragment"),
+    [
+        ({"qa_gates": {"test": {"command": ["pytest", "-q\x00"]}}}, r"item 2 contains a NUL byte \(\\x00\)"),
+        ({"roles": {"developer": {"model": "strong\x1b[0m"}}}, r"control character \\x1b \(U\+001B\)"),
+        ({"environment": {"python": "python\n3"}}, r"control character \\n \(U\+000A\)"),
+        (
+            {"tournaments": {"auto_disable_for_models": ["op\x85us"]}},
+            r"item 1 contains the control character",
+        ),
+        ({"price_table": {"m\x00": {"input_per_mtok": 1, "output_per_mtok": 1}}}, r"key 'm\\x00' contains"),
+        ({"worktree_setup": {"copy_ignored": ["a\rb"]}}, r"control character \\r"),
+    ],
+    ids=["nul-in-gate-command", "escape-in-model", "newline-in-path", "c1-control", "key", "carriage-return"],
+)
+def test_a_control_character_in_any_text_setting_is_rejected(data: dict[str, Any], fragment: str) -> None:
+    with pytest.raises(ValidationError, match=fragment):
+        AutodevConfig.model_validate(data)
+
+
+def test_a_command_argument_may_hold_tabs_and_newlines() -> None:
+    program = "import sys\n\tsys.exit(0)"
+
+    config = AutodevConfig.model_validate(
+        {
+            "qa_gates": {"test": {"command": ["python", "-c", program]}},
+            "worktree_setup": {"command": ["python", "-c", program]},
+            "environment": {"python": "python\t3"},
+        }
+    )
+
+    assert config.qa_gates.test.command == ["python", "-c", program]
+    assert config.worktree_setup.command == ["python", "-c", program]
 
 
 def test_quorum_defaults_to_a_majority_and_cannot_exceed_the_judges() -> None:

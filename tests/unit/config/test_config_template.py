@@ -94,6 +94,8 @@ def test_each_setting_is_preceded_by_its_description() -> None:
     assert "# [tournaments.plan]" in template
     assert "# [qa_gates.secretscan]" in template
     assert '# [model_tiers.claude_code]\n# fast = "haiku"' in template
+    assert "# [inline]\n\n# Largest answer file, in bytes," in template
+    assert "# max_answer_bytes = 4194304\n" in template
     assert "# cost_budget_usd_per_plan: unset by default; example: cost_budget_usd_per_plan = 5.0" in (
         template
     )
@@ -132,7 +134,10 @@ def test_toml_keys_round_trip(parts: list[str]) -> None:
     assert value == 1
 
 
-model_names = st.text(min_size=1).filter(lambda text: text.strip())
+# Control characters other than a tab are refused when the configuration loads.
+model_names = st.text(
+    st.characters(exclude_categories=("Cs", "Cc"), include_characters="\t"), min_size=1
+).filter(lambda text: text.strip())
 role_settings = st.fixed_dictionaries(
     {},
     optional={"model": model_names, "max_turns": st.integers(min_value=1, max_value=1000)},
