@@ -8,8 +8,6 @@ grepped) in CI logs.
 
 from __future__ import annotations
 
-import os
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +19,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from autodev.cli.text import ReaderMayLeaveConsole, terminal_text
 from autodev.orchestrator.events import ProgressEvent
 from autodev.state.schemas import Task
 
@@ -42,24 +41,12 @@ class _Row:
         return (self.finished if self.finished is not None else time.monotonic()) - self.started
 
 
-class _ReaderMayLeave(Console):
-    """A console whose reader may go away (``autodev demo | head``): the run goes on, unprinted.
-
-    rich's default raises ``SystemExit`` from inside whatever was printing, here a progress event in the
-    middle of the run, which would abandon the run half way instead of finishing its work quietly.
-    """
-
-    def on_broken_pipe(self) -> None:
-        self.quiet = True
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-
-
 class LiveDisplay:
     """A ``ProgressListener`` that renders the run for a person."""
 
     def __init__(self, console: Console | None = None) -> None:
-        self.console = console or _ReaderMayLeave(stderr=False)
+        # The reader may leave (``autodev demo | head``): the run then goes on, unprinted.
+        self.console = console or ReaderMayLeaveConsole()
         self._rows: dict[str, _Row] = {}
         self._notes: list[str] = []
         self._phase = ""
@@ -109,11 +96,11 @@ class LiveDisplay:
         if self._live is not None:
             self._live.update(self._render())
         else:
-            # markup=False: "[1.1/develop]" is text, not a rich style tag.
-            self.console.print(_plain(event), highlight=False, soft_wrap=True, markup=False)
+            # Text, not markup: "[1.1/develop]" is no rich style tag.
+            self.console.print(Text(_plain(event)), soft_wrap=True)
 
     def _render(self) -> Group:
-        table = Table(title=self._phase or "AutoDev", title_justify="left", expand=False)
+        table = Table(title=Text(terminal_text(self._phase) or "AutoDev"), title_justify="left", expand=False)
         # A serial run has no worktrees: keep its table as narrow as it was.
         with_worktree = any(row.worktree for row in self._rows.values())
         columns = ("Task", "Step", "Attempt", "State", "Elapsed", "Cost")
@@ -131,7 +118,7 @@ class LiveDisplay:
             if with_worktree:
                 cells.append(row.worktree or "-")
             # Text, not markup: an id or a path with "[...]" must show as written.
-            table.add_row(*(Text(cell) for cell in cells))
+            table.add_row(*(Text(terminal_text(cell)) for cell in cells))
         notes = Text("\n".join(self._notes[-6:]), style="dim")
         return Group(table, notes)
 
@@ -153,22 +140,27 @@ def _state_of(event: ProgressEvent, previous: str) -> str:
 
 
 def _plain(event: ProgressEvent) -> str:
+    """The event as printable lines: the ids, messages and details in it are an agent's or a tool's words."""
     where = f"[{event.task_id}{'/' + event.step if event.step else ''}]" if event.task_id else ""
     attempt = f" (attempt {event.attempt})" if event.attempt and event.attempt > 1 else ""
     cost = f" ${event.cost_usd:.4f}" if event.cost_usd else ""
     worktree = f" (worktree {event.details[0]})" if event.kind == "task_started" and event.details else ""
-    line = f"{where} {event.message}{attempt}{cost}{worktree}".strip()
+    lines = [f"{where} {event.message}{attempt}{cost}{worktree}".strip()]
     if len(event.details) > 1 and event.kind == "retry":
         # Each failure line carries the task id too: a grep for one task finds all of its lines.
         prefix = f"[{event.task_id}]  " if event.task_id else "  "
-        line += "".join(f"\n{prefix}  - {detail.splitlines()[0][:200]}" for detail in event.details)
-    return line
+        lines += (f"{prefix}  - {next(iter(detail.splitlines()), '')[:200]}" for detail in event.details)
+    # Line by line, so that a newline inside a message cannot start a line that seems to be another task's.
+    return "\n".join(terminal_text(line) for line in lines)
 
 
 def print_summary(
     console: Console, tasks: list[Task], cost_usd: float, elapsed_s: float, evidence: Path
 ) -> None:
-    """The end-of-run table: every task's outcome, retries and commit, then totals and where to look."""
+    """The end-of-run table: every task's outcome, retries and commit, then totals and where to look.
+
+    Every cell is ``Text``, not markup: a title or a blocked reason with ``[/bold]`` in it shows as written.
+    """
     table = Table(title="Run summary", title_justify="left")
     for column in ("Task", "Title", "Status", "Retries", "Commit / reason"):
         table.add_column(column)
@@ -176,17 +168,19 @@ def print_summary(
         outcome = task.commit[:10] if task.commit else (task.blocked_reason or "")
         style = "green" if task.status == "complete" else "red" if task.status == "blocked" else ""
         table.add_row(
-            task.id,
-            task.title,
-            f"[{style}]{task.status}[/{style}]" if style else task.status,
-            str(task.retry_count),
-            outcome[:120],
+            Text(terminal_text(task.id)),
+            Text(terminal_text(task.title)),
+            Text(task.status, style=style),
+            Text(str(task.retry_count)),
+            Text(terminal_text(outcome)[:120]),
         )
     console.print(table)
     complete = sum(task.status == "complete" for task in tasks)
     blocked = sum(task.status == "blocked" for task in tasks)
     retries = sum(task.retry_count for task in tasks)
     console.print(
-        f"{complete} complete, {blocked} blocked, {retries} retries, cost ${cost_usd:.2f}, "
-        f"{elapsed_s:.0f}s. Evidence: {evidence}"
+        Text(
+            f"{complete} complete, {blocked} blocked, {retries} retries, cost ${cost_usd:.2f}, "
+            f"{elapsed_s:.0f}s. Evidence: {terminal_text(evidence)}"
+        )
     )

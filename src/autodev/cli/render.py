@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from autodev.adapters.detect import ToolProbe
+from autodev.cli.text import ReaderMayLeaveConsole, terminal_markup
 from autodev.config import ConfigEntry
 from autodev.qa.environment import EnvironmentResolution
 from autodev.state.schemas import Plan
@@ -34,7 +34,8 @@ _STATUS_STYLE = {
 
 
 def _console() -> Console:
-    console = Console()
+    # No emoji codes: a title with ":warning:" in it shows as written.
+    console = ReaderMayLeaveConsole(emoji=False)
     if not console.is_terminal:
         # Piped output is read by grep and scripts: do not wrap it at a guessed 80 columns.
         console.width = 200
@@ -59,7 +60,8 @@ def _waits_on(ids: list[str]) -> str:
 
 def _styled(status: str) -> str:
     style = _STATUS_STYLE.get(status, "")
-    return f"[{style}]{status}[/{style}]" if style else status
+    shown = terminal_markup(status)
+    return f"[{style}]{shown}[/{style}]" if style else shown
 
 
 def print_status(data: dict[str, Any], repo_root: Path) -> None:
@@ -70,15 +72,25 @@ def print_status(data: dict[str, Any], repo_root: Path) -> None:
             console.print("No plan yet: the plan phase is under way.")
             _print_inline_wait(console, data["waiting_for"])
             return
-        console.print(f"No plan yet in {repo_root}. Create one with `autodev plan --from-markdown FILE`.")
+        where = terminal_markup(repo_root)
+        console.print(f"No plan yet in {where}. Create one with `autodev plan --from-markdown FILE`.")
         return
-    console.print(f"[bold]{plan['title'] or plan['plan_id']}[/bold]  ({plan['plan_id']})")
-    console.print(f"session {data['session_id'] or '-'}   updated {plan['updated_at']}")
+    plan_id = terminal_markup(plan["plan_id"])
+    console.print(f"[bold]{terminal_markup(plan['title'] or '') or plan_id}[/bold]  ({plan_id})")
+    session, updated = terminal_markup(data["session_id"] or "-"), terminal_markup(plan["updated_at"])
+    console.print(f"session {session}   updated {updated}")
+    missing = data.get("missing_commits")
+    if missing:
+        console.print(
+            "[bold red]Recorded commits are not on the checked-out branch[/bold red] (something rewrote it): "
+            + terminal_markup(", ".join(missing))
+            + "; put the branch back (`git reflog` shows where it was) before `autodev resume`"
+        )
     by_phase: dict[str, list[dict[str, Any]]] = {}
     for task in data["tasks"]:
         by_phase.setdefault(task["phase_id"], []).append(task)
     for phase_id, tasks in by_phase.items():
-        table = Table(title=f"Phase {phase_id}", title_justify="left", expand=False)
+        table = Table(title=f"Phase {terminal_markup(phase_id)}", title_justify="left", expand=False)
         table.add_column("Task", no_wrap=True)
         table.add_column("Title")
         table.add_column("Status", no_wrap=True)
@@ -87,12 +99,12 @@ def print_status(data: dict[str, Any], repo_root: Path) -> None:
         table.add_column("Note")
         for task in tasks:
             table.add_row(
-                escape(task["id"]),
-                escape(task["title"]),
+                terminal_markup(task["id"]),
+                terminal_markup(task["title"]),
                 _styled(task["status"]),
                 str(task["retry_count"]),
-                escape(", ".join(task["depends_on"]) or "-"),
-                escape(_note(task)),
+                terminal_markup(", ".join(task["depends_on"]) or "-"),
+                terminal_markup(_note(task)),
             )
         console.print(table)
     _print_in_flight(console, data.get("in_flight", []))
@@ -110,27 +122,30 @@ def _print_baseline(console: Console, baseline: dict[str, Any] | None) -> None:
     if not baseline:
         return
     failing = [gate for gate in baseline["gates"] if gate["finding_count"]]
-    commit = str(baseline["commit"])[:10]
+    commit = terminal_markup(str(baseline["commit"])[:10])
     if not failing:
-        console.print(f"Base commit {commit}: its checks pass ({escape(baseline['taken_in'])}).")
+        console.print(f"Base commit {commit}: its checks pass ({terminal_markup(baseline['taken_in'])}).")
         return
     for gate in failing:
         shown = "; ".join(gate["findings"][:_BASELINE_SHOWN])
         more = gate["finding_count"] - min(len(gate["findings"]), _BASELINE_SHOWN)
         extra = f" (+{more} more)" if more > 0 else ""
+        name = terminal_markup(gate["gate"])
         console.print(
-            f"[yellow]Pre-existing on the base commit {commit}[/yellow] ({gate['gate']} gate, not blamed on "
-            f"any task): {gate['finding_count']}: {escape(shown)}{extra}"
+            f"[yellow]Pre-existing on the base commit {commit}[/yellow] ({name} gate, not blamed on any "
+            f"task): {gate['finding_count']}: {terminal_markup(shown)}{extra}"
         )
 
 
 def _print_inline_wait(console: Console, waiting: dict[str, Any] | None) -> None:
     if not waiting:
         return
+    role, task_id, step, delegation, response = (
+        terminal_markup(waiting[key]) for key in ("role", "task_id", "step", "delegation", "response")
+    )
     console.print(
-        f"[bold]Waiting[/bold] for the {escape(waiting['role'])} answer of {escape(waiting['task_id'])} "
-        f"(step {escape(waiting['step'])}): instructions in {escape(waiting['delegation'])}; write the "
-        f"answer to {escape(waiting['response'])}, then run `autodev resume`."
+        f"[bold]Waiting[/bold] for the {role} answer of {task_id} (step {step}): instructions in "
+        f"{delegation}; write the answer to {response}, then run `autodev resume`."
     )
 
 
@@ -153,8 +168,8 @@ def _print_in_flight(console: Console, in_flight: list[dict[str, Any]]) -> None:
     table.add_column("Step", no_wrap=True)
     table.add_column("Worktree")
     for item in in_flight:
-        worktree = escape(item["worktree"]) if item["worktree"] else "[dim](main tree)[/dim]"
-        table.add_row(escape(item["id"]), _styled(item["status"]), worktree)
+        worktree = terminal_markup(item["worktree"]) if item["worktree"] else "[dim](main tree)[/dim]"
+        table.add_row(terminal_markup(item["id"]), _styled(item["status"]), worktree)
     console.print(table)
 
 
@@ -181,7 +196,7 @@ def _print_waiting_summary(console: Console, tasks: list[dict[str, Any]]) -> Non
     line = f"Pending: {ready} ready to start, {waiting} waiting"
     if blockers:
         top = ", ".join(f"{task_id} ({count})" for task_id, count in blockers.most_common(_TOP_BLOCKERS))
-        line += f"; most waited on: {escape(top)}"
+        line += f"; most waited on: {terminal_markup(top)}"
     console.print(line)
 
 
@@ -201,21 +216,26 @@ def print_config(entries: Iterable[ConfigEntry]) -> None:
     for entry in entries:
         source = entry.source
         table.add_row(
-            entry.key,
-            _format_value(entry.value),
-            source if source != "default" else "[dim]default[/dim]",
+            terminal_markup(entry.key),
+            terminal_markup(_format_value(entry.value)),
+            terminal_markup(source) if source != "default" else "[dim]default[/dim]",
         )
     _console().print(table)
 
 
 def print_probes(title: str, probes: Iterable[ToolProbe]) -> None:
-    table = Table(title=title, title_justify="left")
+    table = Table(title=terminal_markup(title), title_justify="left")
     for column in ("Name", "Executable", "Found", "Version or problem"):
         table.add_column(column)
     for probe in probes:
         found = "[green]yes[/green]" if probe.found else "[red]missing[/red]"
         detail = probe.version or probe.error or ""
-        table.add_row(probe.name, str(probe.path or probe.executable), found, detail)
+        table.add_row(
+            terminal_markup(probe.name),
+            terminal_markup(probe.path or probe.executable),
+            found,
+            terminal_markup(detail),
+        )
     _console().print(table)
 
 
@@ -227,15 +247,17 @@ def print_environment(resolution: EnvironmentResolution, problems: list[str]) ->
         table.add_column(column)
     for candidate in resolution.considered:
         found = "[green]chosen[/green]" if candidate.usable else "[dim]no[/dim]"
-        table.add_row(candidate.source, found, escape(candidate.detail))
+        table.add_row(terminal_markup(candidate.source), found, terminal_markup(candidate.detail))
     console.print(table)
     if resolution.environment is not None:
-        console.print(f"The project's code runs in {escape(resolution.environment.summary())}.")
+        console.print(f"The project's code runs in {terminal_markup(resolution.environment.summary())}.")
     else:
-        console.print(f"[red]No project environment[/red]: {escape(resolution.problem or 'none found')}")
+        console.print(
+            f"[red]No project environment[/red]: {terminal_markup(resolution.problem or 'none found')}"
+        )
     if problems:
         console.print("[red]The gates could not run here[/red] (a run stops before any agent call):")
         for problem in problems:
-            console.print(f"  - {escape(problem)}")
+            console.print(f"  - {terminal_markup(problem)}")
     else:
         console.print("Every enabled gate has what it needs.")

@@ -26,7 +26,12 @@ def _repo_root() -> Path:
 
 
 def render_tournament_summary(history: dict[str, Any]) -> str:
-    """``history.json`` of one tournament as readable lines."""
+    """``history.json`` of one tournament as readable lines, made printable one by one.
+
+    Candidate names, reasons and rankings come from agents: a newline in one must not forge a line.
+    """
+    from autodev.cli.text import terminal_text
+
     lines = [
         f"tournament {history.get('tournament_id')} ({history.get('kind')}), seed {history.get('seed')}",
         f"winner: {history.get('winner')}   converged: {'yes' if history.get('converged') else 'no'}",
@@ -52,7 +57,7 @@ def render_tournament_summary(history: dict[str, Any]) -> str:
                 lines.append(f"    judge {judge.get('judge_no')}: {ranking}")
             else:
                 lines.append(f"    judge {judge.get('judge_no')}: invalid ({judge.get('reason')})")
-    return "\n".join(lines)
+    return "\n".join(terminal_text(line) for line in lines)
 
 
 @click.group("tournament")

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from rich.console import Console
 
-from autodev.cli.live import LiveDisplay
+from autodev.cli.live import LiveDisplay, print_summary
 from autodev.orchestrator.events import ProgressEvent
+from autodev.state.schemas import Task
 
 WT1 = ".autodev/task-worktrees/task-1.1"
 WT2 = ".autodev/task-worktrees/task-1.2"
@@ -87,3 +89,71 @@ def test_plain_mode_prefixes_every_line_with_its_task_id() -> None:
     assert "[1.2]    - lint: E501" in lines and "[1.2]    - test: 1 failed" in lines
     assert all(line.startswith(("[1.1", "[1.2")) for line in lines[1:])
     assert len(lines) == len(INTERLEAVED) + 2  # one per event, plus the two failure lines of the retry
+
+
+# What an agent-written plan and agent output may carry: escape sequences, control characters, rich markup.
+HOSTILE = "\x1b]0;pwned\x07\x1b[2J\x9b31m[/bold] [link=file:///etc/passwd]x[/link]\x08!"
+SHOWN = "[/bold] [link=file:///etc/passwd]x[/link]!"
+HOSTILE_EVENTS = [
+    ProgressEvent("phase", f"execute phase: {HOSTILE}"),
+    ProgressEvent("task_started", f"started {HOSTILE}", "1.1", "in_progress", 1, details=(f"wt{HOSTILE}",)),
+    ProgressEvent("note", f"agent said {HOSTILE}\r\n[1.2/develop] forged line", "1.1", "develop", 1),
+    ProgressEvent(
+        "retry", "gates failed", "1.1", "gates", 2, details=(f"lint: {HOSTILE}\nmore", "", "test: fail")
+    ),
+]
+
+
+def _assert_text_only(out: str) -> None:
+    """No escape sequence or control character of the hostile strings reached the output (rich's own may)."""
+    assert "pwned" not in out and "\x07" not in out and "\x1b]" not in out and "\x1b[2J" not in out
+    assert not [char for char in out if "\x80" <= char <= "\x9f" or char == "\x08"], repr(out)
+
+
+def test_plain_mode_prints_hostile_text_as_text_on_lines_of_its_own_task() -> None:
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=False, width=200)
+    with LiveDisplay(console) as display:
+        for event in HOSTILE_EVENTS:
+            display(event)
+    printed = out.getvalue()
+    assert "\x1b" not in printed and "\r" not in printed
+    _assert_text_only(printed)
+    lines = printed.splitlines()
+    assert lines[0] == f"execute phase: {SHOWN}"
+    assert lines[1] == f"[1.1/in_progress] started {SHOWN} (worktree wt{SHOWN})"
+    # A newline in a message is not a line of another task's.
+    assert lines[2] == f"[1.1/develop] agent said {SHOWN}  [1.2/develop] forged line"
+    assert lines[3:] == [
+        "[1.1/gates] gates failed (attempt 2)",
+        f"[1.1]    - lint: {SHOWN}",
+        "[1.1]    - ",
+        "[1.1]    - test: fail",
+    ]
+
+
+def test_on_a_terminal_hostile_text_is_shown_as_written() -> None:
+    out = io.StringIO()
+    console = Console(record=True, force_terminal=True, width=200, file=out)
+    with LiveDisplay(console) as display:
+        for event in HOSTILE_EVENTS:
+            display(event)
+    _assert_text_only(out.getvalue())
+    text = console.export_text()
+    assert f"execute phase: {SHOWN}" in text
+    assert f"wt{SHOWN}" in _last_rows(text)["1.1"][-1]
+    assert f"agent said {SHOWN}  [1.2/develop] forged line" in text
+
+
+def test_the_run_summary_shows_hostile_titles_and_reasons_as_written(tmp_path: Path) -> None:
+    tasks = [
+        Task(id="1.1", phase_id="1", title=f"Title{HOSTILE}", status="complete", commit="0123456789abcdef"),
+        Task(id="1.2", phase_id="1", title="[bold]", status="blocked", blocked_reason=f"gates: {HOSTILE}"),
+    ]
+    out = io.StringIO()
+    console = Console(record=True, force_terminal=True, width=300, file=out)
+    print_summary(console, tasks, 0.5, 3.0, tmp_path / "[/evidence]")
+    _assert_text_only(out.getvalue())
+    text = console.export_text()
+    assert f"Title{SHOWN}" in text and "[bold]" in text and f"gates: {SHOWN}" in text
+    assert f"Evidence: {tmp_path / '[/evidence]'}" in text
