@@ -15,6 +15,9 @@ translated at the boundary with ``raise ... from exc``.
     ├── TaskNotFoundError             a task id that is not in the plan
     ├── InvalidTransitionError        a task status change the state machine forbids
     ├── PathEscapeError               a path that resolves outside the repository
+    ├── RepositoryError               the checkout cannot be worked in as it is (not a git repository)
+    │   ├── UnsafeRepositoryError     git refuses a repository another user owns (safe.directory)
+    │   └── DetachedHeadError         HEAD is detached in the main checkout (no --allow-detached)
     ├── StateError                    the .autodev/ state cannot be read or written
     │   ├── LedgerCorruptError        the hash chain is broken (line number)
     │   ├── SnapshotError             plan.json cannot be written
@@ -31,6 +34,7 @@ from __future__ import annotations
 __all__ = [
     "AutodevError",
     "ConfigError",
+    "DetachedHeadError",
     "EnvironmentFaultError",
     "EvidenceError",
     "GuardrailExceededError",
@@ -42,9 +46,11 @@ __all__ = [
     "PlanExistsError",
     "PlanNotFoundError",
     "PlanParseError",
+    "RepositoryError",
     "SnapshotError",
     "StateError",
     "TaskNotFoundError",
+    "UnsafeRepositoryError",
     "quote",
 ]
 
@@ -154,6 +160,18 @@ class PathEscapeError(AutodevError):
             f"{where}path {quote(path)} resolves outside the repository {root}; use a path relative to the "
             "repository root without '..' or links that leave it"
         )
+
+
+class RepositoryError(AutodevError):
+    """The user's checkout cannot be worked in as it is; nothing was run and nothing was recorded."""
+
+
+class UnsafeRepositoryError(RepositoryError):
+    """git refuses to work in a repository owned by another user (its ``safe.directory`` check)."""
+
+
+class DetachedHeadError(RepositoryError):
+    """The main checkout's HEAD is detached: task commits would land on no branch."""
 
 
 class StateError(AutodevError):

@@ -4,8 +4,10 @@ Every parser here is a pure function of the reply text. It finds the contract's 
 are decorated (``**VERDICT:**``, backticks, a leading bullet, quote or heading marker, any letter case)
 and ignores the text around them, but it never turns something that is not there into a pass: a missing
 or malformed line gives ``None``, never a default. When a key appears on several lines the last one
-decides, because an agent that quotes the contract or changes its mind ends with its answer; a malformed
-last line gives ``None`` even when an earlier line was valid.
+decides, because an agent that quotes the contract ends with its answer; a malformed last line gives
+``None`` even when an earlier line was valid. The reviewer's verdict is the exception: a reply that states
+two different verdicts is malformed, since taking either one would be a guess, and a guess of APPROVED
+passes work the same reply asked to change.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ __all__ = [
     "parse_review_verdict",
     "parse_test_results",
     "parse_topic",
+    "review_problem",
 ]
 
 ReviewVerdict = Literal["APPROVED", "NEEDS_CHANGES", "REJECTED"]
@@ -84,6 +87,9 @@ _CONTRACT_KEYS = frozenset(
 # Bullets, numbering, quote and heading markers in front of a key; "*" and "+" only as bullets (followed
 # by a space), so that "**VERDICT:**" keeps its bold for the key pattern to consume.
 _LEAD = re.compile(r"^(?:[-*+][ \t]+|>[ \t]*|#{1,6}[ \t]+|\d{1,3}[.)][ \t]+)*")
+# A verdict stated without its key may stand in a quote or a heading, but not as a list item: items are
+# issues, or the contract's list of verdicts repeated.
+_BARE_LEAD = re.compile(r"^(?:>[ \t]*|#{1,6}[ \t]+)*")
 _KEY_LINE = re.compile(r"[*_`]{0,2}(?P<key>[A-Za-z]+)[*_`]{0,2}[ \t]*:(?:[*_`]{1,2}(?=\s|$))?(?P<value>.*)")
 _ITEM = re.compile(r"[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+(?P<text>.*)")
 _WRAPPERS = ("**", "__", "`", "*", "_")
@@ -194,6 +200,7 @@ class _Choices(Generic[_Option]):
             re.IGNORECASE | re.DOTALL | re.ASCII,
         )
         self._finder = re.compile(rf"\b(?:{alternatives})\b", re.IGNORECASE | re.ASCII)
+        self._capitals = re.compile(rf"(?:{alternatives})\b", re.ASCII)
 
     def read(self, value: str) -> _Option | None:
         """The option ``value`` names, or ``None`` when it names none or more than one."""
@@ -204,6 +211,14 @@ class _Choices(Generic[_Option]):
         if any(self._option(other) != choice for other in self._finder.findall(match["note"] or "")):
             return None
         return choice
+
+    def read_bare(self, line: str) -> _Option | None:
+        """The option a line states on its own, without a key ("APPROVED", "**NEEDS_CHANGES:** ...").
+
+        Only in capitals, as the contract writes it: "Rejected: ..." is a sentence, not a verdict.
+        """
+        value = _unwrap(_BARE_LEAD.sub("", line.strip(), count=1)).replace("*", "").replace("`", "")
+        return self.read(value) if self._capitals.match(value.strip()) else None
 
     def last(self, lines: Sequence[str], key: str) -> _Option | None:
         """The option on the last ``key`` line; ``None`` when there is none or it is malformed."""
@@ -226,14 +241,38 @@ _CONFIDENCES: _Choices[Confidence] = _Choices(get_args(Confidence))
 def parse_review_verdict(text: str) -> ReviewParse | None:
     """The reviewer's verdict and issues, or ``None`` when there is no well-formed ``VERDICT:`` line.
 
-    A missing verdict is a failed review, never an approval. ``issues`` holds the items of the last
-    ``ISSUES:`` list (empty when there is none, or when it says ``none``).
+    A missing verdict is a failed review, never an approval, and so are verdicts that disagree: two
+    ``VERDICT:`` lines, or a ``VERDICT:`` line and a line that is a verdict on its own ("APPROVED",
+    "NEEDS_CHANGES: ..."), naming different verdicts. ``issues`` holds the items of the last ``ISSUES:``
+    list (empty when there is none, or when it says ``none``).
     """
     lines = text.splitlines()
     verdict = _REVIEW_VERDICTS.last(lines, "VERDICT")
-    if verdict is None:
+    if verdict is None or _stated_verdicts(lines) != {verdict}:
         return None
     return ReviewParse(verdict=verdict, issues=_section_items(lines, "ISSUES"))
+
+
+def review_problem(text: str) -> str | None:
+    """Why ``parse_review_verdict`` finds no usable verdict in ``text`` (for the repair turn), or None."""
+    if parse_review_verdict(text) is not None:
+        return None
+    stated = _stated_verdicts(text.splitlines())
+    if len(stated) > 1:
+        return f"it states verdicts that disagree ({', '.join(sorted(stated))}); give exactly one"
+    return "it has no 'VERDICT: APPROVED|NEEDS_CHANGES|REJECTED' line"
+
+
+def _stated_verdicts(lines: Sequence[str]) -> set[ReviewVerdict]:
+    """Every well-formed verdict a reply states, with its ``VERDICT:`` key or on a line of its own."""
+    stated: set[ReviewVerdict] = set()
+    for line in lines:
+        found = _key_line(line)
+        keyed = _REVIEW_VERDICTS.read(found[1]) if found is not None and found[0] == "VERDICT" else None
+        verdict = keyed or _REVIEW_VERDICTS.read_bare(line)
+        if verdict is not None:
+            stated.add(verdict)
+    return stated
 
 
 def parse_critic_verdict(text: str) -> CriticParse | None:

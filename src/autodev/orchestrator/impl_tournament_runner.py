@@ -246,7 +246,7 @@ async def run_impl_tournament(orch: Orchestrator, task: Task, tree: Path, git: G
             "converged": result.converged,
             "stop_reason": note,
             "seed": result.seed,
-            "artifact_dir": str(artifacts.dir.relative_to(orch.repo_root)),
+            "artifact_dir": orch.paths.relative(artifacts.dir),
         },
     )
     orch.plan_manager.record_evidence(

@@ -227,7 +227,7 @@ async def run_plan_tournament(orch: Orchestrator, plan: Plan, intent: str) -> Pl
             "converged": result.converged,
             "stop_reason": result.stop_reason,
             "seed": result.seed,
-            "artifact_dir": str(artifacts.dir.relative_to(orch.repo_root)),
+            "artifact_dir": orch.paths.relative(artifacts.dir),
         },
     )
     orch.plan_manager.record_evidence(

@@ -110,6 +110,23 @@ class AutodevPaths:
     def inline_state(self) -> Path:
         return self.state_dir / "inline-state.json"
 
+    def relative(self, path: Path) -> str:
+        """``path``, a path in the repository or its state, as the state records it: relative to the
+        repository root, ``.autodev/...`` for the state.
+
+        ``.autodev`` may be a link to a directory elsewhere, and paths that went through ``resolve()`` (git
+        worktrees do) then lie outside the repository: they are put back under the name of the link.
+        """
+        bases = (
+            (self.repo_root, ()),
+            (self.state_dir.resolve(), (STATE_DIR_NAME,)),
+            (self.repo_root.resolve(), ()),
+        )
+        for base, prefix in bases:
+            if path.is_relative_to(base):
+                return PurePosixPath(*prefix, path.relative_to(base).as_posix()).as_posix()
+        raise PathEscapeError(str(path), str(self.repo_root), context="state path")
+
     def evidence_file(self, task_id: str, kind: str, attempt: int) -> Path:
         return self.evidence_dir / f"{task_id}-{kind}-{attempt}.json"
 
@@ -175,6 +192,11 @@ def ensure_state_dir(paths: AutodevPaths) -> Path:
     """Create ``.autodev/`` with a ``.gitignore`` so AutoDev's own state never lands in a user's commit."""
     state_dir = paths.state_dir
     ignore = state_dir / ".gitignore"
+    if state_dir.is_symlink() and not state_dir.exists():
+        raise StateError(
+            f"{state_dir} is a link to {os.readlink(state_dir)}, which does not exist; create that directory "
+            "(or remove the link), then try again"
+        )
     try:
         state_dir.mkdir(parents=True, exist_ok=True)
         if not ignore.exists():

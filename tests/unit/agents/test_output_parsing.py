@@ -17,6 +17,7 @@ from autodev.agents.parsing import (
     parse_review_verdict,
     parse_test_results,
     parse_topic,
+    review_problem,
 )
 
 # --- reviewer verdict -----------------------------------------------------------------------------------
@@ -92,11 +93,74 @@ def test_missing_or_malformed_verdict_is_none_never_approved(text: str) -> None:
     assert parse_review_verdict(text) is None
 
 
-def test_last_verdict_line_wins() -> None:
-    assert parse_review_verdict("VERDICT: REJECTED\nOn reflection:\nVERDICT: APPROVED") == ReviewParse(
-        "APPROVED", ()
-    )
-    assert parse_review_verdict("VERDICT: APPROVED\n...\nVERDICT: REJECTED") == ReviewParse("REJECTED", ())
+@pytest.mark.parametrize(
+    "text",
+    [
+        "VERDICT: NEEDS_CHANGES\nISSUES:\n- add a test\n\nOn reflection:\nVERDICT: APPROVED",
+        "VERDICT: APPROVED\n...\nVERDICT: REJECTED",
+        "VERDICT: approved\nVERDICT: needs changes",
+        "APPROVED\n\nNEEDS_CHANGES: the tests are missing\nVERDICT: NEEDS_CHANGES",
+        "VERDICT: APPROVED\nNEEDS_CHANGES: the tests are missing",
+        "**APPROVED**\nVERDICT: REJECTED",
+        "## NEEDS CHANGES\nVERDICT: APPROVED",
+        "> REJECTED.\nVERDICT: APPROVED",
+        "VERDICT: APPROVED\nISSUES:\nREJECTED",
+    ],
+    ids=[
+        "keyed-then-keyed",
+        "approved-then-rejected",
+        "any-case",
+        "bare-lines",
+        "keyed-then-bare-with-note",
+        "bold-bare",
+        "heading",
+        "quote",
+        "bare-last",
+    ],
+)
+def test_verdicts_that_disagree_are_malformed_never_the_last_one(text: str) -> None:
+    assert parse_review_verdict(text) is None
+    assert (review_problem(text) or "").startswith("it states verdicts that disagree (")
+
+
+def test_the_review_problem_says_what_is_wrong_with_a_reply() -> None:
+    assert review_problem("VERDICT: APPROVED\nISSUES:\n") is None
+    assert review_problem("Looks good to me.") == "it has no 'VERDICT: APPROVED|NEEDS_CHANGES|REJECTED' line"
+
+
+@pytest.mark.parametrize(
+    ("text", "verdict"),
+    [
+        ("VERDICT: APPROVED\nISSUES:\n\nTo repeat myself:\nVERDICT: APPROVED", "APPROVED"),
+        ("APPROVED\n\nVERDICT: **approved**", "APPROVED"),
+        ("VERDICT: NEEDS_CHANGES\nNEEDS CHANGES: see below\nISSUES:\n- add a test", "NEEDS_CHANGES"),
+    ],
+)
+def test_the_same_verdict_stated_twice_is_that_verdict(text: str, verdict: str) -> None:
+    result = parse_review_verdict(text)
+
+    assert result is not None
+    assert result.verdict == verdict
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # The contract's list of verdicts repeated, and issue items: list items are not verdicts.
+        "- APPROVED: every criterion is met\n- NEEDS_CHANGES: concrete problems\nVERDICT: APPROVED",
+        "VERDICT: APPROVED\nISSUES:\n- REJECTED: inputs over 10 characters are not handled",
+        # Prose, a quoted contract line and a near miss state no verdict.
+        "Rejected: nothing, the change is fine.\nVERDICT: APPROVED",
+        "VERDICT: APPROVED|NEEDS_CHANGES|REJECTED\nVERDICT: APPROVED",
+        "APPROVEDISH\nVERDICT: APPROVED",
+        "I considered NEEDS_CHANGES, but no.\nVERDICT: APPROVED",
+    ],
+)
+def test_lines_that_only_mention_a_verdict_do_not_disagree(text: str) -> None:
+    result = parse_review_verdict(text)
+
+    assert result is not None
+    assert result.verdict == "APPROVED"
 
 
 def test_a_malformed_last_verdict_is_not_rescued_by_an_earlier_one() -> None:
