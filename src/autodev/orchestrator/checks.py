@@ -34,6 +34,7 @@ from autodev.qa.baseline import (
     baseline_key,
     excuse,
     require_tests_like_base,
+    require_tests_still_run,
     tree_baseline,
 )
 from autodev.qa.environment import ProjectEnvironment
@@ -141,16 +142,32 @@ class ChangeChecks:
     ) -> GateRun:
         """The gates on a change, every finding its base commit has too moved to ``preexisting``."""
         run = await self.run(root, git, files, only=only)
-        judged = [await self._judge(result, base_commit, files) for result in run.results]
+        judged = []
+        for result in run.results:
+            if result.gate == "test":
+                # The whole change, not only the files of this step: a test the change edits anywhere is
+                # the reviewer's to judge.
+                change = await git.changed_between(base_commit, run.tree) if run.tree else files
+                judged.append(await self._judge_tests(result, base_commit, change))
+            else:
+                judged.append(await self._judge(result, base_commit, files))
         return GateRun(judged, run.tree, run.environment)
+
+    async def _judge_tests(self, result: GateResult, base_commit: str, change: Sequence[str]) -> GateResult:
+        """The test gate against the base: its old failures excused, missing or hidden tests a failure."""
+        label = f"the base commit {base_commit[:10]}"
+        baseline = await self.tree_baseline(base_commit)
+        base = baseline.gate("test", result.language) if baseline else None
+        if result.status == "no_tests":
+            judged = require_tests_like_base(result, base, base_label=label)
+        elif result.status == "fail" and result.finding_keys:
+            judged = excuse(result, base.finding_keys if base else None, base_label=label)
+        else:
+            judged = result
+        return require_tests_still_run(judged, base, change, base_label=label)
 
     async def _judge(self, result: GateResult, base_commit: str, files: Sequence[str]) -> GateResult:
         label = f"the base commit {base_commit[:10]}"
-        if result.gate == "test" and result.status == "no_tests":
-            baseline = await self.tree_baseline(base_commit)
-            return require_tests_like_base(
-                result, baseline.gate("test", result.language) if baseline else None, base_label=label
-            )
         if result.status != "fail" or not result.finding_keys:
             return result
         if result.gate in _FILE_GATES:
@@ -166,10 +183,6 @@ class ChangeChecks:
                 state_dir=self.paths.state_dir,
             )
             return excuse(result, base.finding_keys, base_label=label)
-        if result.gate == "test":
-            baseline = await self.tree_baseline(base_commit)
-            gate = baseline.gate("test", result.language) if baseline else None
-            return excuse(result, gate.finding_keys if gate else None, base_label=label)
         if result.gate == "build" and result.language == "python":
             at_base = [path for path in files if await self.git.show_file(base_commit, path) is not None]
             if not at_base:

@@ -45,6 +45,7 @@ __all__ = [
     "cannot_run",
     "excuse",
     "require_tests_like_base",
+    "require_tests_still_run",
 ]
 
 _SHOWN = 10
@@ -62,6 +63,10 @@ class GateBaseline(BaseModel):
     findings: list[str] = Field(default_factory=list)
     finding_keys: list[str] = Field(default_factory=list)
     counts: RunCounts | None = None
+    # The test ids that ran to an outcome there, and those skipped there; None in a baseline taken before
+    # AutoDev kept them.
+    executed: list[str] | None = None
+    skipped: list[str] | None = None
 
     @classmethod
     def of(cls, result: GateResult) -> GateBaseline:
@@ -74,6 +79,10 @@ class GateBaseline(BaseModel):
             findings=[*result.findings, *result.preexisting],
             finding_keys=list(result.finding_keys),
             counts=result.counts,
+            executed=list(result.executed) if result.gate == "test" and result.counts else None,
+            skipped=[_test_id(text) for text in result.not_run]
+            if result.gate == "test" and result.counts
+            else None,
         )
 
 
@@ -97,6 +106,9 @@ class TreeBaseline(BaseModel):
 def baseline_key(config: QAGatesSettings, environment: ProjectEnvironment | None) -> str:
     """A digest of what a gate's result depends on besides the tree: its settings and the environment."""
     material = {
+        # Raised when a baseline starts to hold something new (2: the tests that ran), so that an older
+        # cached baseline is taken again instead of deciding without it.
+        "format": 2,
         "gates": config.model_dump(mode="json"),
         "environment": None
         if environment is None
@@ -212,3 +224,53 @@ def require_tests_like_base(result: GateResult, base: GateBaseline | None, *, ba
         return result
     reason = f"no tests ran, but {base.counts.total} ran on {base_label}: the change removed or hid them"
     return result.model_copy(update={"status": "fail", "reason": reason})
+
+
+def _test_id(not_run_text: str) -> str:
+    """The test id of a ``GateResult.not_run`` entry ("id: how (message)")."""
+    return not_run_text.split(": ", 1)[0]
+
+
+def _module_of(path: str) -> str:
+    """The dotted module name pytest puts in a test's ``classname`` for a file path."""
+    return path.removesuffix(".py").replace("/", ".")
+
+
+def require_tests_still_run(
+    result: GateResult, base: GateBaseline | None, changed: Sequence[str], *, base_label: str
+) -> GateResult:
+    """A test gate fails when tests did not run that must: those that ran on the base and are now skipped,
+    xfailed, or gone from a file the change did not touch (deselected by a hook or an option), and new
+    tests of the change that are skipped or xfailed (they prove nothing about it). A test the change
+    itself edits, renames or deletes in its own file is the reviewer's to judge, not this check's."""
+    if result.gate != "test" or base is None or base.executed is None or result.counts is None:
+        return result
+    if result.status not in ("pass", "fail", "no_tests"):
+        return result
+    now = set(result.executed)
+    touched = tuple(_module_of(path) for path in changed if path.endswith(".py"))
+    skipped = {_test_id(text): text for text in result.not_run}
+    known = {*base.executed, *(base.skipped or ())}
+    lost = [text for test_id, text in skipped.items() if test_id not in known]
+    for test_id in base.executed:
+        if test_id in now:
+            continue
+        if test_id in skipped:
+            lost.append(skipped[test_id])
+        elif not test_id.startswith(touched) or not touched:
+            lost.append(f"{test_id}: not run (deselected or not collected)")
+    if not lost:
+        return result
+    shown = "; ".join(lost[:_SHOWN]) + (f" and {len(lost) - _SHOWN} more" if len(lost) > _SHOWN else "")
+    reason = (
+        f"{len(lost)} test(s) did not run that ran on {base_label} or that the change adds: {shown}; "
+        "tests that do not run prove nothing, so skipping, xfailing or deselecting them is no pass"
+    )
+    return result.model_copy(
+        update={
+            "status": "fail",
+            "reason": reason if result.status != "fail" else f"{result.reason}; {reason}",
+            "findings": [*result.findings, *lost],
+            "finding_keys": [*result.finding_keys, *(f"not-run:{_test_id(text)}" for text in lost)],
+        }
+    )

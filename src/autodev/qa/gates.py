@@ -77,7 +77,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal, Protocol, get_args
 
@@ -225,6 +225,10 @@ class GateResult(BaseModel):
     counts: RunCounts | None = None
     cause: GateCause | None = None
     changed_files: list[str] = Field(default_factory=list)
+    # The test gate's cases (pytest's JUnit report): the ids that ran to an outcome, and those that did not
+    # (skipped or xfailed), as "id: how (message)".
+    executed: list[str] = Field(default_factory=list)
+    not_run: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _consistent(self) -> GateResult:
@@ -624,6 +628,8 @@ class _Outcome:
     findings: tuple[_Finding, ...] = ()
     counts: RunCounts | None = None
     cause: GateCause | None = None
+    executed: tuple[str, ...] = ()
+    not_run: tuple[str, ...] = ()
 
 
 # A judge reads a finished command beyond its exit status: (check, stdout lines, outcome by exit status).
@@ -929,15 +935,22 @@ def _pytest_judge(junit: Path, root: Path) -> _Judge:
             _Finding(case.id, f"{case.id}: {case.outcome}" + (f": {case.message}" if case.message else ""))
             for case in report.failing
         )
+        executed = tuple(case.id for case in report.cases if case.executed)
+        not_run = tuple(case.not_run_text() for case in report.cases if not case.executed)
+
+        def outcome_of(status: _Verdict, reason: str, found: tuple[_Finding, ...] = ()) -> _Outcome:
+            return _Outcome(status, reason, found, counts, executed=executed, not_run=not_run)
+
+        if code == 0 and not findings and report.total and not report.executed:
+            # Every test skipped or xfailed: nothing was tested, which is no pass.
+            return outcome_of("no_tests", f"pytest ran no test: all {report.total} were skipped")
         if code == 0 and not findings:
-            return _Outcome("pass", f"{report.passed} passed, {report.skipped} skipped", counts=counts)
+            return outcome_of("pass", f"{report.passed} passed, {report.skipped} skipped")
         if code == 2:
-            return _Outcome("fail", "test collection failed or the run was interrupted", findings, counts)
+            return outcome_of("fail", "test collection failed or the run was interrupted", findings)
         if not findings:
-            return _Outcome(
-                "fail", f"pytest exited with status {code} and its report shows no failure", counts=counts
-            )
-        return _Outcome("fail", f"{len(findings)} of {report.total} tests failed", findings, counts)
+            return outcome_of("fail", f"pytest exited with status {code} and its report shows no failure")
+        return outcome_of("fail", f"{len(findings)} of {report.total} tests failed", findings)
 
     return judge
 
@@ -1121,9 +1134,7 @@ def _timed_out(gate: GateName, settings: GateSettings) -> _Outcome:
 def _labelled(command: _Command, outcome: _Outcome) -> _Outcome:
     if command.label is None or outcome.reason is None or outcome.status == "pass":
         return outcome
-    return _Outcome(
-        outcome.status, f"{command.label}: {outcome.reason}", outcome.findings, outcome.counts, outcome.cause
-    )
+    return replace(outcome, reason=f"{command.label}: {outcome.reason}")
 
 
 def _result(
@@ -1144,6 +1155,8 @@ def _result(
         "findings": [finding.text for finding in findings],
         "finding_keys": [finding.key for finding in findings],
         "counts": counts,
+        "executed": [case for outcome in outcomes for case in outcome.executed],
+        "not_run": [case for outcome in outcomes for case in outcome.not_run],
     }
     if "error" not in statuses and "missing" in statuses:
         if config.on_missing_tool == "skip":

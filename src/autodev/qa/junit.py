@@ -38,6 +38,17 @@ class JUnitCase:
     id: str
     outcome: CaseOutcome
     message: str = ""
+    # A skipped case pytest reports as an expected failure (``xfail``): it ran no assertion that counts.
+    xfailed: bool = False
+
+    @property
+    def executed(self) -> bool:
+        """Whether the test ran to an outcome (passed, failed or errored) rather than being skipped."""
+        return self.outcome != "skipped"
+
+    def not_run_text(self) -> str:
+        how = "xfailed" if self.xfailed else "skipped"
+        return f"{self.id}: {how}" + (f" ({self.message})" if self.message else "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +78,10 @@ class JUnitReport:
         return self._count("skipped")
 
     @property
+    def executed(self) -> int:
+        return self.total - self.skipped
+
+    @property
     def failing(self) -> tuple[JUnitCase, ...]:
         return tuple(case for case in self.cases if case.outcome in ("failed", "error"))
 
@@ -74,13 +89,14 @@ class JUnitReport:
         return Counter(case.outcome for case in self.cases)
 
 
-def _outcome(element: ElementTree.Element) -> tuple[CaseOutcome, str]:
+def _outcome(element: ElementTree.Element) -> tuple[CaseOutcome, str, bool]:
     for tag, outcome in _OUTCOME_TAGS:
         child = element.find(tag)
         if child is not None:
             message = (child.get("message") or (child.text or "")).strip().splitlines()
-            return outcome, (message[0][:300] if message else "")
-    return "passed", ""
+            xfailed = outcome == "skipped" and child.get("type") == "pytest.xfail"
+            return outcome, (message[0][:300] if message else ""), xfailed
+    return "passed", "", False
 
 
 def read_junit(path: Path) -> JUnitReport | str:
@@ -102,6 +118,6 @@ def read_junit(path: Path) -> JUnitReport | str:
         classname = element.get("classname") or ""
         name = element.get("name") or ""
         case_id = f"{classname}::{name}" if classname and name else classname or name
-        outcome, message = _outcome(element)
-        cases.append(JUnitCase(case_id, outcome, message))
+        outcome, message, xfailed = _outcome(element)
+        cases.append(JUnitCase(case_id, outcome, message, xfailed))
     return JUnitReport(tuple(cases))

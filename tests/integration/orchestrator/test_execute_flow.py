@@ -119,7 +119,8 @@ def test_gate_failing_until_exhaustion_escalates_and_blocks_dependents(tmp_path:
                     {"path": "tests/test_slug.py", "content": "def test_one() -> None:\n    assert True\n"}
                 ],
             },
-            "it says passed=10 failed=0, but AutoDev's own run of the tests shows passed=2 failed=0",
+            "it says passed=10 failed=0 total=10, but AutoDev's own run of the tests shows passed=2 "
+            "failed=0 total=2",
         ),
     ],
     ids=["missing-verdict", "missing-results", "empty-diff", "claim-contradicted"],

@@ -231,7 +231,11 @@ def test_a_test_engineer_miscount_is_repaired_with_the_real_counts(tmp_path: Pat
     first, second = _prompts(adapter, "test_engineer")
     # Told up front which run its counts must match, and on the repair what that run showed.
     assert "HOW YOUR COUNTS ARE CHECKED" in first and " -m pytest -q -p no:cacheprovider" in first
-    assert "it says passed=9 failed=0, but AutoDev's own run of the tests shows passed=2 failed=0" in second
+    shown = (
+        "it says passed=9 failed=0 total=9, but AutoDev's own run of the tests shows passed=2 "
+        "failed=0 total=2"
+    )
+    assert shown in second
     assert _evidence(root, "1.1-test-1.json")["agrees"] is True
 
 

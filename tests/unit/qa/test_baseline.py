@@ -12,6 +12,7 @@ from autodev.qa.baseline import (
     cannot_run,
     excuse,
     require_tests_like_base,
+    require_tests_still_run,
     tree_baseline,
 )
 from autodev.qa.environment import autodev_environment
@@ -138,3 +139,87 @@ def test_junit_reports_of_both_families_are_read(tmp_path: Path) -> None:
     assert read_junit(tmp_path / "missing.xml") == "pytest wrote no JUnit report"
     (tmp_path / "bad.xml").write_text("<html>")
     assert str(read_junit(tmp_path / "bad.xml")).startswith("the JUnit report cannot be parsed")
+
+
+def _tests_run(executed: list[str], not_run: tuple[str, ...] = ()) -> GateResult:
+    return GateResult(
+        gate="test",
+        status="pass",
+        counts=RunCounts(
+            passed=len(executed), failed=0, skipped=len(not_run), total=len(executed) + len(not_run)
+        ),
+        executed=executed,
+        not_run=list(not_run),
+    )
+
+
+def _base(executed: list[str], skipped: list[str] | None = None) -> GateBaseline:
+    return GateBaseline(
+        gate="test",
+        status="pass",
+        counts=RunCounts(passed=len(executed), failed=0, skipped=0, total=len(executed)),
+        executed=executed,
+        skipped=skipped or [],
+    )
+
+
+def test_tests_that_ran_on_the_base_and_are_now_xfailed_or_skipped_fail_the_gate() -> None:
+    now = _tests_run(["tests.test_a::test_one"], ("tests.test_a::test_two: xfailed (flaky)",))
+
+    judged = require_tests_still_run(
+        now, _base(["tests.test_a::test_one", "tests.test_a::test_two"]), ["src/mod.py"], base_label="base"
+    )
+
+    assert judged.status == "fail"
+    assert judged.findings == ["tests.test_a::test_two: xfailed (flaky)"]
+    assert judged.finding_keys == ["not-run:tests.test_a::test_two"]
+    assert "did not run" in (judged.reason or "")
+
+
+def test_a_test_gone_from_an_untouched_file_was_deselected_but_one_the_change_edits_is_the_reviewers() -> (
+    None
+):
+    base = _base(["tests.test_a::test_one", "tests.test_b::test_old"])
+    now = _tests_run([])
+
+    untouched = require_tests_still_run(now, base, ["tests/test_b.py"], base_label="base")
+
+    assert untouched.findings == ["tests.test_a::test_one: not run (deselected or not collected)"]
+
+
+def test_new_tests_that_do_not_run_fail_but_tests_skipped_on_the_base_too_do_not() -> None:
+    base = _base(["t.test_a::test_one"], skipped=["t.test_a::test_gpu"])
+    now = _tests_run(
+        ["t.test_a::test_one"], ("t.test_a::test_gpu: skipped (no gpu)", "t.test_new::test_it: xfailed")
+    )
+
+    judged = require_tests_still_run(now, base, ["t/test_new.py"], base_label="base")
+
+    assert judged.findings == ["t.test_new::test_it: xfailed"]
+
+
+def test_a_baseline_without_test_ids_judges_nothing() -> None:
+    old = GateBaseline(gate="test", status="pass", counts=RunCounts(passed=1, failed=0, skipped=0, total=1))
+    now = _tests_run([], ("x::y: skipped",))
+
+    assert require_tests_still_run(now, old, [], base_label="base") == now
+
+
+def test_xfailed_cases_are_read_as_not_run_and_xpassed_ones_as_run(tmp_path: Path) -> None:
+    report = tmp_path / "junit.xml"
+    report.write_text(
+        '<testsuites><testsuite name="pytest">'
+        '<testcase classname="t" name="a"><skipped type="pytest.xfail" message="later"/></testcase>'
+        '<testcase classname="t" name="b"/>'
+        '<testcase classname="t" name="c"><skipped type="pytest.skip" message="no gpu"/></testcase>'
+        "</testsuite></testsuites>"
+    )
+
+    parsed = read_junit(report)
+
+    assert not isinstance(parsed, str)
+    assert parsed.executed == 1
+    assert [case.not_run_text() for case in parsed.cases if not case.executed] == [
+        "t::a: xfailed (later)",
+        "t::c: skipped (no gpu)",
+    ]
