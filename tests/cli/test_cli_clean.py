@@ -21,7 +21,14 @@ def test_clean_removes_stale_git_locks_children_and_temp_files(run_cli: RunCli, 
     plan.write_text("# Plan: p\n\n## Phase 1: x\n\n### Task 1.1: t\n- Files: a.py\n")
     assert run_cli("-C", str(root), "plan", "--from-markdown", str(plan)).code == 0
     ledger_before = (root / ".autodev" / "ledger.jsonl").read_bytes()
-    (root / ".git" / "index.lock").write_text("")
+    # What a git killed inside `git add` or `git commit` leaves behind.
+    branch = subprocess.run(
+        ["git", "symbolic-ref", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    stale = [root / ".git" / "index.lock", root / ".git" / "HEAD.lock", root / ".git" / f"{branch}.lock"]
+    for lock in stale:
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        lock.write_text("")
     dead_temp = root / ".autodev" / "evidence" / ".1.1-review-1.json.999999.tmp"
     dead_temp.parent.mkdir(parents=True, exist_ok=True)
     dead_temp.write_text("{")
@@ -32,11 +39,12 @@ def test_clean_removes_stale_git_locks_children_and_temp_files(run_cli: RunCli, 
         result = run_cli("-C", str(root), "clean")
         assert result.code == 0, result.err
         assert orphan.wait(timeout=10) != 0  # it was killed, not left to finish
+        assert "Stopped 1 leftover process(es)" in result.out
     finally:
         if orphan.poll() is None:
             orphan.kill()
             orphan.wait()
-    assert not (root / ".git" / "index.lock").exists()
+    assert not [lock for lock in stale if lock.exists()]
     assert not dead_temp.exists()
     assert (root / ".autodev" / "ledger.jsonl").read_bytes() == ledger_before
     assert PlanManager.open(root, readonly=True).plan.title == "p"

@@ -7,6 +7,15 @@ from pathlib import Path
 import anyio
 
 
+def running(pid: int) -> bool:
+    """Whether ``pid`` exists and is not a zombie (nothing in this container reaps orphans)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2 :].split()[0] not in ("Z", "X")
+
+
 def live_group_members(pgid: int) -> list[int]:
     """Processes in group ``pgid`` that are not zombies (nothing in this container reaps orphans)."""
     live: list[int] = []

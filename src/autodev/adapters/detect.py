@@ -18,6 +18,7 @@ from types import MappingProxyType
 
 from autodev.config.schema import PLATFORMS
 from autodev.errors import ConfigError
+from autodev.processes import TAG_VARIABLE, call_tag
 
 __all__ = [
     "CLI_EXECUTABLES",
@@ -107,6 +108,8 @@ def read_version(path: str, timeout_s: float = VERSION_TIMEOUT_S) -> str:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
+        # Tagged like every process AutoDev starts in a session of its own: not taken for an orphan.
+        env={**os.environ, TAG_VARIABLE: call_tag(None)},
     ) as process:
         try:
             stdout, stderr = process.communicate(timeout=timeout_s)

@@ -5,7 +5,9 @@ element at 128 KiB); stdin is closed when unused. stdout is split into lines and
 parser one at a time, so memory stays bounded however much the CLI prints; everything is also streamed to
 the transcript file. stderr keeps only its head and tail. On deadline, cancellation or an output flood the
 whole process group gets SIGTERM, then SIGKILL after a grace period; after a normal exit whatever the CLI
-left running in its group is stopped too, so no call leaves an orphan behind.
+left running in its group is stopped too. Processes that left the group (``setsid``, a double fork) are
+found by the tag in their environment and killed as well (``autodev.processes``), so no call
+leaves an orphan behind.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import IO
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 
+from autodev.processes import TAG_VARIABLE, call_tag, kill_adopted, kill_tagged
 from autodev.state.children import register_child
 
 __all__ = ["ProcessOutcome", "ProcessSpec", "ProcessStartError", "run_process"]
@@ -63,6 +66,8 @@ class ProcessOutcome:
     stderr_head: str = ""
     stderr_tail: str = ""
     pid: int = 0
+    # Processes of the call that had left its process group and were killed when it ended.
+    stray_pids: list[int] = field(default_factory=list)
 
     @property
     def stderr_excerpt(self) -> str:
@@ -164,6 +169,8 @@ async def _stop_group(process: Process, grace_s: float) -> None:
 async def run_process(spec: ProcessSpec, on_line: Callable[[bytes], None]) -> ProcessOutcome:
     """Run ``spec`` to completion or deadline, feeding each stdout line to ``on_line``."""
     started = time.monotonic()
+    tag = call_tag(spec.children_dir.parent if spec.children_dir else None)
+    env = {**(spec.env if spec.env is not None else os.environ), TAG_VARIABLE: tag}
     try:
         process = await anyio.open_process(
             list(spec.argv),
@@ -171,7 +178,7 @@ async def run_process(spec: ProcessSpec, on_line: Callable[[bytes], None]) -> Pr
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             cwd=spec.cwd,
-            env=dict(spec.env) if spec.env is not None else None,
+            env=env,
             start_new_session=True,
         )
     except FileNotFoundError as exc:
@@ -221,12 +228,16 @@ async def run_process(spec: ProcessSpec, on_line: Callable[[bytes], None]) -> Pr
                 group.start_soon(pump_stdout, process.stdout, deadline)
                 group.start_soon(pump_stderr, process.stderr)
                 await process.wait()
-                # The leader is done; anything it left in its group would keep our pipes open forever.
+                # The leader is done; anything it left in its group, or that left the group, would keep
+                # our pipes open forever.
                 _signal_group(process.pid, signal.SIGKILL)
+                outcome.stray_pids += await anyio.to_thread.run_sync(kill_tagged, tag)
         outcome.timed_out = deadline.cancelled_caught and not outcome.output_limited
     finally:
         with anyio.CancelScope(shield=True):
             await _stop_group(process, spec.grace_s)
+            outcome.stray_pids += await anyio.to_thread.run_sync(kill_tagged, tag)
+            outcome.stray_pids += await anyio.to_thread.run_sync(kill_adopted)
             if registration is not None:
                 with contextlib.suppress(OSError):
                     registration.unlink()

@@ -18,7 +18,9 @@ from typing import Self
 from filelock import FileLock, Timeout
 
 from autodev.errors import LockHeldError, StateError
+from autodev.files import MAX_PID_FILE_BYTES, led_by, read_bounded
 from autodev.logging import get_logger
+from autodev.processes import kill_tagged, repository_tag
 from autodev.state.children import reap_orphans
 from autodev.state.paths import AutodevPaths, ensure_state_dir
 
@@ -35,6 +37,8 @@ class SessionLock:
         self.lock_path = paths.state_dir / "session.lock"
         self.owner_path = paths.state_dir / "session.owner"
         self._lock = FileLock(str(self.lock_path), timeout=0)
+        # The processes a killed run left behind that taking the lock stopped (``autodev clean`` says so).
+        self.stopped: list[int] = []
 
     def acquire(self) -> None:
         ensure_state_dir(self.paths)
@@ -50,6 +54,10 @@ class SessionLock:
         stopped = reap_orphans(self.paths.children_dir)
         for worktree_children in self.paths.worktrees_dir.glob("*/.autodev/children"):
             stopped += reap_orphans(worktree_children)
+        # What those started and hid in sessions of their own still carries the repository's tag.
+        for state_dir in [self.paths.state_dir, *self.paths.worktrees_dir.glob("*/.autodev")]:
+            stopped += kill_tagged(repository_tag(state_dir) + ":", prefix=True)
+        self.stopped = sorted(set(stopped))
         if stopped:
             _log.warning("session.orphans_stopped", pids=stopped)
         try:
@@ -69,8 +77,15 @@ class SessionLock:
 
     def _holder(self) -> int | None:
         try:
-            return int(self.owner_path.read_text(encoding="ascii").strip())
-        except (OSError, ValueError):
+            data = read_bounded(
+                self.owner_path,
+                limit=MAX_PID_FILE_BYTES,
+                what="the run lock's owner file",
+                follow_symlinks=False,
+                error=led_by(self.owner_path, StateError),
+            )
+            return int(data.decode("ascii").strip())
+        except (OSError, ValueError, StateError):
             return None
 
     def __enter__(self) -> Self:
