@@ -16,7 +16,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import textwrap
 import time
 from collections.abc import Callable, Iterator
@@ -24,7 +23,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.cli import Run
+from support import cli
+from support.cli import (
+    AUTODEV,
+    Run,
+)
 from support.orchestration import git_log
 
 import autodev.state.ledger as ledger_module
@@ -35,8 +38,6 @@ from autodev.orchestrator.demo import DemoSetup, prepare_demo
 from autodev.orchestrator.plan_parser import parse_plan_markdown
 from autodev.state.ledger import Ledger
 from autodev.state.plan_manager import PlanManager
-
-AUTODEV = Path(sys.executable).with_name("autodev")
 
 PLAN = textwrap.dedent(
     """\
@@ -62,30 +63,8 @@ TASK_COMMITS = ["autodev: 1.2 Export slugify from the package", "autodev: 1.1 Im
 
 
 def autodev(cwd: Path, *args: str, file_size_limit: int | None = None) -> Run:
-    """Run the installed executable; with ``file_size_limit`` no file it writes may grow past that size."""
-    clean = {key: value for key, value in os.environ.items() if not key.upper().startswith("AUTODEV_")}
-    argv = [str(AUTODEV), "-C", str(cwd), *args]
-    if file_size_limit is not None:
-        # Set in a wrapper that then execs autodev: the limit is inherited, and Python ignores SIGXFSZ, so an
-        # oversized write fails with EFBIG instead of killing the process.
-        limiter = (
-            "import os, resource, sys\n"
-            "limit = int(sys.argv[1])\n"
-            "resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))\n"
-            "os.execv(sys.argv[2], sys.argv[2:])\n"
-        )
-        argv = [sys.executable, "-c", limiter, str(file_size_limit), *argv]
-    proc = subprocess.run(
-        argv,
-        cwd=cwd,
-        env=clean,
-        capture_output=True,
-        text=True,
-        errors="replace",
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
-    return Run(proc.returncode, proc.stdout, proc.stderr)
+    """Run the installed executable on the repository ``cwd``."""
+    return cli.autodev(cwd, "-C", str(cwd), *args, file_size_limit=file_size_limit)
 
 
 def assert_clean_error(result: Run, code: int = 2) -> None:
@@ -224,7 +203,7 @@ def test_autodev_refuses_cleanly_when_the_ledger_cannot_grow(repo: Path) -> None
     for limit in (len(before) + 40, len(before)):
         for args in (("approve",), ("plan", "--from-markdown", "plan.md", "--replace")):
             result = autodev(repo, *args, file_size_limit=limit)
-            assert_clean_error(result)
+            assert_clean_error(result, code=3)  # the machine's fault: resumable once there is room
             assert str(ledger) in result.err and "the ledger is unchanged" in result.err, result.err
             assert ledger.read_bytes() == before
 
@@ -262,7 +241,7 @@ def test_autodev_refuses_cleanly_when_nothing_in_autodev_can_be_written(
 
     result = autodev(repo, *args, file_size_limit=0)
 
-    assert_clean_error(result)
+    assert_clean_error(result, code=3)  # the machine's fault: resumable once there is room
     assert ".autodev" in result.err, result.err
     assert ledger.read_bytes() == before
     # Reading needs no room at all.
@@ -391,7 +370,7 @@ def test_a_run_that_fills_the_disk_stops_cleanly_and_resume_finishes_it(
     # The ledger of the whole run is about twice this size: it fills up after task 1.1's first review.
     stopped = autodev(root, "run", *agents, demo.intent, file_size_limit=8000)
 
-    assert_clean_error(stopped)
+    assert_clean_error(stopped, code=3)
     assert "free disk space" in stopped.err or "No space" in stopped.err or "too large" in stopped.err
     entries = verified_entries(root)
     assert entries > 0

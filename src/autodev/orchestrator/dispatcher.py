@@ -20,6 +20,7 @@ completes. If the parent completes, the speculation is confirmed (``speculative_
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,7 @@ import anyio
 
 from autodev.adapters.base import DelegationPendingSignal
 from autodev.errors import EnvironmentFaultError, LockHeldError, PlanParseError, StateError
+from autodev.faults import environment_fault
 from autodev.guardrails.errors import BudgetExceededError
 from autodev.logging import get_logger
 from autodev.orchestrator.events import ProgressEvent
@@ -39,6 +41,7 @@ from autodev.orchestrator.execute_phase import (
     execute_task,
 )
 from autodev.orchestrator.git import GitRepo
+from autodev.orchestrator.integrity import RepositoryChangedError
 from autodev.orchestrator.parallelism import Parallelism, resolve_parallelism
 from autodev.orchestrator.phase_review import review_finished_phases
 from autodev.orchestrator.workspace import (
@@ -67,8 +70,21 @@ _RUN_FATAL: tuple[type[BaseException], ...] = (
     StateError,
     LockHeldError,
     MainTreeChangedError,
+    RepositoryChangedError,
     EnvironmentFaultError,
 )
+
+
+# The step a task at a status is in, for messages.
+_STEP_NAMES = {
+    "pending": "start",
+    "in_progress": "developer",
+    "coded": "QA gates",
+    "auto_gated": "review",
+    "reviewed": "tests",
+    "tested": "tournament",
+    "tournamented": "commit",
+}
 
 
 def validate_dispatch_order(plan: Plan, *, cross_phase: bool) -> None:
@@ -134,6 +150,7 @@ class Dispatcher:
         self.cross_phase = config.cross_phase_parallelism_enabled
         self.speculative = config.speculative_execution_enabled and self.parallelism.isolated
         self.lock = anyio.Lock()
+        orch.main_tree_lock = self.lock
         self.workers: dict[str, _Worker] = {}
         self.speculating: dict[str, str] = {}  # child -> parent
         self.rolling_back: dict[str, str] = {}  # child -> reason
@@ -267,11 +284,19 @@ class Dispatcher:
                 if workspace is not None:
                     context = self._context(task_id, workspace, resumed=worker.resumed)
                     await execute_task(self.orch, task_id, context)
-        except _RUN_FATAL:
+        except _RUN_FATAL as exc:
+            # State that cannot be written for the machine's reasons (a full disk) pauses the run resumably.
+            fault = self._fault(task_id, exc) if isinstance(exc, StateError) else None
+            if fault is not None:
+                raise fault from exc
             raise
         except Exception as exc:  # failure isolation: this task (and what depends on it) only
-            _log.exception("dispatcher.worker_failed", task_id=task_id)
             task = self.pm.get_task(task_id)
+            fault = self._fault(task_id, exc)
+            if fault is not None:
+                # A full disk or the like: the run stops resumably, and the task stays where it was.
+                raise fault from exc
+            _log.exception("dispatcher.worker_failed", task_id=task_id)
             if task.status not in TERMINAL_STATUSES:
                 reason = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
                 block_task(self.orch, task_id, f"internal error: {reason}")
@@ -282,6 +307,16 @@ class Dispatcher:
         finally:
             with anyio.CancelScope(shield=True):
                 await self._finish_worker(task_id, worker)
+
+    def _fault(self, task_id: str, exc: BaseException) -> EnvironmentFaultError | None:
+        """The resumable stop ``exc`` amounts to when the machine, not the work, caused it."""
+        try:
+            status = self.pm.get_task(task_id).status
+        except Exception:  # the state itself may be what failed
+            status = "in_progress"
+        step = f"task {task_id} ({_STEP_NAMES.get(status, status)})"
+        watched = (self.orch.repo_root, self.orch.paths.state_dir, Path(tempfile.gettempdir()))
+        return environment_fault(exc, step, watched=watched)
 
     async def _park(self, workspace: TaskWorkspace, task: Task) -> None:
         try:
@@ -353,7 +388,7 @@ class Dispatcher:
             self.orch.emit(ProgressEvent("note", f"continuing from its last change{how}", task_id))
 
     def _record_start(self, task: Task, base: str, worktree: Path | None) -> None:
-        relative = worktree.relative_to(self.orch.repo_root).as_posix() if worktree else None
+        relative = self.orch.paths.relative(worktree) if worktree else None
         self.pm.update_task_status(task.id, "in_progress", base_commit=base, worktree=relative)
         self.pm.record_phase_baseline(task.phase_id, base)
         if self.speculative:
