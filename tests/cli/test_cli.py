@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support.cli import Run, RunCli
+from support.cli import STATUS_KEYS, Run, RunCli
 
 from autodev._version import __version__
 
@@ -78,7 +78,8 @@ def test_plan_then_status_table_and_json(run_cli: RunCli, repo: Path) -> None:
 
     as_json = run_cli("status", "--json")
     data = json.loads(as_json.out)
-    assert set(data) == {"plan", "session_id", "tasks", "totals", "in_flight", "baseline", "waiting_for"}
+    assert set(data) == STATUS_KEYS
+    assert data["missing_commits"] == []
     assert data["plan"]["title"] == "Demo plan" and data["plan"]["phases"] == 1
     assert data["session_id"].startswith("sess-")
     assert [t["id"] for t in data["tasks"]] == ["1.1", "1.2"]

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.cli import Run, RunCli
+from support.cli import STATUS_KEYS, Run, RunCli
 from support.orchestration import git_log, script_with
 
 from autodev.adapters.scripted import Script
@@ -235,7 +235,7 @@ def test_confirm_plan_waits_for_approval_then_execute_completes_and_status_json_
 
     # The status object of seed 001, section 11.3.
     data = status_json(run_cli, root)
-    assert set(data) == {"plan", "session_id", "tasks", "totals", "in_flight", "baseline", "waiting_for"}
+    assert set(data) == STATUS_KEYS
     plan = data["plan"]
     assert set(plan) == {"plan_id", "spec_hash", "phases", "title", "created_at", "updated_at"}
     assert plan["plan_id"].startswith("plan-") and plan["phases"] == 1

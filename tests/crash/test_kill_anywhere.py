@@ -39,7 +39,6 @@ from support.crash import (
     run_cli,
     run_timed,
     slow_down_git_add,
-    slow_down_ref_updates,
     start_and_kill,
     stray_processes,
 )
@@ -201,11 +200,11 @@ def test_killed_run_resumes_to_the_same_result(
 
 
 # How to hold a git lock long enough for a kill to land inside it, which lock that is, and when to kill
-# (after the "committing" line): `git add` runs the clean filter with the index locked; `git commit` runs the
-# reference-transaction hook with HEAD and the branch locked.
+# (after the "committing" line): `git add` runs the clean filter with the index locked. `git commit` holds
+# HEAD.lock only while it writes the ref, and AutoDev's git calls run no hook that could widen that window;
+# the stale HEAD and ref locks such a kill leaves are cleared the same way (tests/cli/test_cli_clean.py).
 GIT_LOCK_WINDOWS: dict[str, tuple[Callable[[Path], None], str, float]] = {
     "git add holds index.lock": (lambda repo: slow_down_git_add(repo, 0.3), ".git/index.lock", 0.1),
-    "git commit holds HEAD.lock": (lambda repo: slow_down_ref_updates(repo, 1.0), ".git/HEAD.lock", 0.4),
 }
 
 
@@ -218,8 +217,8 @@ def test_a_kill_while_git_holds_a_lock_still_resumes(
     Every later git write then fails ("Unable to create '.git/index.lock': File exists", or "cannot lock
     ref 'HEAD'"), so no resume can commit a task again: the run cannot finish until someone deletes the
     lock by hand. The windows are a millisecond or two per commit (the sweep hits them at random); a slow
-    clean filter (as git-lfs installs) or a slow reference-transaction hook widens them so the kill is
-    sure to land in them (and is removed again before the resumes, which need not crawl).
+    clean filter (as git-lfs installs) widens the index's so the kill is sure to land in it (and is
+    removed again before the resumes, which need not crawl).
     """
     killed: Killed = killed_runs[f"lock:{window}"].result()
     recovery, lock = killed.recovery, GIT_LOCK_WINDOWS[window][1]

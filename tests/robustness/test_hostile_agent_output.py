@@ -16,7 +16,6 @@ import math
 import os
 import shutil
 import stat
-import subprocess
 import sys
 import textwrap
 import time
@@ -25,6 +24,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from support import cli
 from support.cli import Run
 
 from autodev.adapters.base import AgentError, AgentInvocation, AgentResult, DelegationPendingSignal
@@ -34,7 +34,6 @@ from autodev.config import AutodevConfig
 from autodev.errors import AutodevError
 from autodev.orchestrator.demo import prepare_demo
 
-AUTODEV = Path(sys.executable).with_name("autodev")
 MIB = 1024 * 1024
 # The growth of the test process's peak memory that still counts as "bounded" while 100 MB stream past.
 MEMORY_BOUND_KIB = 100 * 1024
@@ -104,18 +103,7 @@ def assert_failure(result: AgentResult, *kinds: str) -> AgentError:
 
 def autodev(cwd: Path, *args: str) -> Run:
     """Run the installed executable on the repository ``cwd`` with no inherited ``AUTODEV_*`` setting."""
-    clean = {key: value for key, value in os.environ.items() if not key.upper().startswith("AUTODEV_")}
-    proc = subprocess.run(
-        [str(AUTODEV), "-C", str(cwd), *args],
-        cwd=cwd,
-        env=clean,
-        capture_output=True,
-        text=True,
-        errors="replace",
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
-    return Run(proc.returncode, proc.stdout, proc.stderr)
+    return cli.autodev(cwd, "-C", str(cwd), *args)
 
 
 def live_group_members(pgid: int) -> list[int]:

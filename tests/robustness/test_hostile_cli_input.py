@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support.cli import Run
+from support.cli import Run, assert_clean_error, autodev
 
 from autodev.adapters.scripted import Script
 from autodev.config import AutodevConfig, load_config
@@ -36,8 +36,6 @@ from autodev.state.ledger import Ledger
 from autodev.state.plan_manager import PlanManager
 from autodev.state.schemas import ReviewEvidence
 from autodev.state.snapshot import decode_snapshot, encode_snapshot
-
-AUTODEV = Path(sys.executable).with_name("autodev")
 
 GOOD_PLAN = textwrap.dedent(
     """\
@@ -64,29 +62,6 @@ NO_GATES = "".join(
 
 
 # --- helpers ------------------------------------------------------------------------------------------------
-
-
-def autodev(cwd: Path, *args: str, env: dict[str, str] | None = None) -> Run:
-    """Run the installed executable in ``cwd`` with no inherited ``AUTODEV_*`` setting."""
-    clean = {key: value for key, value in os.environ.items() if not key.upper().startswith("AUTODEV_")}
-    proc = subprocess.run(
-        [str(AUTODEV), *args],
-        cwd=cwd,
-        env={**clean, **(env or {})},
-        capture_output=True,
-        text=True,
-        errors="replace",
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
-    return Run(proc.returncode, proc.stdout, proc.stderr)
-
-
-def assert_clean_error(result: Run, code: int = 2) -> None:
-    assert "Traceback" not in result.err, result.err
-    assert result.code == code, result
-    assert result.err.startswith("error: "), result.err
-    assert len(result.err.strip().splitlines()) == 1, result.err
 
 
 def git_init(root: Path) -> None:

@@ -1,9 +1,20 @@
-"""Types for the CLI tests' subprocess runner."""
+"""Types and helpers for the CLI tests: the subprocess runner's result, and the installed executable run
+as a user would, with its one-line errors checked."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+
+AUTODEV = Path(sys.executable).with_name("autodev")
+# The keys of `autodev status --json`.
+STATUS_KEYS = frozenset(
+    {"plan", "session_id", "tasks", "totals", "in_flight", "baseline", "waiting_for", "missing_commits"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -16,3 +27,45 @@ class Run:
 
 
 RunCli = Callable[..., Run]
+
+
+def clean_env() -> dict[str, str]:
+    """This process's environment without any ``AUTODEV_*`` setting."""
+    return {key: value for key, value in os.environ.items() if not key.upper().startswith("AUTODEV_")}
+
+
+def autodev(
+    cwd: Path, *args: str, env: dict[str, str] | None = None, file_size_limit: int | None = None
+) -> Run:
+    """Run the installed executable in ``cwd`` with no inherited ``AUTODEV_*`` setting; with
+    ``file_size_limit`` no file it writes may grow past that size."""
+    argv = [str(AUTODEV), *args]
+    if file_size_limit is not None:
+        # Set in a wrapper that then execs autodev: the limit is inherited, and Python ignores SIGXFSZ, so an
+        # oversized write fails with EFBIG instead of killing the process.
+        limiter = (
+            "import os, resource, sys\n"
+            "limit = int(sys.argv[1])\n"
+            "resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))\n"
+            "os.execv(sys.argv[2], sys.argv[2:])\n"
+        )
+        argv = [sys.executable, "-c", limiter, str(file_size_limit), *argv]
+    proc = subprocess.run(
+        argv,
+        cwd=cwd,
+        env={**clean_env(), **(env or {})},
+        capture_output=True,
+        text=True,
+        errors="replace",
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    return Run(proc.returncode, proc.stdout, proc.stderr)
+
+
+def assert_clean_error(result: Run, code: int = 2) -> None:
+    """One ``error: `` line on stderr, no traceback, exit ``code``."""
+    assert "Traceback" not in result.err, result.err
+    assert result.code == code, result
+    assert result.err.startswith("error: "), result.err
+    assert len(result.err.strip().splitlines()) == 1, result.err

@@ -57,7 +57,6 @@ __all__ = [
     "run_cli",
     "run_timed",
     "slow_down_git_add",
-    "slow_down_ref_updates",
     "start_and_kill",
     "stray_processes",
 ]
@@ -481,18 +480,6 @@ def make_scenario(tmp_path: Path, *, seed: int = 7, workers: int = 1) -> Scenari
     return Scenario(repo=repo, script_path=script_path, intent=INTENT, env=env)
 
 
-def slow_down_ref_updates(repo: Path, seconds: float) -> None:
-    """Make every ref update (as in ``git commit``) pause ``seconds`` while it holds ``.git/HEAD.lock``.
-
-    A ``reference-transaction`` hook runs with the ref locks taken ("prepared") and is not skipped by
-    ``--no-verify``; it lives in ``.git/hooks``, so the tracked files stay the same.
-    """
-    hook = repo / ".git" / "hooks" / "reference-transaction"
-    hook.parent.mkdir(parents=True, exist_ok=True)
-    hook.write_text(f'#!/bin/sh\nif [ "$1" = prepared ]; then sleep {seconds}; fi\ncat >/dev/null\n', "utf-8")
-    hook.chmod(0o755)
-
-
 def slow_down_git_add(repo: Path, seconds: float) -> None:
     """Make ``git add`` take ``seconds`` per Python file, through a clean filter (as git-lfs has one).
 
@@ -508,10 +495,9 @@ def slow_down_git_add(repo: Path, seconds: float) -> None:
 
 
 def restore_git_speed(repo: Path) -> None:
-    """Undo ``slow_down_git_add`` and ``slow_down_ref_updates``: once the kill has landed, the resume need
-    not crawl through the widened windows (each commit would cost seconds)."""
+    """Undo ``slow_down_git_add``: once the kill has landed, the resume need not crawl through the widened
+    window (each commit would cost seconds)."""
     (repo / ".git" / "info" / "attributes").unlink(missing_ok=True)
-    (repo / ".git" / "hooks" / "reference-transaction").unlink(missing_ok=True)
 
 
 # --- running the CLI ------------------------------------------------------------------------------------

@@ -94,6 +94,9 @@ class AgentResult(_Model):
     exit_code: int | None = None
     transcript_path: Path | None = None
     error: AgentError | None = None
+    # What AutoDev found the agent did besides its change (commits folded in, files put back): set by
+    # AutoDev after the call, never by an adapter.
+    agent_actions: tuple[str, ...] = ()
 
     @field_validator("cost_usd")
     @classmethod

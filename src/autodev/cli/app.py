@@ -6,6 +6,7 @@ and ``autodev status --json`` start fast.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import sys
@@ -16,7 +17,14 @@ import click
 
 from autodev._version import __version__
 from autodev.cli.tournament import tournament
-from autodev.errors import EXIT_FAILED, EXIT_OK, EXIT_SUSPENDED, EXIT_USAGE, AutodevError
+from autodev.errors import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_SUSPENDED,
+    EXIT_USAGE,
+    AutodevError,
+    EnvironmentFaultError,
+)
 
 if TYPE_CHECKING:
     from autodev.state.paths import AutodevPaths
@@ -26,7 +34,8 @@ Exit codes:
   0  success
   1  work blocked or failed (or an internal error)
   2  usage, configuration or input error
-  3  suspended (waiting for an inline agent, a plan approval or a budget raise)"""
+  3  suspended or stopped resumably (an inline agent, a plan approval, a budget raise, a full disk,
+     a missing tool, refs an agent moved): fix it, then `autodev resume`"""
 
 
 class CliContext:
@@ -64,7 +73,10 @@ class CliContext:
 
 
 def _echo_error(message: str) -> None:
-    click.echo(f"error: {message}", err=True)
+    from autodev.cli.text import terminal_text
+
+    # Messages quote what the user or an agent wrote: an escape sequence in there is not for the terminal.
+    click.echo(f"error: {terminal_text(message)}", err=True)
 
 
 @click.group(
@@ -135,6 +147,11 @@ def _agent_options(function: Any) -> Any:
     return click.option("--no-tournament", is_flag=True, help="Skip plan and implementation tournaments.")(
         function
     )
+
+
+_allow_detached = click.option(
+    "--allow-detached", is_flag=True, help="Commit on a detached HEAD (the commits are on no branch)."
+)
 
 
 def _overrides(platform: str | None, model: str | None, no_tournament: bool) -> dict[str, Any]:
@@ -218,25 +235,22 @@ def plan(
 def _plan_from_markdown(obj: CliContext, markdown_file: Path, replace: bool) -> None:
     from autodev.cli.render import plan_summary
     from autodev.config import load_config
-    from autodev.errors import PlanParseError
-    from autodev.orchestrator.plan_parser import parse_plan_markdown
+    from autodev.orchestrator.plan_parser import parse_plan_markdown, read_plan_markdown
     from autodev.state.hashing import sha256_hex
     from autodev.state.paths import normalize_repo_path
     from autodev.state.plan_manager import PlanManager
 
     config = load_config(obj.repo_root)
-    try:
-        markdown = markdown_file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise PlanParseError("file not found", source=str(markdown_file)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PlanParseError(f"cannot read it as UTF-8 text ({exc})", source=str(markdown_file)) from exc
+    markdown = read_plan_markdown(markdown_file)
     spec = obj.paths.spec
     spec_hash = sha256_hex(spec.read_bytes() if spec.is_file() else markdown.encode("utf-8"))[:16]
     parsed = parse_plan_markdown(markdown, spec_hash, source=str(markdown_file))
     for task in parsed.iter_tasks():
         for path in task.files:
             normalize_repo_path(path, obj.repo_root, context=f"{markdown_file}: task {task.id}")
+    from autodev.orchestrator.submodules import refuse_submodule_files
+
+    refuse_submodule_files(parsed, obj.repo_root, source=str(markdown_file))
     obj.start_logging(create_state=True)
     import secrets
 
@@ -257,6 +271,7 @@ def _plan_from_markdown(obj: CliContext, markdown_file: Path, replace: bool) -> 
 @click.argument("intent")
 @click.option("--confirm-plan", is_flag=True, help="Stop after planning (exit 3) until `autodev approve`.")
 @click.option("--replace", is_flag=True, help="Replace a current plan that already has work on it.")
+@_allow_detached
 @_agent_options
 @click.pass_obj
 def run(
@@ -264,6 +279,7 @@ def run(
     intent: str,
     confirm_plan: bool,
     replace: bool,
+    allow_detached: bool,
     platform: str | None,
     model: str | None,
     script: Path | None,
@@ -274,7 +290,12 @@ def run(
     with _run_display(obj) as display:
         orchestrator = _orchestrator(obj, platform, model, no_tournament, script, display)
         click.echo(f"platform: {orchestrator.platform_name} ({orchestrator.platform_reason})")
-        outcome = _drive(obj, lambda: orchestrator.run(intent, confirm_plan=confirm_plan, replace=replace))
+        outcome = _drive(
+            obj,
+            lambda: orchestrator.run(
+                intent, confirm_plan=confirm_plan, replace=replace, allow_detached=allow_detached
+            ),
+        )
     if outcome.awaiting_approval:
         _print_plan_for_approval(obj, outcome.plan)
         sys.exit(EXIT_SUSPENDED)
@@ -283,11 +304,13 @@ def run(
 
 @cli.command(epilog=EXIT_CODES_HELP)
 @click.option("--task-id", default=None, help="Run only this task (its dependencies must be complete).")
+@_allow_detached
 @_agent_options
 @click.pass_obj
 def execute(
     obj: CliContext,
     task_id: str | None,
+    allow_detached: bool,
     platform: str | None,
     model: str | None,
     script: Path | None,
@@ -297,15 +320,17 @@ def execute(
     obj.start_logging(create_state=True)
     with _run_display(obj) as display:
         orchestrator = _orchestrator(obj, platform, model, no_tournament, script, display)
-        tasks = _drive(obj, lambda: orchestrator.execute(task_id))
+        tasks = _drive(obj, lambda: orchestrator.execute(task_id, allow_detached=allow_detached))
     _finish(obj, display, tasks)
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
+@_allow_detached
 @_agent_options
 @click.pass_obj
 def resume(
     obj: CliContext,
+    allow_detached: bool,
     platform: str | None,
     model: str | None,
     script: Path | None,
@@ -315,7 +340,7 @@ def resume(
     obj.start_logging(create_state=True)
     with _run_display(obj) as display:
         orchestrator = _orchestrator(obj, platform, model, no_tournament, script, display)
-        tasks = _drive(obj, orchestrator.resume)
+        tasks = _drive(obj, lambda: orchestrator.resume(allow_detached=allow_detached))
     _finish(obj, display, tasks)
 
 
@@ -389,7 +414,12 @@ def clean(obj: CliContext) -> None:
     obj.start_logging(create_state=True)
     config = load_config(obj.repo_root, overrides={"platform": "inline"})
     orchestrator = Orchestrator(obj.repo_root, config=config)
-    anyio.run(orchestrator.clean)
+    stopped = anyio.run(orchestrator.clean)
+    if stopped:
+        shown = ", ".join(str(pid) for pid in stopped[:10]) + (" ..." if len(stopped) > 10 else "")
+        click.echo(f"Stopped {len(stopped)} leftover process(es) of an earlier run: {shown}.")
+    else:
+        click.echo("Found no leftover processes.")
     click.echo("Cleaned: no leftover processes, git locks, temp files or tournament worktrees remain.")
     if load_suspend_state(obj.paths) is not None:
         click.echo("An inline delegation is still pending; `autodev resume` continues it.")
@@ -470,8 +500,10 @@ def status(obj: CliContext, as_json: bool) -> None:
     if obj.verbose:
         obj.start_logging(create_state=False)
     data = read_status(obj.repo_root)
+    data["missing_commits"] = _missing_commits(obj.repo_root, data)
     if as_json:
-        # Compact on purpose: json.dumps with indent falls back to the pure-Python encoder.
+        # Compact on purpose: json.dumps with indent falls back to the pure-Python encoder. JSON escapes every
+        # control character, so the content needs no cleaning for a terminal.
         sys.stdout.write(json.dumps(data, separators=(",", ":")) + "\n")
         return
     from autodev.cli.render import print_status
@@ -494,8 +526,24 @@ def ledger_verify(obj: CliContext) -> None:
     report = verify_state(obj.repo_root)
     for line in report.lines():
         click.echo(line)
-    if not report.ok:
+    missing = _missing_commits(obj.repo_root)
+    if missing:
+        click.echo(f"FAILED: recorded commits not on the checked-out branch: {', '.join(missing)}")
+    if not report.ok or missing:
         sys.exit(EXIT_FAILED)
+
+
+def _missing_commits(repo_root: Path, status: dict[str, Any] | None = None) -> list[str]:
+    """Tasks recorded complete with a commit that the checked-out branch no longer holds."""
+    from autodev.orchestrator.integrity import missing_landed_commits
+    from autodev.state.status import read_status
+
+    try:
+        tasks = (status if status is not None else read_status(repo_root)).get("tasks", [])
+    except AutodevError:
+        return []  # the state itself is unreadable: that is what the rest of the report says
+    landed = {task["id"]: task["commit"] for task in tasks if task.get("commit")}
+    return missing_landed_commits(repo_root, landed) if landed else []
 
 
 @cli.group("config")
@@ -557,15 +605,14 @@ def _print_plan_for_approval(obj: CliContext, plan: Any) -> None:
 def _finish(obj: CliContext, display: Any, tasks: list[Any], *, exit_after: bool = True) -> None:
     import time
 
-    from rich.console import Console
-
     from autodev.cli.live import print_summary
+    from autodev.cli.text import ReaderMayLeaveConsole
     from autodev.state.plan_manager import PlanManager
 
     manager = PlanManager.open(obj.repo_root, readonly=True)
     everything = manager.tasks() if manager.has_plan else tasks
     print_summary(
-        Console(),
+        ReaderMayLeaveConsole(),
         everything,
         manager.cost_usd_total,
         time.monotonic() - display.started,
@@ -582,11 +629,33 @@ cli.add_command(tournament)
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: map library errors to one line and an exit code, never a traceback."""
+    from autodev.faults import environment_fault
+    from autodev.processes import become_subreaper, kill_adopted
+
+    # Orphans of agent and tool processes come back to this process instead of init, so that whatever
+    # escaped its call is still found and stopped, at the latest when the command ends.
+    if become_subreaper():
+        atexit.register(kill_adopted)
+    stdout = sys.stdout
     try:
         code: Any = cli.main(args=argv, prog_name="autodev", standalone_mode=False)
+        # Output still buffered for a reader that left must fail here, not at interpreter exit.
+        sys.stdout.flush()
+    except (BrokenPipeError, SystemExit) as exc:
+        # click answers a broken pipe inside a command with exit 1, once it has swapped stdout for a wrapper
+        # that hides the next errors: the swap tells that exit apart from a command's own.
+        if isinstance(exc, SystemExit) and sys.stdout is stdout:
+            raise
+        # `autodev status | head -1`: the reader left; that is not an error of ours.
+        from autodev.cli.text import stop_writing_stdout
+
+        stop_writing_stdout()
+        sys.exit(EXIT_OK)
     except AutodevError as exc:
-        _echo_error(exc.message)
-        sys.exit(exc.exit_code)
+        # State that could not be written because the disk is full (or the like) pauses resumably.
+        fault = None if isinstance(exc, EnvironmentFaultError) else environment_fault(exc, "the command")
+        _echo_error((fault or exc).message)
+        sys.exit((fault or exc).exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
@@ -596,6 +665,10 @@ def main(argv: list[str] | None = None) -> None:
     except OSError as exc:
         # The machine refused (disk full, permissions, a file that vanished): not a bug, and nothing to
         # show a traceback for.
+        fault = environment_fault(exc, "the command")
+        if fault is not None:
+            _echo_error(fault.message)
+            sys.exit(fault.exit_code)
         where = f" ({exc.filename})" if exc.filename else ""
         _echo_error(f"{exc.strerror or exc}{where}; free disk space or fix permissions, then try again")
         sys.exit(EXIT_USAGE)
@@ -604,11 +677,6 @@ def main(argv: list[str] | None = None) -> None:
             "interrupted; everything recorded so far is kept: run `autodev resume` to continue", err=True
         )
         sys.exit(130)
-    except BrokenPipeError:
-        # `autodev status | head`: the reader left; that is not an error of ours.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        sys.exit(EXIT_OK)
     except Exception as exc:
         from autodev.logging import get_logger
 

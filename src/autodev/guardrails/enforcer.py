@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -209,6 +209,28 @@ class GuardrailEnforcer:
                 role=None,
                 limit="diff_bytes",
             )
+
+    def change_size_problem(self, added: Mapping[str, int]) -> str | None:
+        """What makes a change too big to stage (``added``: bytes each path adds), or None.
+
+        Checked before anything is staged: a file of hundreds of megabytes must not reach git's object
+        store, a diff or a gate just to be refused there.
+        """
+        max_file = self.settings.max_file_bytes
+        too_big = sorted((path for path, size in added.items() if size > max_file), key=lambda p: -added[p])
+        if too_big:
+            shown = ", ".join(f"{path} ({added[path]} bytes)" for path in too_big[:5])
+            return (
+                f"the change adds more than {max_file} bytes to {len(too_big)} file(s): {shown}; remove "
+                "or shrink them (guardrails.max_file_bytes)"
+            )
+        total = sum(added.values())
+        if total > self.settings.max_diff_bytes:
+            return (
+                f"the change adds {total} bytes, over the limit of {self.settings.max_diff_bytes}; make it "
+                "smaller or split the task (guardrails.max_diff_bytes)"
+            )
+        return None
 
     # --- internals ----------------------------------------------------------------------------------
 

@@ -29,12 +29,14 @@ from autodev.config.schema import Platform
 from autodev.errors import EXIT_SUSPENDED, AutodevError
 from autodev.guardrails import GuardrailEnforcer, LoopDetector
 from autodev.logging import configure_logging, get_logger
+from autodev.orchestrator.checkout import check_head, require_clean_tree, require_repository
 from autodev.orchestrator.checks import ChangeChecks
 from autodev.orchestrator.events import ProgressEvent, ProgressListener
-from autodev.orchestrator.execute_phase import MID_FLIGHT, check_working_tree, run_execute_phase
+from autodev.orchestrator.execute_phase import MID_FLIGHT, run_execute_phase
 from autodev.orchestrator.git import GitRepo
 from autodev.orchestrator.impl_tournament_runner import prune_stale_worktrees, run_impl_tournament
 from autodev.orchestrator.inline_state import clear_suspend_state, load_suspend_state
+from autodev.orchestrator.integrity import AgentWatch
 from autodev.orchestrator.parallelism import resolve_parallelism
 from autodev.orchestrator.plan_phase import run_plan_phase
 from autodev.orchestrator.plan_tournament_runner import run_plan_tournament
@@ -130,6 +132,22 @@ class Orchestrator:
         self.listener = listener
         self.disable_impl_tournament = disable_impl_tournament
         self.git = GitRepo(self.repo_root)
+        self.agent_watch = AgentWatch(
+            self.git,
+            self.paths.config,
+            ledger=self.paths.ledger,
+            ledger_head=lambda: self._plan_manager.ledger_head if self._plan_manager else None,
+            after_ledger_restored=lambda: self._plan_manager.ledger.close() if self._plan_manager else None,
+            derived={
+                self.paths.snapshot: lambda: (
+                    self.plan_manager.checkpoint() if self.plan_manager.has_plan else None
+                ),
+                self.paths.state_dir / "knowledge.json": lambda: self.knowledge.save(),
+            },
+        )
+        self.stopped_processes: list[int] = []
+        # Held while a parallel run changes the main checkout (set by the dispatcher for its run).
+        self.main_tree_lock: anyio.Lock | None = None
         self.loop_detector = LoopDetector(self.config.guardrails.loop_detection_threshold)
         self._plan_manager: PlanManager | None = None
         self._guardrails: GuardrailEnforcer | None = None
@@ -248,11 +266,13 @@ class Orchestrator:
         # Locks and limiters belong to one event loop; each public call may run in a new one. The project
         # environment is looked up anew too: the user may have fixed it since the last call.
         self._agent_slots = None
+        self.main_tree_lock = None
         self._worktree_admin_lock = None
         self._environment = None
         self._checks = None
         self._preflight = None
-        with SessionLock(self.paths):
+        with SessionLock(self.paths) as session:
+            self.stopped_processes = session.stopped
             manager = PlanManager(self.repo_root, lock_timeout_s=self.config.lock_timeout_s)
             manager.load()
             self._plan_manager = manager
@@ -312,11 +332,7 @@ class Orchestrator:
             _log.exception("orchestrator.listener_failed", kind=event.kind)
 
     async def _require_git(self) -> None:
-        if not await self.git.is_repository():
-            raise AutodevError(
-                f"{self.repo_root} is not a git repository; AutoDev reads every change from git "
-                "(run `git init` there first)"
-            )
+        await require_repository(self.git)
 
     # --- the public API -----------------------------------------------------------------------------
 
@@ -332,21 +348,29 @@ class Orchestrator:
             _log.info("orchestrator.plan.done", plan_id=plan.plan_id, phases=len(plan.phases))
             return plan
 
-    async def execute(self, task_id: str | None = None) -> list[Task]:
-        """Run the execute phase over all runnable tasks, or only ``task_id``."""
+    async def execute(self, task_id: str | None = None, *, allow_detached: bool = False) -> list[Task]:
+        """Run the execute phase over all runnable tasks, or only ``task_id``.
+
+        A detached HEAD is refused unless ``allow_detached`` (the task commits would be on no branch).
+        """
         await self._require_git()
+        await check_head(self, allow_detached=allow_detached)
         with self._session():
             await self._recover_from_a_killed_run()
+            await require_clean_tree(self)
             tasks = await run_execute_phase(self, task_id)
             clear_suspend_state(self.paths)
             return tasks
 
-    async def run(self, intent: str, *, confirm_plan: bool = False, replace: bool = False) -> RunOutcome:
-        """Plan, then execute unless the plan must be approved first."""
+    async def run(
+        self, intent: str, *, confirm_plan: bool = False, replace: bool = False, allow_detached: bool = False
+    ) -> RunOutcome:
+        """Plan, then execute unless the plan must be approved first (``allow_detached``: see ``execute``)."""
         await self._require_git()
+        await check_head(self, allow_detached=allow_detached)
         with self._session():
             await self._recover_from_a_killed_run()
-            await check_working_tree(self)
+            await require_clean_tree(self)
             await self.preflight()
             self.emit(ProgressEvent("phase", f"plan phase on {self.platform_name}"))
             plan = await run_plan_phase(self, intent, replace=replace, require_approval=confirm_plan)
@@ -357,9 +381,11 @@ class Orchestrator:
             clear_suspend_state(self.paths)
             return RunOutcome(self.plan_manager.plan, tasks)
 
-    async def resume(self) -> list[Task]:
-        """Continue after an inline suspend, a crash, an approval or a budget stop."""
+    async def resume(self, *, allow_detached: bool = False) -> list[Task]:
+        """Continue after an inline suspend, a crash, an approval or a budget stop (``allow_detached``: see
+        ``execute``)."""
         await self._require_git()
+        await check_head(self, allow_detached=allow_detached)
         with self._session():
             await self._recover_from_a_killed_run()
             state = load_suspend_state(self.paths)
@@ -383,19 +409,23 @@ class Orchestrator:
                 )
             if not self.plan_manager.has_plan or self.plan_manager.plan_phase is not None:
                 intent = self._saved_intent()
-                await check_working_tree(self)
+                await require_clean_tree(self)
                 await self.preflight()
                 await run_plan_phase(self, intent, replace=True)
+            else:
+                await require_clean_tree(self)
             tasks = await run_execute_phase(self)
             clear_suspend_state(self.paths)
             return tasks
 
-    async def clean(self) -> None:
+    async def clean(self) -> list[int]:
         """What a start does after a crash, on demand: stop leftover children, clear stale git locks, remove
-        dead temp files and stale worktrees (``autodev clean``). Work recorded in the ledger is untouched."""
+        dead temp files and stale worktrees (``autodev clean``). Work recorded in the ledger is untouched.
+        Returns the pids of the leftover processes it stopped."""
         await self._require_git()
         with self._session():
             await self._recover_from_a_killed_run()
+            return list(self.stopped_processes)
 
     def retry(self, task_id: str, *, reset_attempts: bool = False) -> Task:
         """Send a blocked task back to work (``autodev retry``); the next ``resume``/``execute`` runs it.

@@ -20,12 +20,14 @@ from autodev.errors import EnvironmentFaultError
 from autodev.guardrails.errors import LoopDetectedError
 from autodev.logging import get_logger
 from autodev.orchestrator.delegation_envelope import DelegationEnvelope
+from autodev.orchestrator.events import ProgressEvent
+from autodev.orchestrator.git import GitRepo
 from autodev.orchestrator.inline_state import InlineSuspendState, write_suspend_state
 
 if TYPE_CHECKING:
     from autodev.orchestrator.core import Orchestrator
 
-__all__ = ["DelegationRequest", "delegate"]
+__all__ = ["DelegationRequest", "delegate", "landed_commits"]
 
 _log = get_logger("autodev.delegate")
 _TOURNAMENT_ROLES = frozenset({"critic_t", "architect_b", "synthesizer", "judge"})
@@ -51,6 +53,14 @@ class DelegationRequest:
     knowledge_files: tuple[str, ...] = ()
     # A concrete model for this call only (tournaments.<kind>.model); None: the role's configured model.
     model: str | None = None
+
+
+def landed_commits(orch: Orchestrator) -> dict[str, str]:
+    """``{task id: commit}`` of every task recorded as landed."""
+    pm = orch.plan_manager
+    if not pm.has_plan:
+        return {}
+    return {task.id: task.commit for task in pm.tasks() if task.commit is not None}
 
 
 def _build_prompt(system_prompt: str, request: DelegationRequest, knowledge_block: str) -> str:
@@ -87,6 +97,9 @@ async def delegate(orch: Orchestrator, request: DelegationRequest) -> AgentResul
         attempt=request.attempt,
         metadata={"step": request.step, "phase": request.phase, "session_id": orch.session_id},
     )
+    in_main = invocation.cwd.resolve() == orch.repo_root.resolve()
+    copy = orch.git if in_main else GitRepo(invocation.cwd, like=orch.git)
+    view = await orch.agent_watch.before(copy)
     try:
         async with orch.agent_slots:
             result = await orch.adapter.execute(invocation)
@@ -109,6 +122,15 @@ async def delegate(orch: Orchestrator, request: DelegationRequest) -> AgentResul
         )
         _log.info("delegate.suspended", task_id=request.task_id, role=request.role, step=request.step)
         raise
+    who = f"the {request.role.replace('_', ' ')}" + (
+        f" of task {request.task_id}" if request.phase == "execute" else ""
+    )
+    report = await orch.agent_watch.after(view, copy, who=who, main_tree_lock=orch.main_tree_lock)
+    await orch.agent_watch.check_landed(landed_commits(orch))
+    if report.notes:
+        result = result.model_copy(update={"agent_actions": tuple(report.notes)})
+        for note in report.notes:
+            orch.emit(ProgressEvent("note", f"{who}: {note}", request.task_id))
     orch.guardrails.post_invocation(budget_key, request.role, result)
     if result.error is not None and result.error.kind in _ENVIRONMENT_ERRORS:
         _log.warning("delegate.agent_unavailable", role=request.role, error=result.error.message)

@@ -33,7 +33,12 @@ from typing import TYPE_CHECKING
 import anyio
 
 from autodev.adapters.base import AgentResult
-from autodev.agents.parsing import parse_critic_verdict, parse_review_verdict, parse_test_results
+from autodev.agents.parsing import (
+    parse_critic_verdict,
+    parse_review_verdict,
+    parse_test_results,
+    review_problem,
+)
 from autodev.errors import (
     EXIT_SUSPENDED,
     AutodevError,
@@ -43,10 +48,11 @@ from autodev.errors import (
 )
 from autodev.guardrails.errors import LoopDetectedError
 from autodev.logging import get_logger
-from autodev.orchestrator.delegate import DelegationRequest, delegate
+from autodev.orchestrator.delegate import DelegationRequest, delegate, landed_commits
 from autodev.orchestrator.delegation_envelope import DelegationAction, DelegationEnvelope
 from autodev.orchestrator.events import ProgressEvent
 from autodev.orchestrator.git import WorkingDiff
+from autodev.orchestrator.submodules import submodules_touched
 from autodev.orchestrator.text import clip
 from autodev.orchestrator.workspace import (
     Integrated,
@@ -189,6 +195,8 @@ async def run_execute_phase(orch: Orchestrator, task_id: str | None = None) -> l
             "`autodev approve` and `autodev execute`"
         )
     await check_working_tree(orch)
+    # A run resumed after an agent (or anyone) rewrote the branch must not build on top of it unnoticed.
+    await orch.agent_watch.check_landed(landed_commits(orch))
     if task_id is not None:
         _check_runnable(orch, task_id)
     preflight = await orch.preflight()
@@ -346,7 +354,21 @@ async def block_and_park(orch: Orchestrator, task_id: str, reason: str, ctx: Tas
     """Block the task (and its dependents), then keep its last change aside (``workspace.park_change``)."""
     task = orch.plan_manager.get_task(task_id)
     block_task(orch, task_id, reason, ctx)
-    kept = await park_change(ctx.workspace, task, orch.git)
+    oversized: list[str] = []
+    if task.base_commit is not None:
+        added = await ctx.workspace.git.added_bytes(task.base_commit)
+        limit = orch.config.guardrails.max_file_bytes
+        oversized = sorted(path for path, size in added.items() if size > limit)
+    kept = await park_change(ctx.workspace, task, orch.git, set_aside=oversized)
+    if oversized:
+        orch.emit(
+            ProgressEvent(
+                "note",
+                f"files over guardrails.max_file_bytes are not kept in git but moved to "
+                f"{orch.paths.state_dir / 'oversized' / task_id}: {', '.join(oversized[:5])}",
+                task_id,
+            )
+        )
     if kept is not None:
         orch.emit(
             ProgressEvent(
@@ -410,6 +432,12 @@ async def _agent(orch: Orchestrator, task: Task, request: DelegationRequest) -> 
     return result
 
 
+async def _oversized(orch: Orchestrator, task: Task, ctx: TaskContext) -> str | None:
+    """Why the working copy's change is too big to stage at all (None when it is not)."""
+    assert task.base_commit is not None
+    return orch.guardrails.change_size_problem(await ctx.workspace.git.added_bytes(task.base_commit))
+
+
 async def _current_diff(task: Task, ctx: TaskContext) -> WorkingDiff:
     if task.base_commit is None:
         raise AutodevError(f"task {task.id} has no recorded base commit; the ledger is from an older AutoDev")
@@ -470,9 +498,33 @@ async def _developer_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> S
     extra = _issues_block("THE PREVIOUS ATTEMPT FAILED. Fix these problems first:", issues) if issues else ""
     request = _request(task, "developer", "develop", _envelope(task, "developer", "implement"), ctx, extra)
     result = await _agent(orch, task, request)
+    pm = orch.plan_manager
+    refused = await _oversized(orch, task, ctx)
+    touched = submodules_touched(ctx.workspace.root, await ctx.workspace.git.dirty_paths())
+    if touched:
+        # git shows the parent repository no change for files edited inside a submodule: refuse, never drop.
+        refused = (
+            f"the change edits the git submodule(s) {', '.join(touched)}; changes inside submodules "
+            "cannot be part of this task: undo them (`git -C <submodule> checkout -- .` where it is "
+            "checked out, else remove what you wrote there) and change only this repository's files"
+        )
+    if refused is not None:
+        pm.record_evidence(
+            CoderEvidence(
+                task_id=task.id,
+                attempt=request.attempt,
+                role="developer",
+                files_changed=sorted(await ctx.workspace.git.dirty_paths()),
+                output_text=result.text,
+                duration_s=result.duration_s,
+                cost_usd=result.cost_usd,
+                session_id=result.session_id,
+                agent_actions=[*result.agent_actions, refused],
+            )
+        )
+        return StepFailure((refused,))
     diff = await _current_diff(task, ctx)
     orch.guardrails.check_diff(task.id, diff.size_bytes)
-    pm = orch.plan_manager
     pm.record_evidence(
         CoderEvidence(
             task_id=task.id,
@@ -485,6 +537,7 @@ async def _developer_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> S
             success=result.success and not diff.is_empty,
             cost_usd=result.cost_usd,
             session_id=result.session_id,
+            agent_actions=list(result.agent_actions),
         )
     )
     pm.record_patch(task.id, diff.patch, attempt=request.attempt, developer=True)
@@ -555,7 +608,16 @@ def _stop_on_environment(task: Task, results: Sequence[GateResult]) -> None:
         )
 
 
-def _gate_evidence(task: Task, attempt: int, run: GateRun) -> GateEvidence:
+# Files that change how pytest collects tests or how they end: a change to one is shown to the reviewer.
+_TEST_CONFIG_NAMES = frozenset({"conftest.py", "pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml"})
+
+
+def test_config_files(files: Sequence[str]) -> list[str]:
+    """The files among ``files`` that can change which tests run and how they end."""
+    return [path for path in files if path.rsplit("/", 1)[-1] in _TEST_CONFIG_NAMES]
+
+
+def _gate_evidence(task: Task, attempt: int, run: GateRun, files: Sequence[str]) -> GateEvidence:
     return GateEvidence(
         task_id=task.id,
         attempt=attempt,
@@ -564,6 +626,7 @@ def _gate_evidence(task: Task, attempt: int, run: GateRun) -> GateEvidence:
         environment=run.environment.summary() if run.environment else None,
         interpreter=run.environment.python if run.environment else None,
         tree=run.tree,
+        test_config_changed=test_config_files(files),
     )
 
 
@@ -574,7 +637,7 @@ async def _gates_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> StepF
     checks = await orch.change_checks()
     assert task.base_commit is not None  # _current_diff checked it
     run = await checks.check(ctx.workspace.root, ctx.workspace.git, task.base_commit, diff.files)
-    evidence = _gate_evidence(task, attempt, run)
+    evidence = _gate_evidence(task, attempt, run, diff.files)
     orch.plan_manager.record_evidence(evidence)
     orch.emit(
         ProgressEvent(
@@ -602,6 +665,13 @@ async def _review_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> Step
     diff = ctx.developer_diff or await _current_diff(task, ctx)
     tree = await ctx.workspace.git.snapshot_tree()
     extra = "THE CHANGE TO REVIEW (git diff against the task's base):\n" + clip(diff.patch, PROMPT_DIFF_CHARS)
+    configuring = test_config_files(diff.files)
+    if configuring:
+        extra += (
+            f"\n\nTHE CHANGE EDITS TEST CONFIGURATION ({', '.join(configuring)}): check that it does not "
+            "skip, xfail or deselect tests, or change how they are collected or how they end, unless the "
+            "task asks for exactly that."
+        )
     extra += await _since_last_review(orch, task, ctx, tree)
     previous = prior.output_text if isinstance(prior, ReviewEvidence) else ""
     extra += _own_failures(
@@ -613,7 +683,7 @@ async def _review_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> Step
     if not result.success:
         return _agent_failure("reviewer", result, own=True)
     parsed = parse_review_verdict(result.text)
-    problem = None if parsed else "it has no 'VERDICT: APPROVED|NEEDS_CHANGES|REJECTED' line"
+    problem = None if parsed else review_problem(result.text)
     orch.plan_manager.record_evidence(
         ReviewEvidence(
             task_id=task.id,
@@ -624,6 +694,7 @@ async def _review_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> Step
             output_text=result.text,
             cost_usd=result.cost_usd,
             session_id=result.session_id,
+            agent_actions=list(result.agent_actions),
             tree=tree,
             problem=problem,
             repair_of=repair_of,
@@ -682,10 +753,12 @@ def _claim_problem(claim: object, counts: TestRunCounts | None) -> str | None:
     if counts is None:
         return None  # a test command with no JUnit report (configured, or not pytest): nothing to compare
     real = counts
-    if (claim.passed, claim.failed) != (real.passed, real.failed):
+    executed = real.passed + real.failed
+    if (claim.passed, claim.failed, claim.total) != (real.passed, real.failed, executed):
         return (
-            f"it says passed={claim.passed} failed={claim.failed}, but AutoDev's own run of the tests shows "
-            f"passed={real.passed} failed={real.failed} (total={real.total}, skipped={real.skipped})"
+            f"it says passed={claim.passed} failed={claim.failed} total={claim.total}, but AutoDev's own run "
+            f"of the tests shows passed={real.passed} failed={real.failed} total={executed} (skipped or "
+            f"xfailed, not counted: {real.skipped})"
         )
     return None
 
@@ -695,8 +768,8 @@ def _test_run_instruction(argv: Sequence[str], cwd: str) -> str:
     return (
         "HOW YOUR COUNTS ARE CHECKED: after your reply AutoDev runs the tests itself, exactly as\n"
         f"  {shown}\nin {cwd}, and reads its JUnit report. Your RESULTS line must match that run: passed = "
-        "cases that passed, failed = cases that failed or errored, total = every case that ran (skipped "
-        "ones included)."
+        "cases that passed, failed = cases that failed or errored, total = passed + failed. Skipped and "
+        "xfailed cases ran no test and are not counted."
     )
 
 
@@ -724,6 +797,9 @@ async def _test_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> StepFa
     if not result.success:
         return _agent_failure("test_engineer", result, own=True)
     claim = parse_test_results(result.text)
+    too_big = await _oversized(orch, task, ctx)
+    if too_big is not None:
+        return StepFailure((too_big,), role="test_engineer")
     diff = await _current_diff(task, ctx)
     orch.guardrails.check_diff(task.id, diff.size_bytes)
     now = await git.snapshot_tree()
@@ -758,6 +834,7 @@ async def _test_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> StepFa
         output_text=result.text,
         cost_usd=result.cost_usd,
         session_id=result.session_id,
+        agent_actions=list(result.agent_actions),
         files_changed=added,
         outside_task_files=outside,
         checks=[_gate_check(r) for r in run.results],
@@ -954,6 +1031,7 @@ async def _escalate(orch: Orchestrator, task: Task, ctx: TaskContext) -> None:
             output_text=result.text,
             cost_usd=result.cost_usd,
             session_id=result.session_id,
+            agent_actions=list(result.agent_actions),
         )
     )
     if parsed and parsed.recommendation:

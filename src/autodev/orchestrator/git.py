@@ -21,12 +21,36 @@ import anyio
 
 from autodev.errors import AutodevError
 
-__all__ = ["GitError", "GitRepo", "WorkingDiff", "run_git"]
+__all__ = ["HARDENED_CONFIG", "GitError", "GitRepo", "WorkingDiff", "run_git"]
 
 _EXCLUDE_STATE = ":(exclude).autodev"
 _OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 # Used only when the repository has no identity configured, so that auto-commit works on fresh machines.
 _FALLBACK_IDENTITY = ("-c", "user.name=AutoDev", "-c", "user.email=autodev@localhost")
+# An agent with a shell can plant programs that git runs on its own: hooks (also through core.hooksPath),
+# an fsmonitor, a signing program, external diff and textconv drivers. None of AutoDev's git calls needs
+# any of them, so every call switches them off; what an agent wrote into .git/ is also put back after its
+# call (``autodev.orchestrator.integrity``), these settings stop what slips in between.
+HARDENED_CONFIG: tuple[str, ...] = (
+    "-c",
+    f"core.hooksPath={os.devnull}",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "core.untrackedCache=false",
+    "-c",
+    "commit.gpgSign=false",
+    "-c",
+    "tag.gpgSign=false",
+    "-c",
+    "diff.external=",
+    "-c",
+    "core.pager=cat",
+    "-c",
+    "protocol.ext.allow=never",
+)
+# Sub-commands that would run a textconv or external diff driver from .gitattributes otherwise.
+_DIFFING = frozenset({"diff", "log", "show"})
 
 
 def _git_running_in(root: Path) -> bool:
@@ -59,7 +83,7 @@ async def run_git(
     (measured about a third faster here), and a cancelled caller waits for the short git command to end
     instead of killing it half way through writing its index or a ref. ``timeout_s`` still kills it.
     """
-    command = ["git", *args]
+    command = ["git", *HARDENED_CONFIG, *_without_drivers(args)]
 
     def run() -> subprocess.CompletedProcess[bytes]:
         return subprocess.run(
@@ -79,6 +103,16 @@ async def run_git(
         raise GitError(f"git {' '.join(args[:3])} did not finish within {timeout_s:.0f}s") from exc
     except FileNotFoundError as exc:
         raise GitError("git is not installed or not on PATH; install git and try again") from exc
+
+
+def _without_drivers(args: Sequence[str]) -> list[str]:
+    """``args`` with external diff and textconv drivers off for the commands that would run them."""
+    index = 0
+    while index < len(args) and args[index] == "-c":
+        index += 2  # ``-c key=value`` pairs come before the sub-command
+    if index >= len(args) or args[index] not in _DIFFING:
+        return list(args)
+    return [*args[: index + 1], "--no-ext-diff", "--no-textconv", *args[index + 1 :]]
 
 
 class GitError(AutodevError):
@@ -117,9 +151,13 @@ class GitRepo:
         self.timeout_s = timeout_s
         # Looked up once: neither changes while AutoDev works, and a task asks for them many times.
         self._git_dir_path: Path | None = None
+        self._common_dir_path: Path | None = None
         # A worktree shares its repository's configuration: ``like`` (that repository) lends its identity.
         self._like = like
         self._identity_args: tuple[str, ...] | None = None
+        # Where AutoDev itself last moved each ref (shared by every GitRepo of one repository): a ref found
+        # elsewhere after an agent's call was moved by someone else (``autodev.orchestrator.integrity``).
+        self.own_moves: dict[str, str | None] = like.own_moves if like is not None else {}
 
     async def git_dir(self) -> Path:
         """The absolute git directory of this tree (``.git/worktrees/<name>`` for a worktree)."""
@@ -188,7 +226,7 @@ class GitRepo:
         if head is not None:
             return head
         await self._run(*await self._identity(), "commit", "--allow-empty", "-m", "autodev: initial commit")
-        created = await self.head()
+        created = await self._note_head_moved()
         if created is None:
             raise GitError(f"could not create an initial commit in {self.root}")
         return created
@@ -207,8 +245,15 @@ class GitRepo:
                 shutil.copy2(real_index, index)
             yield {"GIT_INDEX_FILE": str(index)}
 
-    async def _stage_everything(self, env: Mapping[str, str]) -> None:
-        await self._run("add", "-A", "--", ".", _EXCLUDE_STATE, env=env)
+    async def _stage_everything(self, env: Mapping[str, str] | None = None) -> None:
+        staged = await self._run("add", "-A", "--", ".", _EXCLUDE_STATE, env=env, check=False)
+        if staged.code != 0 and "ignored by one of your .gitignore files" in staged.stderr:
+            # A git-ignored ``.autodev`` that is a symbolic link makes git refuse the exclusion itself
+            # ("paths are ignored"); ignored, it is left out without being named.
+            staged = await self._run("add", "-A", "--", ".", env=env, check=False)
+        if staged.code != 0:
+            detail = " ".join(staged.stderr.split())[:300] or f"exit code {staged.code}"
+            raise GitError(f"git add -A failed in {self.root}: {detail}")
 
     async def diff_against(self, base: str) -> WorkingDiff:
         """Everything in the working tree that differs from ``base``, untracked files included."""
@@ -279,7 +324,7 @@ class GitRepo:
         Hooks are skipped (``--no-verify``): AutoDev has already run its own gates on this change, and a
         hook that prompts or fails for environment reasons must not lose a reviewed, tested change.
         """
-        await self._run("add", "-A", "--", ".", _EXCLUDE_STATE)
+        await self._stage_everything()
         committed = await self._run(
             *await self._identity(), "commit", "--no-verify", "-q", "-m", message, check=False
         )
@@ -289,7 +334,7 @@ class GitRepo:
                 return None  # nothing to commit (asked only now: the usual commit needs no extra call)
             detail = " ".join((committed.stderr or committed.stdout).split())[:300]
             raise GitError(f"git commit failed in {self.root}: {detail}")
-        return await self.head()
+        return await self._note_head_moved()
 
     async def head_subject(self) -> str | None:
         """The subject line of the HEAD commit, or None without commits."""
@@ -320,16 +365,51 @@ class GitRepo:
         return result.stdout.strip() or None if result.code == 0 else None
 
     async def set_ref(self, ref: str, commit: str) -> None:
+        self.own_moves[ref] = commit
         await self._run("update-ref", ref, commit)
 
     async def delete_ref(self, ref: str) -> None:
+        self.own_moves[ref] = None
         await self._run("update-ref", "-d", ref, check=False)
+
+    async def head_ref_key(self) -> str:
+        """The name under which this tree's HEAD is watched: its branch's ref, or ``HEAD@<root>`` when
+        detached (a task's worktree)."""
+        try:
+            content = (await self.git_dir() / "HEAD").read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            content = ""
+        if content.startswith("ref: "):
+            return content[5:].strip()
+        return f"HEAD@{self.root.resolve()}"
+
+    async def _note_head_moved(self) -> str | None:
+        """HEAD after AutoDev moved it, recorded as AutoDev's own move."""
+        head = await self.head()
+        self.own_moves[await self.head_ref_key()] = head
+        return head
+
+    async def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        """Whether ``ancestor`` is ``descendant`` or one of its ancestors."""
+        result = await self._run("merge-base", "--is-ancestor", ancestor, descendant, check=False)
+        return result.code == 0
 
     async def refs_under(self, prefix: str) -> dict[str, str]:
         """``{ref: commit}`` for every ref below ``prefix`` (e.g. ``refs/autodev/tasks/``)."""
-        result = await self._run("for-each-ref", "--format=%(refname) %(objectname)", prefix)
+        return await self.refs_under_all([prefix])
+
+    async def refs_under_all(self, prefixes: Sequence[str]) -> dict[str, str]:
+        """``{ref: commit}`` for every ref below any of ``prefixes``, in one call."""
+        result = await self._run("for-each-ref", "--format=%(refname) %(objectname)", *prefixes)
         pairs = (line.split(" ", 1) for line in result.stdout.splitlines() if " " in line)
         return {name: commit for name, commit in pairs}
+
+    async def common_dir(self) -> Path:
+        """The repository's shared git directory (the main ``.git`` also for a worktree)."""
+        if self._common_dir_path is None:
+            found = Path((await self._run("rev-parse", "--git-common-dir")).stdout.strip())
+            self._common_dir_path = found if found.is_absolute() else (self.root / found).resolve()
+        return self._common_dir_path
 
     async def subject(self, commit: str) -> str | None:
         result = await self._run("log", "-1", "--format=%s", commit, check=False)
@@ -349,6 +429,30 @@ class GitRepo:
         result = await self._run("diff", "--binary", "--no-renames", old, new, "--", ".", _EXCLUDE_STATE)
         return result.stdout
 
+    async def added_bytes(self, base: str) -> dict[str, int]:
+        """``{path: bytes}`` the working tree adds against ``base`` for every changed path: a new file's size,
+        a changed file's growth (0 when it shrank or was deleted). Read from the file system and git's
+        tree listing only: nothing is hashed or staged, so a huge file costs a ``stat``, not a copy."""
+        paths = await self.dirty_paths()
+        if not paths:
+            return {}
+        old: dict[str, int] = {}
+        listed = await self._run("ls-tree", "-r", "-l", "-z", base, check=False)
+        wanted = set(paths)
+        for entry in listed.stdout.split("\0"):
+            meta, _, name = entry.partition("\t")
+            fields = meta.split()
+            if name in wanted and len(fields) == 4 and fields[3].isdigit():
+                old[name] = int(fields[3])
+        added = {}
+        for path in paths:
+            try:
+                size = os.lstat(self.root / path).st_size
+            except OSError:
+                size = 0  # deleted
+            added[path] = max(0, size - old.get(path, 0))
+        return added
+
     async def dirty_paths(self) -> list[str]:
         """Paths with uncommitted changes (tracked or untracked), ``.autodev/`` excluded."""
         result = await self._run(
@@ -362,6 +466,7 @@ class GitRepo:
         Only ever run in a task's own worktree, never in the user's main tree.
         """
         await self._run("checkout", "--detach", "--force", "-q", commit)
+        await self._note_head_moved()
         await self._run("clean", "-fdxq", "-e", ".autodev")
 
     async def replay(self, commit: str, onto: str, message: str) -> str | list[str]:
@@ -390,7 +495,7 @@ class GitRepo:
             await self._run("cherry-pick", "--abort", check=False)
             paths = [line for line in conflicted.stdout.splitlines() if line]
             return paths or [" ".join(result.stderr.split())[:300] or f"exit code {result.code}"]
-        replayed = await self.head()
+        replayed = await self._note_head_moved()
         if replayed is None:
             raise GitError(f"cherry-pick of {commit} left no commit in {self.root}")
         return replayed
@@ -403,6 +508,7 @@ class GitRepo:
     async def reset_soft(self, commit: str) -> None:
         """Move HEAD to ``commit`` and leave every file as it is (only ever in a task's own worktree)."""
         await self._run("reset", "--soft", "-q", commit)
+        await self._note_head_moved()
 
     async def abort_cherry_pick(self) -> None:
         """Abort a cherry-pick a killed run left half done (no-op when none is in progress)."""
@@ -421,7 +527,12 @@ class GitRepo:
     async def fast_forward(self, commit: str) -> bool:
         """Move the checked-out branch (or detached HEAD) forward to ``commit``; False when git refuses
         (not a fast-forward, or local changes it would overwrite), with nothing changed."""
-        return (await self._run("merge", "--ff-only", "-q", commit, check=False)).code == 0
+        # Noted first: an agent's call checked while the merge runs must not take this move for its own.
+        self.own_moves[await self.head_ref_key()] = commit
+        moved = (await self._run("merge", "--ff-only", "-q", commit, check=False)).code == 0
+        if moved:
+            await self._note_head_moved()
+        return moved
 
     async def restore_paths(self, commit: str, paths: Sequence[str]) -> None:
         """Put ``paths`` back to their state in ``commit`` (deleting those it does not have)."""

@@ -18,6 +18,7 @@ from autodev.orchestrator.delegate import DelegationRequest, delegate
 from autodev.orchestrator.delegation_envelope import DelegationEnvelope
 from autodev.orchestrator.events import ProgressEvent
 from autodev.orchestrator.plan_parser import parse_plan_markdown
+from autodev.orchestrator.submodules import refuse_submodule_files
 from autodev.state.atomic import atomic_write_text
 from autodev.state.evidence import read_evidence
 from autodev.state.hashing import sha256_hex
@@ -195,6 +196,7 @@ def _check_plan_paths(orch: Orchestrator, plan: Plan) -> None:
     for task in plan.iter_tasks():
         for path in task.files:
             normalize_repo_path(path, orch.repo_root, context=f"architect plan: task {task.id}")
+    refuse_submodule_files(plan, orch.repo_root, source="architect plan")
 
 
 def _refuse_to_replace_started_work(orch: Orchestrator) -> None:

@@ -18,6 +18,8 @@ ends with the same single commit: a rerun recognises a landed task by its commit
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,6 +27,7 @@ from typing import TYPE_CHECKING
 from autodev.errors import AutodevError
 from autodev.logging import get_logger
 from autodev.orchestrator.git import GitRepo
+from autodev.state.paths import AutodevPaths
 from autodev.state.schemas import Task
 
 if TYPE_CHECKING:
@@ -100,13 +103,27 @@ def blocked_ref(task_id: str) -> str:
     return BLOCKED_REF_PREFIX + task_id
 
 
-async def park_change(workspace: TaskWorkspace, task: Task, main: GitRepo) -> str | None:
+async def park_change(
+    workspace: TaskWorkspace, task: Task, main: GitRepo, *, set_aside: Sequence[str] = ()
+) -> str | None:
     """Keep a blocked task's last change under ``blocked_ref`` (never lost) and, when the task worked in
     the main tree, take the change out of it, so that the tasks after it start from the code as
-    committed. Returns the commit that keeps the change (None when there was none)."""
+    committed. Returns the commit that keeps the change (None when there was none).
+
+    ``set_aside`` are files too big to put into git (over ``guardrails.max_file_bytes``): they are moved,
+    not copied, to ``.autodev/oversized/<task>/`` first and the rest of the change is kept as usual."""
     if task.base_commit is None:
         return None
     git = workspace.git
+    if set_aside:
+        aside = AutodevPaths(main.root).state_dir / "oversized" / task.id
+        for path in set_aside:
+            target = aside / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.replace(workspace.root / path, target)
+            except OSError:
+                (workspace.root / path).unlink(missing_ok=True)  # another file system: too big to copy
     tree = await git.snapshot_tree()
     base_tree = await git.tree_of(task.base_commit)
     if tree == base_tree:

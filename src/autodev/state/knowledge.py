@@ -6,9 +6,12 @@ bounded to ``max_lessons`` (the least recently seen go first); ``inject_block`` 
 to a new prompt.
 
 The store lives in ``.autodev/knowledge.json`` and is *not* part of the ledger: it is derived, advisory data,
-not plan state, and nothing about a plan's progress depends on it. That is also why it is never fatal: a
-file that cannot be parsed is moved aside (``knowledge.json.corrupt-<timestamp>``) with a warning and the
-store starts empty, and a failed write is logged and the lessons kept in memory.
+not plan state, and nothing about a plan's progress depends on it. That is also why its content is never
+fatal: a file that cannot be parsed is moved aside (``knowledge.json.corrupt-<timestamp>``) with a warning
+and the store starts empty, and a failed write is logged and the lessons kept in memory. What is in its
+place is checked like any state file, though: a link, a FIFO or a device, or a file larger than
+``MAX_STATE_FILE_BYTES`` (64 MiB), is a ``StateError`` that names it, rather than something to wait on or
+to silently replace.
 
 Recency is a logical clock (``Lesson.last_seen`` counts sightings across the store) rather than wall time,
 so eviction and ranking are deterministic.
@@ -26,6 +29,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from autodev.errors import StateError
+from autodev.files import MAX_STATE_FILE_BYTES, led_by, read_bounded
 from autodev.logging import get_logger
 from autodev.state.atomic import atomic_write_text
 from autodev.state.paths import AutodevPaths, ensure_state_dir
@@ -239,7 +244,14 @@ class KnowledgeStore:
     def _load(self) -> None:
         path = self.path
         try:
-            raw = path.read_bytes()
+            raw = read_bounded(
+                path,
+                limit=MAX_STATE_FILE_BYTES,
+                what="the knowledge store",
+                follow_symlinks=False,
+                error=led_by(path, StateError),
+                remedy="replace it with the real file, or delete it to start with no lessons",
+            )
         except FileNotFoundError:
             return
         except OSError as exc:
@@ -272,6 +284,11 @@ class KnowledgeStore:
             )
             return
         _log.warning("knowledge.corrupt", path=str(path), error=str(exc), moved_to=str(target))
+
+    def save(self) -> None:
+        """Write ``knowledge.json`` from memory again (after someone else changed the file)."""
+        with self._lock:
+            self._save()
 
     def _save(self) -> None:
         ordered = sorted(self._lessons.values(), key=lambda lesson: lesson.last_seen)

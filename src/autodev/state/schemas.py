@@ -128,6 +128,8 @@ class _EvidenceBase(_Persisted):
     role: str | None = None
     session_id: str | None = None
     cost_usd: float | None = None
+    # What AutoDev found the agent did besides its change: commits it folded in, files it put back.
+    agent_actions: list[str] = Field(default_factory=list)
 
 
 class CoderEvidence(_EvidenceBase):
@@ -246,6 +248,8 @@ class GateEvidence(_EvidenceBase):
     kind: Literal["gates"] = "gates"
     passed: bool
     checks: list[GateCheck] = Field(default_factory=list)
+    # Files of the change that can alter which tests run or how they end (conftest.py, pytest settings).
+    test_config_changed: list[str] = Field(default_factory=list)
     environment: str | None = None
     interpreter: str | None = None
     tree: str | None = None

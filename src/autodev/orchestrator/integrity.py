@@ -1,0 +1,389 @@
+"""What an agent did besides its change: found out from git and the files, never from the agent's words.
+
+Before every agent call AutoDev takes a ``RepositoryView``: the main checkout's HEAD, every branch, tag and
+``refs/autodev/`` ref, the HEAD of the agent's working copy, git's control files (config, hooks, info,
+alternates) and AutoDev's own configuration file. After the call it compares:
+
+- Commits the agent made on top of its working copy are *folded into the task's change* (``git reset
+  --soft`` back to where the copy was, files untouched): the task's change is still reviewed and committed
+  as one (ADR 0013).
+- Any other ref movement (a branch rewound or switched, a tag or an AutoDev ref moved, the copy's HEAD
+  moved anywhere but forward) stops the run with a ``RepositoryChangedError`` naming the refs; nothing is
+  moved back, the user decides. A commit AutoDev recorded as landed that left the branch stops it too.
+- Files git itself would execute or obey (``.git/config``, hooks, ``info/``, alternates) and AutoDev's
+  ``.autodev/config.toml`` are put back as they were: they are AutoDev's to guard, not the agent's. So is
+  the ledger: a ledger whose hash chain no longer ends where AutoDev's last entry did is rewritten from the
+  copy taken before the call plus the entries AutoDev appended meanwhile (verified), else the run stops.
+  Files AutoDev derives from its memory (``plan.json``, ``knowledge.json``) are written again from it when
+  they changed during the call.
+- While a task works in its own worktree, new changes in the main checkout are writes outside the task's
+  working copy: the run stops and names them (they may be the user's own edits; nothing is discarded).
+
+Refs AutoDev itself moves meanwhile (other tasks landing in a parallel run) are told apart through
+``GitRepo.own_moves``: the value AutoDev last gave each ref.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+
+from autodev.errors import EXIT_SUSPENDED, AutodevError, StateError
+from autodev.files import MAX_LEDGER_BYTES, MAX_STATE_FILE_BYTES
+from autodev.logging import get_logger
+from autodev.orchestrator.git import HARDENED_CONFIG, GitRepo
+from autodev.state.atomic import atomic_write_bytes, fsync_dir
+from autodev.state.ledger import Ledger, LedgerHead
+
+__all__ = [
+    "AgentWatch",
+    "CallReport",
+    "RepositoryChangedError",
+    "RepositoryView",
+    "missing_landed_commits",
+]
+
+_log = get_logger("autodev.integrity")
+_WATCHED_REFS = ("refs/heads/", "refs/tags/", "refs/autodev/")
+# Git's control files an agent could use to make git run its programs or hide files, relative to the
+# common git directory. Hook directories are listed whole.
+_CONTROL_FILES = ("config", "config.worktree", "info/exclude", "info/attributes", "objects/info/alternates")
+_CONTROL_DIRS = ("hooks", "info")
+_CONTROL_FILE_LIMIT = 1 << 20
+_READ_CHUNK = 1 << 20
+_SHOWN = 10
+
+
+class RepositoryChangedError(AutodevError):
+    """An agent moved refs or wrote outside its working copy; the run stops until the user has looked.
+
+    Nothing is undone on the user's behalf; ``autodev resume`` continues once the repository is as the
+    user wants it (the message says what changed and how to put it back).
+    """
+
+    exit_code = EXIT_SUSPENDED
+
+
+@dataclass(frozen=True, slots=True)
+class RepositoryView:
+    """What an agent call must leave as it found it (see the module docstring)."""
+
+    main_head: str
+    refs: Mapping[str, str]
+    copy_key: str
+    copy_head: str | None
+    control: Mapping[str, bytes]
+    main_dirty: frozenset[str] | None
+    ledger: bytes | None = None
+    derived: Mapping[Path, bytes | None] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class CallReport:
+    """What AutoDev found and put right after one call: for the task's evidence and the progress notes."""
+
+    folded_commits: list[str] = field(default_factory=list)
+    restored: list[str] = field(default_factory=list)
+
+    @property
+    def notes(self) -> list[str]:
+        notes = []
+        if self.folded_commits:
+            notes.append(
+                f"the agent made {len(self.folded_commits)} commit(s) itself "
+                f"({', '.join(c[:10] for c in self.folded_commits[:_SHOWN])}); they are folded into the "
+                "task's change, which is reviewed and committed as one"
+            )
+        if self.restored:
+            notes.append(
+                "the agent changed files that are AutoDev's to guard; they were put back: "
+                + ", ".join(self.restored[:_SHOWN])
+            )
+        return notes
+
+
+def _shown(items: list[str]) -> str:
+    more = f" and {len(items) - _SHOWN} more" if len(items) > _SHOWN else ""
+    return ", ".join(items[:_SHOWN]) + more
+
+
+class AgentWatch:
+    """Takes a ``RepositoryView`` before an agent call and checks the repository against it after."""
+
+    def __init__(
+        self,
+        main: GitRepo,
+        config_file: Path,
+        *,
+        ledger: Path | None = None,
+        ledger_head: Callable[[], LedgerHead | None] | None = None,
+        after_ledger_restored: Callable[[], None] | None = None,
+        derived: Mapping[Path, Callable[[], None]] | None = None,
+    ) -> None:
+        self.main = main
+        self.config_file = config_file
+        self.ledger = ledger
+        # Where AutoDev's own appends have brought the ledger (None before there is one), and what to do
+        # once it was rewritten (reopen the appending descriptor: it may point at a file an agent replaced).
+        self._ledger_head = ledger_head or (lambda: None)
+        self._after_ledger_restored = after_ledger_restored or (lambda: None)
+        # Files written from AutoDev's memory, each with what writes it again.
+        self._derived = dict(derived or {})
+        # Commits recorded as landed that were already found on the branch, and the tip they were found at:
+        # while the branch only moves forward from that tip they need no new look.
+        self._landed_tip: str | None = None
+        self._landed_checked: set[str] = set()
+
+    async def _control_files(self) -> dict[str, bytes]:
+        common = await self.main.common_dir()
+        found: dict[str, bytes] = {}
+        candidates = [common / name for name in _CONTROL_FILES]
+        for directory in _CONTROL_DIRS:
+            base = common / directory
+            if base.is_dir():
+                candidates += [path for path in sorted(base.rglob("*")) if not path.is_dir()]
+        for path in candidates:
+            content = _read_small(path)
+            if content is not None:
+                found[f".git/{path.relative_to(common).as_posix()}"] = content
+        config = _read_small(self.config_file)
+        if config is not None:
+            found[".autodev/config.toml"] = config
+        return found
+
+    def _path_of(self, name: str, common: Path) -> Path:
+        if name == ".autodev/config.toml":
+            return self.config_file
+        return common / name.removeprefix(".git/")
+
+    async def before(self, copy: GitRepo) -> RepositoryView:
+        isolated = copy.root.resolve() != self.main.root.resolve()
+        return RepositoryView(
+            main_head=_read_head(await self.main.git_dir()),
+            refs=await self.main.refs_under_all(_WATCHED_REFS),
+            copy_key=await copy.head_ref_key(),
+            copy_head=await copy.head(),
+            control=await self._control_files(),
+            main_dirty=frozenset(await self.main.dirty_paths()) if isolated else None,
+            ledger=_read_small(self.ledger, MAX_LEDGER_BYTES) if self.ledger is not None else None,
+            derived={path: _read_small(path, MAX_STATE_FILE_BYTES) for path in self._derived},
+        )
+
+    async def after(
+        self, view: RepositoryView, copy: GitRepo, *, who: str, main_tree_lock: anyio.Lock | None = None
+    ) -> CallReport:
+        """Check the repository after ``who``'s call (e.g. "the developer of task 1.2"); see the module
+        docstring for what is put back, folded or stopped for. ``main_tree_lock`` is what AutoDev holds
+        while it changes the main checkout (merging a parallel task): the main checkout is looked at under
+        it, never half way through a merge."""
+        report = CallReport()
+        report.restored = await self._restore_control(view)
+        if self._guard_ledger(view.ledger):
+            report.restored.append(".autodev/ledger.jsonl")
+        for path, rewrite in self._derived.items():
+            # AutoDev may have written it meanwhile too: writing it from memory again is right either way.
+            if _read_small(path, MAX_STATE_FILE_BYTES) != view.derived.get(path):
+                rewrite()
+                report.restored.append(f".autodev/{path.name}")
+        moved: list[str] = []
+        main_head = _read_head(await self.main.git_dir())
+        if main_head != view.main_head:
+            symbolic = main_head.startswith("ref: ") or view.main_head.startswith("ref: ")
+            own = self.main.own_moves.get(await self.main.head_ref_key(), "") == main_head
+            if symbolic or (copy.root.resolve() != self.main.root.resolve() and not own):
+                moved.append(f"HEAD of {self.main.root} {view.main_head!r} -> {main_head!r}")
+        now = await self.main.refs_under_all(_WATCHED_REFS)
+        copy_head = await copy.head()
+        for ref in sorted(set(view.refs) | set(now)):
+            before, after = view.refs.get(ref), now.get(ref)
+            if before == after or self.main.own_moves.get(ref, "") == after:
+                continue
+            if ref == view.copy_key and before is not None and after is not None:
+                continue  # the working copy's own branch: judged below, with the copy's HEAD
+            moved.append(f"{ref} {_short(before)} -> {_short(after)}")
+        if copy_head != view.copy_head and self.main.own_moves.get(view.copy_key, "") != copy_head:
+            if (
+                view.copy_head is not None
+                and copy_head is not None
+                and await copy.head_ref_key() == view.copy_key
+                and await copy.is_ancestor(view.copy_head, copy_head)
+            ):
+                report.folded_commits = await copy.commits_since(view.copy_head, copy_head)
+                await copy.reset_soft(view.copy_head)
+            else:
+                moved.append(f"HEAD of {copy.root} {_short(view.copy_head)} -> {_short(copy_head)}")
+        if moved:
+            raise RepositoryChangedError(
+                f"{who} moved git refs AutoDev did not move: {_shown(moved)}; nothing was moved back. "
+                "Put them where you want them (`git reflog` shows where they were, `git update-ref <ref> "
+                "<commit>` moves one), then run `autodev resume`"
+            )
+        if view.main_dirty is not None:
+            written = sorted(set(await self._main_dirty(main_tree_lock)) - view.main_dirty)
+            if written:
+                raise RepositoryChangedError(
+                    f"{who} works in its own worktree but files changed in the main checkout "
+                    f"{self.main.root}: {_shown(written)}; they are left as they are. Keep or remove them "
+                    "(`git status` lists them), then run `autodev resume`"
+                )
+        if report.folded_commits or report.restored:
+            _log.warning(
+                "integrity.after_call", who=who, folded=report.folded_commits, restored=report.restored
+            )
+        return report
+
+    async def _main_dirty(self, lock: anyio.Lock | None) -> list[str]:
+        owner = lock.statistics().owner if lock is not None else None
+        if lock is None or (owner is not None and owner == anyio.get_current_task()):
+            return await self.main.dirty_paths()
+        async with lock:
+            return await self.main.dirty_paths()
+
+    async def _restore_control(self, view: RepositoryView) -> list[str]:
+        now = await self._control_files()
+        if now == view.control:
+            return []
+        common = await self.main.common_dir()
+        restored = []
+        for name in sorted(set(now) | set(view.control)):
+            before, after = view.control.get(name), now.get(name)
+            if before == after:
+                continue
+            path = self._path_of(name, common)
+            if before is None:
+                path.unlink(missing_ok=True)
+            else:
+                atomic_write_bytes(path, before)
+            restored.append(name)
+        return restored
+
+    def _guard_ledger(self, before: bytes | None) -> bool:
+        """Whether the ledger had to be put back (see the module docstring). Synchronous on purpose: no
+        append of AutoDev's can come between the check and the rewrite."""
+        head = self._ledger_head()
+        if self.ledger is None or before is None or head is None or head.seq == 0:
+            return False
+        if _chain_ends_at(self.ledger, head):
+            return False
+        now = _read_small(self.ledger, MAX_LEDGER_BYTES) or b""
+        candidate = before + now[len(before) : head.offset]
+        scratch = self.ledger.with_name(f".{self.ledger.name}.restore")
+        atomic_write_bytes(scratch, candidate)
+        try:
+            if not _chain_ends_at(scratch, head):
+                raise RepositoryChangedError(
+                    f"the ledger {self.ledger} was changed during an agent call and cannot be put back: the "
+                    "entries AutoDev wrote meanwhile are damaged too; the copy of it from before the call "
+                    f"is {scratch}; compare them (`autodev ledger verify`) before `autodev resume`"
+                )
+            # Replaced whole (a link or a FIFO put in its place is replaced too); AutoDev's appending
+            # descriptor is reopened afterwards, so it writes to the restored file.
+            os.replace(scratch, self.ledger)
+            fsync_dir(self.ledger.parent)
+        finally:
+            self._after_ledger_restored()
+        return True
+
+    async def check_landed(self, commits: Mapping[str, str]) -> None:
+        """Stop when a commit recorded as landed (``{task id: commit}``) is no longer on the branch."""
+        tip = await self.main.head()
+        if tip is None or not commits:
+            return
+        moved_on = self._landed_tip is not None and self._landed_tip != tip
+        if moved_on and not await self.main.is_ancestor(self._landed_tip or tip, tip):
+            self._landed_checked.clear()
+        self._landed_tip = tip
+        missing = []
+        for task_id, commit in sorted(commits.items()):
+            if commit in self._landed_checked:
+                continue
+            if await self.main.is_ancestor(commit, tip):
+                self._landed_checked.add(commit)
+            else:
+                missing.append(f"task {task_id} ({commit[:10]})")
+        if missing:
+            raise RepositoryChangedError(
+                f"commits AutoDev recorded as landed are no longer on {await self.main.head_ref_key()}: "
+                f"{_shown(missing)}; something rewrote the branch. Put it back (`git reflog` shows where it "
+                "was, `git update-ref <ref> <commit>` moves it), then run `autodev resume`"
+            )
+
+
+def _short(commit: str | None) -> str:
+    return commit[:10] if commit else "(none)"
+
+
+def _read_head(git_dir: Path) -> str:
+    try:
+        return (git_dir / "HEAD").read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def _chain_ends_at(path: Path, head: LedgerHead) -> bool:
+    """Whether the ledger at ``path`` verifies and ends exactly where ``head`` says."""
+    ledger = Ledger(path, readonly=True)
+    try:
+        found = ledger.open(repair=False)
+    except (StateError, OSError):
+        return False
+    finally:
+        ledger.close()
+    return found == head and ledger.torn_tail_bytes == 0
+
+
+def _read_small(path: Path, limit: int = _CONTROL_FILE_LIMIT) -> bytes | None:
+    """A control file's bytes; None when it is absent. Not followed when it is a link, not read past a
+    limit: an agent may have put anything there."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return b"<not a readable regular file>" if os.path.lexists(path) else None
+    with os.fdopen(fd, "rb") as handle:
+        if not os.path.isfile(path):
+            return b"<not a regular file>"
+        # In chunks: one read of ``limit`` bytes would allocate all of them up front.
+        chunks, total = [], 0
+        while total < limit and (chunk := handle.read(min(_READ_CHUNK, limit - total))):
+            chunks.append(chunk)
+            total += len(chunk)
+        return b"".join(chunks)
+
+
+def missing_landed_commits(repo_root: Path, landed: Mapping[str, str]) -> list[str]:
+    """``task id (commit)`` for each commit recorded as landed that the checked-out branch does not hold.
+
+    Synchronous, for ``autodev status`` and ``autodev ledger verify``. Landed commits are recent: one walk
+    of the branch's newest commits finds them all in the usual case; only a commit not found there costs
+    a call of its own.
+    """
+    env = {**os.environ, "LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"}
+
+    def git(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["git", *HARDENED_CONFIG, *args],
+            cwd=repo_root,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+        )
+
+    try:
+        window = git("rev-list", f"--max-count={1000 + 20 * len(landed)}", "HEAD")
+        if window.returncode != 0:
+            return []  # no git, no branch: nothing here can tell
+        recent = set(window.stdout.split())
+        missing = []
+        for task_id, commit in landed.items():
+            if commit not in recent and git("merge-base", "--is-ancestor", commit, "HEAD").returncode != 0:
+                missing.append(f"{task_id} ({commit[:10]})")
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return missing

@@ -1,0 +1,101 @@
+"""What an agent did besides its change, found from a real repository before and after its call."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+from support.projects import git, mini_project
+
+from autodev.orchestrator.git import GitRepo, _without_drivers
+from autodev.orchestrator.integrity import AgentWatch, RepositoryChangedError, missing_landed_commits
+
+
+def _watch(root: Path) -> tuple[GitRepo, AgentWatch]:
+    repo = GitRepo(root)
+    return repo, AgentWatch(repo, root / ".autodev" / "config.toml")
+
+
+def test_files_git_obeys_are_put_back_and_named(tmp_path: Path) -> None:
+    root = mini_project(tmp_path / "repo")
+    (root / ".autodev").mkdir()
+    (root / ".autodev" / "config.toml").write_text("qa_retry_limit = 3\n")
+    repo, watch = _watch(root)
+
+    async def scenario() -> list[str]:
+        view = await watch.before(repo)
+        git(root, "config", "core.fsmonitor", "touch /tmp/pwned")
+        (root / ".git" / "hooks" / "pre-commit").write_text("#!/bin/sh\nexit 0\n")
+        (root / ".autodev" / "config.toml").write_text("[qa_gates.test]\nenabled = false\n")
+        return (await watch.after(view, repo, who="the developer")).restored
+
+    restored = anyio.run(scenario)
+
+    assert restored == [".autodev/config.toml", ".git/config", ".git/hooks/pre-commit"]
+    assert "fsmonitor" not in (root / ".git" / "config").read_text()
+    assert not (root / ".git" / "hooks" / "pre-commit").exists()
+    assert (root / ".autodev" / "config.toml").read_text() == "qa_retry_limit = 3\n"
+
+
+def test_commits_on_top_of_the_working_copy_are_folded_in_and_anything_else_stops(tmp_path: Path) -> None:
+    root = mini_project(tmp_path / "repo")
+    base = git(root, "rev-parse", "HEAD").strip()
+    repo, watch = _watch(root)
+
+    async def folds() -> list[str]:
+        view = await watch.before(repo)
+        (root / "new.py").write_text("X = 1\n")
+        git(root, "add", "new.py")
+        git(root, "commit", "-qm", "agent")
+        return (await watch.after(view, repo, who="the developer")).folded_commits
+
+    folded = anyio.run(folds)
+    assert len(folded) == 1
+    assert git(root, "rev-parse", "HEAD").strip() == base
+    assert (root / "new.py").read_text() == "X = 1\n"  # the work stays, as a change
+
+    async def rewinds() -> None:
+        git(root, "tag", "v1")
+        view = await watch.before(repo)
+        elsewhere = git(root, "commit-tree", "HEAD^{tree}", "-m", "elsewhere").strip()
+        git(root, "tag", "-f", "v1", elsewhere)
+
+        await watch.after(view, repo, who="the developer")
+
+    with pytest.raises(RepositoryChangedError, match="refs/tags/v1"):
+        anyio.run(rewinds)
+
+
+def test_refs_autodev_moved_itself_are_not_taken_for_the_agents(tmp_path: Path) -> None:
+    root = mini_project(tmp_path / "repo")
+    head = git(root, "rev-parse", "HEAD").strip()
+    repo, watch = _watch(root)
+
+    async def scenario() -> None:
+        view = await watch.before(repo)
+        await repo.set_ref("refs/autodev/tasks/1.1", head)
+        await watch.after(view, repo, who="the developer")
+
+    anyio.run(scenario)
+
+
+def test_recorded_commits_off_the_branch_are_named(tmp_path: Path) -> None:
+    root = mini_project(tmp_path / "repo")
+    first = git(root, "rev-parse", "HEAD").strip()
+    (root / "b.py").write_text("B = 2\n")
+    git(root, "add", "b.py")
+    git(root, "commit", "-qm", "second")
+    second = git(root, "rev-parse", "HEAD").strip()
+    git(root, "reset", "-q", "--hard", first)
+    _, watch = _watch(root)
+
+    assert missing_landed_commits(root, {"1.1": first, "1.2": second}) == [f"1.2 ({second[:10]})"]
+    with pytest.raises(RepositoryChangedError, match=r"task 1\.2"):
+        anyio.run(watch.check_landed, {"1.1": first, "1.2": second})
+
+
+def test_diffing_commands_run_without_external_drivers() -> None:
+    assert _without_drivers(["diff", "--cached"]) == ["diff", "--no-ext-diff", "--no-textconv", "--cached"]
+    assert _without_drivers(["-c", "a=b", "log", "-1"])[:4] == ["-c", "a=b", "log", "--no-ext-diff"]
+    assert _without_drivers(["status", "--porcelain"]) == ["status", "--porcelain"]
