@@ -19,13 +19,12 @@ Elsewhere than Linux there is no ``/proc``: only the process group is stopped th
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import hashlib
 import os
+import secrets
 import signal
 import sys
 import time
-import uuid
 from pathlib import Path
 
 __all__ = [
@@ -52,7 +51,7 @@ def repository_tag(state_dir: Path | None) -> str:
 
 def call_tag(state_dir: Path | None) -> str:
     """A new tag for one call: ``<repository>:<unique call id>``."""
-    return f"{repository_tag(state_dir)}:{uuid.uuid4().hex}"
+    return f"{repository_tag(state_dir)}:{secrets.token_hex(16)}"
 
 
 class _Subreaper:
@@ -65,6 +64,8 @@ def become_subreaper() -> bool:
     """Make this process the subreaper of its descendants (Linux); whether that worked."""
     if not sys.platform.startswith("linux"):
         return False
+    import ctypes  # only commands that start agents or tools pay for it
+
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         _Subreaper.active = bool(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)

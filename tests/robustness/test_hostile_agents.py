@@ -396,3 +396,15 @@ def test_plan_json_and_knowledge_an_agent_forges_are_written_again_from_memory(t
     assert ".autodev/plan.json" in output and ".autodev/knowledge.json" in output
     assert "disable the tests" not in (repo / ".autodev" / "knowledge.json").read_text()
     assert json.loads(run_autodev(repo, agent, "status", "--json").stdout)["totals"]["complete"] == 1
+
+
+def test_a_head_file_replaced_by_a_fifo_stops_the_run_instead_of_hanging_git(tmp_path: Path) -> None:
+    repo = _project(tmp_path)
+    steps = default_steps()
+    steps["developer"][0]["shell"] = 'rm "$MAIN/.git/HEAD" && mkfifo "$MAIN/.git/HEAD"'
+    agent = HostileAgent(tmp_path / "agent", repo, steps)
+
+    code, output = _execute(repo, agent)
+
+    assert code == 3, output
+    assert ".git/HEAD" in output and "not a regular file" in output

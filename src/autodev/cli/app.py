@@ -169,6 +169,18 @@ def _overrides(platform: str | None, model: str | None, no_tournament: bool) -> 
     return overrides
 
 
+def _contain_children() -> None:
+    """Make this process the subreaper of what its agents and tools start (commands that start them).
+
+    Orphans of agent and tool processes then come back to this process instead of init, so that whatever
+    escaped its call is still found and stopped, at the latest when the command ends.
+    """
+    from autodev.processes import become_subreaper, kill_adopted
+
+    if become_subreaper():
+        atexit.register(kill_adopted)
+
+
 def _orchestrator(
     obj: CliContext,
     platform: str | None,
@@ -181,6 +193,7 @@ def _orchestrator(
     from autodev.config import load_config
     from autodev.orchestrator import Orchestrator
 
+    _contain_children()
     config = load_config(obj.repo_root, overrides=_overrides(platform, model, no_tournament))
     adapter = None
     if config.platform == "scripted":
@@ -444,6 +457,7 @@ def demo(obj: CliContext, directory: Path | None, force: bool) -> None:
     from autodev.orchestrator import Orchestrator
     from autodev.orchestrator.demo import prepare_demo
 
+    _contain_children()
     target = directory if directory is not None else Path(tempfile.mkdtemp(prefix="autodev-demo-"))
     setup = prepare_demo(target, force=force)
     demo_obj = CliContext(setup.repo_root, obj.verbose)
@@ -535,7 +549,6 @@ def ledger_verify(obj: CliContext) -> None:
 
 def _missing_commits(repo_root: Path, status: dict[str, Any] | None = None) -> list[str]:
     """Tasks recorded complete with a commit that the checked-out branch no longer holds."""
-    from autodev.orchestrator.integrity import missing_landed_commits
     from autodev.state.status import read_status
 
     try:
@@ -543,7 +556,11 @@ def _missing_commits(repo_root: Path, status: dict[str, Any] | None = None) -> l
     except AutodevError:
         return []  # the state itself is unreadable: that is what the rest of the report says
     landed = {task["id"]: task["commit"] for task in tasks if task.get("commit")}
-    return missing_landed_commits(repo_root, landed) if landed else []
+    if not landed:
+        return []
+    from autodev.gitsafety import missing_landed_commits
+
+    return missing_landed_commits(repo_root, landed)
 
 
 @cli.group("config")
@@ -630,12 +647,7 @@ cli.add_command(tournament)
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: map library errors to one line and an exit code, never a traceback."""
     from autodev.faults import environment_fault
-    from autodev.processes import become_subreaper, kill_adopted
 
-    # Orphans of agent and tool processes come back to this process instead of init, so that whatever
-    # escaped its call is still found and stopped, at the latest when the command ends.
-    if become_subreaper():
-        atexit.register(kill_adopted)
     stdout = sys.stdout
     try:
         code: Any = cli.main(args=argv, prog_name="autodev", standalone_mode=False)

@@ -26,7 +26,8 @@ from autodev.agents.registry import build_registry
 from autodev.agents.spec import AgentSpec
 from autodev.config import PLATFORMS, AutodevConfig, load_config
 from autodev.config.schema import Platform
-from autodev.errors import EXIT_SUSPENDED, AutodevError
+from autodev.errors import EXIT_SUSPENDED, AutodevError, StateError
+from autodev.files import MAX_INPUT_FILE_BYTES, led_by, read_bounded_text
 from autodev.guardrails import GuardrailEnforcer, LoopDetector
 from autodev.logging import configure_logging, get_logger
 from autodev.orchestrator.checkout import check_head, require_clean_tree, require_repository
@@ -484,7 +485,13 @@ class Orchestrator:
 
     def _saved_intent(self) -> str:
         try:
-            return self.paths.spec.read_text(encoding="utf-8")
+            return read_bounded_text(
+                self.paths.spec,
+                limit=MAX_INPUT_FILE_BYTES,
+                what="the saved intent",
+                follow_symlinks=False,
+                error=led_by(self.paths.spec, StateError),
+            )
         except OSError as exc:
             raise AutodevError(
                 f'there is no plan and no saved intent ({self.paths.spec}); start with `autodev run "..."`'

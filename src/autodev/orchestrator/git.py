@@ -20,35 +20,16 @@ from pathlib import Path
 import anyio
 
 from autodev.errors import AutodevError
+from autodev.files import read_bounded
+from autodev.gitsafety import HARDENED_CONFIG
 
-__all__ = ["HARDENED_CONFIG", "GitError", "GitRepo", "WorkingDiff", "run_git"]
+__all__ = ["GitError", "GitRepo", "WorkingDiff", "read_head_file", "run_git"]
 
 _EXCLUDE_STATE = ":(exclude).autodev"
+_HEAD_FILE_LIMIT = 4096
 _OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 # Used only when the repository has no identity configured, so that auto-commit works on fresh machines.
 _FALLBACK_IDENTITY = ("-c", "user.name=AutoDev", "-c", "user.email=autodev@localhost")
-# An agent with a shell can plant programs that git runs on its own: hooks (also through core.hooksPath),
-# an fsmonitor, a signing program, external diff and textconv drivers. None of AutoDev's git calls needs
-# any of them, so every call switches them off; what an agent wrote into .git/ is also put back after its
-# call (``autodev.orchestrator.integrity``), these settings stop what slips in between.
-HARDENED_CONFIG: tuple[str, ...] = (
-    "-c",
-    f"core.hooksPath={os.devnull}",
-    "-c",
-    "core.fsmonitor=false",
-    "-c",
-    "core.untrackedCache=false",
-    "-c",
-    "commit.gpgSign=false",
-    "-c",
-    "tag.gpgSign=false",
-    "-c",
-    "diff.external=",
-    "-c",
-    "core.pager=cat",
-    "-c",
-    "protocol.ext.allow=never",
-)
 # Sub-commands that would run a textconv or external diff driver from .gitattributes otherwise.
 _DIFFING = frozenset({"diff", "log", "show"})
 
@@ -103,6 +84,24 @@ async def run_git(
         raise GitError(f"git {' '.join(args[:3])} did not finish within {timeout_s:.0f}s") from exc
     except FileNotFoundError as exc:
         raise GitError("git is not installed or not on PATH; install git and try again") from exc
+
+
+def read_head_file(git_dir: Path) -> str:
+    """The content of ``git_dir/HEAD`` ("ref: refs/heads/x" or a commit id), or "" when it cannot be read.
+
+    Read without blocking and only from a regular file: an agent may have put a FIFO or a device there.
+    """
+    try:
+        data = read_bounded(
+            git_dir / "HEAD",
+            limit=_HEAD_FILE_LIMIT,
+            what="git's HEAD file",
+            follow_symlinks=True,
+            error=lambda message: GitError(message),
+        )
+    except (GitError, OSError):
+        return ""
+    return data.decode("utf-8", errors="replace").strip()
 
 
 def _without_drivers(args: Sequence[str]) -> list[str]:
@@ -212,8 +211,8 @@ class GitRepo:
     async def head(self) -> str | None:
         """The commit HEAD points at, or None in a repository without commits."""
         try:
-            content = (await self.git_dir() / "HEAD").read_text(encoding="ascii").strip()
-        except (OSError, UnicodeDecodeError, GitError):
+            content = read_head_file(await self.git_dir())
+        except GitError:
             content = ""
         if _OBJECT_ID.fullmatch(content):
             return content  # a detached HEAD (a task's worktree) names its commit: no process needed
@@ -375,10 +374,7 @@ class GitRepo:
     async def head_ref_key(self) -> str:
         """The name under which this tree's HEAD is watched: its branch's ref, or ``HEAD@<root>`` when
         detached (a task's worktree)."""
-        try:
-            content = (await self.git_dir() / "HEAD").read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError):
-            content = ""
+        content = read_head_file(await self.git_dir())
         if content.startswith("ref: "):
             return content[5:].strip()
         return f"HEAD@{self.root.resolve()}"

@@ -26,7 +26,7 @@ Refs AutoDev itself moves meanwhile (other tasks landing in a parallel run) are 
 from __future__ import annotations
 
 import os
-import subprocess
+import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +36,7 @@ import anyio
 from autodev.errors import EXIT_SUSPENDED, AutodevError, StateError
 from autodev.files import MAX_LEDGER_BYTES, MAX_STATE_FILE_BYTES
 from autodev.logging import get_logger
-from autodev.orchestrator.git import HARDENED_CONFIG, GitRepo
+from autodev.orchestrator.git import GitRepo, read_head_file
 from autodev.state.atomic import atomic_write_bytes, fsync_dir
 from autodev.state.ledger import Ledger, LedgerHead
 
@@ -45,7 +45,6 @@ __all__ = [
     "CallReport",
     "RepositoryChangedError",
     "RepositoryView",
-    "missing_landed_commits",
 ]
 
 _log = get_logger("autodev.integrity")
@@ -161,13 +160,19 @@ class AgentWatch:
             return self.config_file
         return common / name.removeprefix(".git/")
 
+    async def _head_of(self, copy: GitRepo, key: str, refs: Mapping[str, str]) -> str | None:
+        # A branch's commit is in the refs just listed: no git call needed for it.
+        return refs[key] if key in refs else await copy.head()
+
     async def before(self, copy: GitRepo) -> RepositoryView:
         isolated = copy.root.resolve() != self.main.root.resolve()
+        refs = await self.main.refs_under_all(_WATCHED_REFS)
+        copy_key = await copy.head_ref_key()
         return RepositoryView(
-            main_head=_read_head(await self.main.git_dir()),
-            refs=await self.main.refs_under_all(_WATCHED_REFS),
-            copy_key=await copy.head_ref_key(),
-            copy_head=await copy.head(),
+            main_head=read_head_file(await self.main.git_dir()),
+            refs=refs,
+            copy_key=copy_key,
+            copy_head=await self._head_of(copy, copy_key, refs),
             control=await self._control_files(),
             main_dirty=frozenset(await self.main.dirty_paths()) if isolated else None,
             ledger=_read_small(self.ledger, MAX_LEDGER_BYTES) if self.ledger is not None else None,
@@ -181,6 +186,7 @@ class AgentWatch:
         docstring for what is put back, folded or stopped for. ``main_tree_lock`` is what AutoDev holds
         while it changes the main checkout (merging a parallel task): the main checkout is looked at under
         it, never half way through a merge."""
+        await self._refuse_unusable_heads(copy, who)
         report = CallReport()
         report.restored = await self._restore_control(view)
         if self._guard_ledger(view.ledger):
@@ -191,14 +197,14 @@ class AgentWatch:
                 rewrite()
                 report.restored.append(f".autodev/{path.name}")
         moved: list[str] = []
-        main_head = _read_head(await self.main.git_dir())
+        main_head = read_head_file(await self.main.git_dir())
         if main_head != view.main_head:
             symbolic = main_head.startswith("ref: ") or view.main_head.startswith("ref: ")
             own = self.main.own_moves.get(await self.main.head_ref_key(), "") == main_head
             if symbolic or (copy.root.resolve() != self.main.root.resolve() and not own):
                 moved.append(f"HEAD of {self.main.root} {view.main_head!r} -> {main_head!r}")
         now = await self.main.refs_under_all(_WATCHED_REFS)
-        copy_head = await copy.head()
+        copy_head = await self._head_of(copy, view.copy_key, now)
         for ref in sorted(set(view.refs) | set(now)):
             before, after = view.refs.get(ref), now.get(ref)
             if before == after or self.main.own_moves.get(ref, "") == after:
@@ -237,6 +243,21 @@ class AgentWatch:
             )
         return report
 
+    async def _refuse_unusable_heads(self, copy: GitRepo, who: str) -> None:
+        """Stop before any git call when a HEAD file is no regular file: git would block on a FIFO."""
+        for git_dir in {await self.main.git_dir(), await copy.git_dir()}:
+            head = git_dir / "HEAD"
+            try:
+                regular = stat.S_ISREG(os.stat(head).st_mode)
+            except OSError:
+                regular = False
+            if not regular:
+                raise RepositoryChangedError(
+                    f"{who} replaced {head} with something that is not a regular file; git cannot work "
+                    "with it (it would wait forever on a FIFO). Put it back (`git symbolic-ref HEAD "
+                    "refs/heads/<branch>` after removing it), then run `autodev resume`"
+                )
+
     async def _main_dirty(self, lock: anyio.Lock | None) -> list[str]:
         owner = lock.statistics().owner if lock is not None else None
         if lock is None or (owner is not None and owner == anyio.get_current_task()):
@@ -268,9 +289,11 @@ class AgentWatch:
         head = self._ledger_head()
         if self.ledger is None or before is None or head is None or head.seq == 0:
             return False
-        if _chain_ends_at(self.ledger, head):
-            return False
         now = _read_small(self.ledger, MAX_LEDGER_BYTES) or b""
+        if now == before and len(now) == head.offset:
+            return False  # the usual case: nothing was appended during the call, nothing was touched
+        if now.startswith(before) and _chain_ends_at(self.ledger, head):
+            return False  # AutoDev appended meanwhile (a parallel run), and only AutoDev
         candidate = before + now[len(before) : head.offset]
         scratch = self.ledger.with_name(f".{self.ledger.name}.restore")
         atomic_write_bytes(scratch, candidate)
@@ -290,7 +313,10 @@ class AgentWatch:
         return True
 
     async def check_landed(self, commits: Mapping[str, str]) -> None:
-        """Stop when a commit recorded as landed (``{task id: commit}``) is no longer on the branch."""
+        """Stop when a commit recorded as landed (``{task id: commit}``) is no longer on the branch.
+
+        The branch is read after ``commits`` were: a parallel run lands commits all the time, and each is
+        on the branch before it is recorded."""
         tip = await self.main.head()
         if tip is None or not commits:
             return
@@ -316,13 +342,6 @@ class AgentWatch:
 
 def _short(commit: str | None) -> str:
     return commit[:10] if commit else "(none)"
-
-
-def _read_head(git_dir: Path) -> str:
-    try:
-        return (git_dir / "HEAD").read_text(encoding="utf-8", errors="replace").strip()
-    except OSError:
-        return ""
 
 
 def _chain_ends_at(path: Path, head: LedgerHead) -> bool:
@@ -353,37 +372,3 @@ def _read_small(path: Path, limit: int = _CONTROL_FILE_LIMIT) -> bytes | None:
             chunks.append(chunk)
             total += len(chunk)
         return b"".join(chunks)
-
-
-def missing_landed_commits(repo_root: Path, landed: Mapping[str, str]) -> list[str]:
-    """``task id (commit)`` for each commit recorded as landed that the checked-out branch does not hold.
-
-    Synchronous, for ``autodev status`` and ``autodev ledger verify``. Landed commits are recent: one walk
-    of the branch's newest commits finds them all in the usual case; only a commit not found there costs
-    a call of its own.
-    """
-    env = {**os.environ, "LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"}
-
-    def git(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            ["git", *HARDENED_CONFIG, *args],
-            cwd=repo_root,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=60,
-        )
-
-    try:
-        window = git("rev-list", f"--max-count={1000 + 20 * len(landed)}", "HEAD")
-        if window.returncode != 0:
-            return []  # no git, no branch: nothing here can tell
-        recent = set(window.stdout.split())
-        missing = []
-        for task_id, commit in landed.items():
-            if commit not in recent and git("merge-base", "--is-ancestor", commit, "HEAD").returncode != 0:
-                missing.append(f"{task_id} ({commit[:10]})")
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    return missing

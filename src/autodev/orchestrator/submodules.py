@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from autodev.errors import PlanParseError
-from autodev.orchestrator.git import HARDENED_CONFIG
+from autodev.gitsafety import HARDENED_CONFIG
 from autodev.state.schemas import Plan
 
 __all__ = ["refuse_submodule_files", "submodule_paths", "submodules_touched"]

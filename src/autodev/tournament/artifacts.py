@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from autodev.errors import AutodevError
+from autodev.files import MAX_STATE_FILE_BYTES, led_by, read_bounded_text
 from autodev.state.atomic import atomic_write_text
 
 __all__ = [
@@ -104,7 +105,15 @@ def load_history(directory: Path) -> dict[str, Any]:
     """Read ``history.json`` of one tournament directory; a missing or broken file is a clear error."""
     path = directory / "history.json"
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(
+            read_bounded_text(
+                path,
+                limit=MAX_STATE_FILE_BYTES,
+                what="the tournament history",
+                follow_symlinks=False,
+                error=led_by(path, AutodevError),
+            )
+        )
     except FileNotFoundError as exc:
         raise TournamentNotFoundError(
             f"{directory} has no history.json: the tournament did not get past its start"

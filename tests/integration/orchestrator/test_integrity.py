@@ -8,8 +8,9 @@ import anyio
 import pytest
 from support.projects import git, mini_project
 
+from autodev.gitsafety import missing_landed_commits
 from autodev.orchestrator.git import GitRepo, _without_drivers
-from autodev.orchestrator.integrity import AgentWatch, RepositoryChangedError, missing_landed_commits
+from autodev.orchestrator.integrity import AgentWatch, RepositoryChangedError
 
 
 def _watch(root: Path) -> tuple[GitRepo, AgentWatch]:
