@@ -34,7 +34,7 @@ from pathlib import Path
 import anyio
 
 from autodev.errors import EXIT_SUSPENDED, AutodevError, StateError
-from autodev.files import MAX_LEDGER_BYTES, MAX_STATE_FILE_BYTES
+from autodev.files import MAX_LEDGER_BYTES, MAX_STATE_FILE_BYTES, read_bounded
 from autodev.logging import get_logger
 from autodev.orchestrator.git import GitRepo, read_head_file
 from autodev.state.atomic import atomic_write_bytes, fsync_dir
@@ -54,7 +54,6 @@ _WATCHED_REFS = ("refs/heads/", "refs/tags/", "refs/autodev/")
 _CONTROL_FILES = ("config", "config.worktree", "info/exclude", "info/attributes", "objects/info/alternates")
 _CONTROL_DIRS = ("hooks", "info")
 _CONTROL_FILE_LIMIT = 1 << 20
-_READ_CHUNK = 1 << 20
 _SHOWN = 10
 
 
@@ -357,18 +356,11 @@ def _chain_ends_at(path: Path, head: LedgerHead) -> bool:
 
 
 def _read_small(path: Path, limit: int = _CONTROL_FILE_LIMIT) -> bytes | None:
-    """A control file's bytes; None when it is absent. Not followed when it is a link, not read past a
-    limit: an agent may have put anything there."""
+    """A guarded file's bytes, None when it is absent, a marker when it is no regular file or too large:
+    an agent may have put anything there, so a link is not followed and nothing is read past ``limit``."""
+    if not os.path.lexists(path):
+        return None
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return b"<not a readable regular file>" if os.path.lexists(path) else None
-    with os.fdopen(fd, "rb") as handle:
-        if not os.path.isfile(path):
-            return b"<not a regular file>"
-        # In chunks: one read of ``limit`` bytes would allocate all of them up front.
-        chunks, total = [], 0
-        while total < limit and (chunk := handle.read(min(_READ_CHUNK, limit - total))):
-            chunks.append(chunk)
-            total += len(chunk)
-        return b"".join(chunks)
+        return read_bounded(path, limit=limit, what="a guarded file", follow_symlinks=False, error=StateError)
+    except (StateError, OSError) as exc:
+        return f"<unreadable: {exc}>".encode()
