@@ -281,3 +281,21 @@ def test_status_during_an_inline_suspend_says_which_delegation_waits_and_where_i
     flat = " ".join(text.split())
     assert "Waiting for the explorer answer of plan (step explore)" in flat
     assert f"write the answer to {delegation.response_path}" in flat
+
+
+def test_what_the_answering_session_did_to_git_meanwhile_is_named_at_resume(demo: DemoSetup) -> None:
+    root = demo.repo_root
+    delegation = pending_delegation(autodev(root, "run", "--platform", "inline", demo.intent), root)
+    answer(demo.script, delegation)
+    hook = root / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\nexit 0\n")
+    subprocess.run(["git", "-C", str(root), "tag", "planted"], check=True)
+
+    stopped = autodev(root, "resume")
+
+    assert_one_line_error(stopped, 3)
+    assert "the explorer" in stopped.err
+    assert ".git/hooks/pre-commit added" in stopped.err and "refs/tags/planted" in stopped.err
+    assert hook.exists()  # nothing put back: it may have been the user
+    following = pending_delegation(autodev(root, "resume"), root)  # named once; the user has looked
+    assert (following.task_id, following.role) == ("plan", "domain_expert")

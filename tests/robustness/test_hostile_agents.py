@@ -315,6 +315,50 @@ def test_autodev_clean_stops_what_a_killed_run_left_running_and_says_so(tmp_path
     assert "Found no leftover processes." in again.stdout
 
 
+def test_what_an_agent_did_before_its_run_was_killed_is_named_by_the_next_start(tmp_path: Path) -> None:
+    repo = _project(tmp_path)
+    ready, fsmonitor_ran = tmp_path / "acted", tmp_path / "fsmonitor-ran"
+    steps = default_steps()
+    hostile = (
+        'git -C "$MAIN" branch agent-was-here && '
+        f'git -C "$MAIN" config core.fsmonitor "touch {fsmonitor_ran}" && touch {ready} && sleep 600'
+    )
+    steps["developer"] = [{**steps["developer"][0], "shell": hostile}, steps["developer"][0]]
+    agent = HostileAgent(tmp_path / "agent", repo, steps)
+    exe = Path(sys.executable).with_name("autodev")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AUTODEV_")}
+    env.update(agent.env())
+    run = subprocess.Popen(
+        [str(exe), "-C", str(repo), "execute", "--platform", "cursor", "--no-tournament"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not ready.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert ready.exists()
+    finally:
+        run.kill()  # before AutoDev's check after the call
+        run.wait()
+
+    stopped = run_autodev(repo, agent, "resume", "--platform", "cursor")
+
+    assert stopped.returncode == 3, stopped.stdout + stopped.stderr
+    assert "the developer of task 1.1" in stopped.stderr
+    assert "refs/heads/agent-was-here" in stopped.stderr and ".git/config changed" in stopped.stderr
+    # The user looks, and puts back what they did not do.
+    git(repo, "branch", "-D", "agent-was-here")
+    git(repo, "config", "--unset", "core.fsmonitor")
+
+    resumed = run_autodev(repo, agent, "resume", "--platform", "cursor")
+
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert log(repo) == ["autodev: 1.1 Add triple", "mini: initial version"]
+    assert not fsmonitor_ran.exists()
+
+
 def _with_submodule(tmp_path: Path) -> Path:
     library = mini_project(tmp_path / "library", {"a.py": "A = 1\n"})
     repo = mini_project(tmp_path / "repo")

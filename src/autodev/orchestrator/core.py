@@ -42,7 +42,7 @@ from autodev.orchestrator.parallelism import resolve_parallelism
 from autodev.orchestrator.plan_phase import run_plan_phase
 from autodev.orchestrator.plan_tournament_runner import run_plan_tournament
 from autodev.orchestrator.preflight import Preflight, run_preflight
-from autodev.orchestrator.workspace import BLOCKED_REF_PREFIX, TASK_REF_PREFIX, TaskWorkspace
+from autodev.orchestrator.workspace import BLOCKED_REF_PREFIX, TASK_REF_PREFIX, TaskWorkspace, commit_message
 from autodev.orchestrator.worktree import WorktreeManager
 from autodev.orchestrator.worktree_setup import WorktreePreparer
 from autodev.qa.environment import EnvironmentResolution, resolve_environment
@@ -136,6 +136,7 @@ class Orchestrator:
         self.agent_watch = AgentWatch(
             self.git,
             self.paths.config,
+            calls_dir=self.paths.calls_dir,
             ledger=self.paths.ledger,
             ledger_head=lambda: self._plan_manager.ledger_head if self._plan_manager else None,
             after_ledger_restored=lambda: self._plan_manager.ledger.close() if self._plan_manager else None,
@@ -299,6 +300,12 @@ class Orchestrator:
         )
         await base.prune_stale()
 
+    async def _check_interrupted_calls(self) -> None:
+        """Before any work: what agent calls that ended unchecked (a kill, an inline wait) did to git."""
+        plans = self.plan_manager
+        subjects = {commit_message(task) for task in plans.tasks()} if plans.has_plan else set()
+        await self.agent_watch.check_interrupted(subjects)
+
     async def _prune_task_worktrees(self) -> None:
         """Remove task worktrees and pinned task commits nothing in flight owns any more.
 
@@ -342,6 +349,7 @@ class Orchestrator:
         await self._require_git()
         with self._session():
             await self._recover_from_a_killed_run()
+            await self._check_interrupted_calls()
             self.emit(ProgressEvent("phase", f"plan phase on {self.platform_name}"))
             _log.info("orchestrator.plan.start", intent_bytes=len(intent.encode("utf-8")))
             plan = await run_plan_phase(self, intent, replace=replace)
@@ -358,6 +366,7 @@ class Orchestrator:
         await check_head(self, allow_detached=allow_detached)
         with self._session():
             await self._recover_from_a_killed_run()
+            await self._check_interrupted_calls()
             await require_clean_tree(self)
             tasks = await run_execute_phase(self, task_id)
             clear_suspend_state(self.paths)
@@ -371,6 +380,7 @@ class Orchestrator:
         await check_head(self, allow_detached=allow_detached)
         with self._session():
             await self._recover_from_a_killed_run()
+            await self._check_interrupted_calls()
             await require_clean_tree(self)
             await self.preflight()
             self.emit(ProgressEvent("phase", f"plan phase on {self.platform_name}"))
@@ -389,6 +399,7 @@ class Orchestrator:
         await check_head(self, allow_detached=allow_detached)
         with self._session():
             await self._recover_from_a_killed_run()
+            await self._check_interrupted_calls()
             state = load_suspend_state(self.paths)
             if state is not None and not await anyio.Path(state.response_path).exists():
                 raise ResponseMissingError(

@@ -99,7 +99,13 @@ async def delegate(orch: Orchestrator, request: DelegationRequest) -> AgentResul
     )
     in_main = invocation.cwd.resolve() == orch.repo_root.resolve()
     copy = orch.git if in_main else GitRepo(invocation.cwd, like=orch.git)
+    who = f"the {request.role.replace('_', ' ')}" + (
+        f" of task {request.task_id}" if request.phase == "execute" else ""
+    )
     view = await orch.agent_watch.before(copy)
+    # Kept until the check below has run: a call the process does not live to check (a kill, an inline
+    # wait) is checked by the next start.
+    record = orch.agent_watch.remember(view, copy, who)
     try:
         async with orch.agent_slots:
             result = await orch.adapter.execute(invocation)
@@ -122,10 +128,10 @@ async def delegate(orch: Orchestrator, request: DelegationRequest) -> AgentResul
         )
         _log.info("delegate.suspended", task_id=request.task_id, role=request.role, step=request.step)
         raise
-    who = f"the {request.role.replace('_', ' ')}" + (
-        f" of task {request.task_id}" if request.phase == "execute" else ""
-    )
-    report = await orch.agent_watch.after(view, copy, who=who, main_tree_lock=orch.main_tree_lock)
+    try:
+        report = await orch.agent_watch.after(view, copy, who=who, main_tree_lock=orch.main_tree_lock)
+    finally:
+        orch.agent_watch.forget(record)
     await orch.agent_watch.check_landed(landed_commits(orch))
     if report.notes:
         result = result.model_copy(update={"agent_actions": tuple(report.notes)})

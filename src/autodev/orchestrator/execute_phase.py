@@ -51,7 +51,7 @@ from autodev.logging import get_logger
 from autodev.orchestrator.delegate import DelegationRequest, delegate, landed_commits
 from autodev.orchestrator.delegation_envelope import DelegationAction, DelegationEnvelope
 from autodev.orchestrator.events import ProgressEvent
-from autodev.orchestrator.git import WorkingDiff
+from autodev.orchestrator.git import GitRepo, WorkingDiff
 from autodev.orchestrator.submodules import submodules_touched
 from autodev.orchestrator.text import clip
 from autodev.orchestrator.workspace import (
@@ -237,11 +237,31 @@ async def check_working_tree(orch: Orchestrator) -> None:
         for tid in manager.task_ids_with_status(*MID_FLIGHT)
     ):
         return  # a task is mid-flight in the main tree: the uncommitted changes are its own work
-    if not await orch.git.is_clean():
+    if not await orch.git.is_clean() and not await _only_a_merge_cut_short(orch):
         raise WorkingTreeDirtyError(
             f"{orch.repo_root} has uncommitted changes; commit or stash them first, so that each task's "
             "change and commit contain only that task's work"
         )
+
+
+async def _only_a_merge_cut_short(orch: Orchestrator) -> bool:
+    """Whether every uncommitted change in the main tree is a file a task at its merge step changes: what a
+    fast-forward stopped half way (a kill, a full disk) leaves behind, and the merge repairs."""
+    manager = orch.plan_manager
+    if not manager.has_plan:
+        return False
+    merged: set[str] = set()
+    for task_id in manager.task_ids_with_status("tournamented"):
+        task = manager.get_task(task_id)
+        if task.worktree is None or task.base_commit is None:
+            continue
+        if not await anyio.Path(orch.repo_root / task.worktree).is_dir():
+            continue
+        copy = GitRepo(orch.repo_root / task.worktree, like=orch.git)
+        head = await copy.head()
+        if head is not None and head != task.base_commit:
+            merged.update(await copy.changed_paths(task.base_commit, head))
+    return bool(merged) and set(await orch.git.dirty_paths()) <= merged
 
 
 def _cascade_existing_blocks(orch: Orchestrator) -> None:

@@ -349,6 +349,11 @@ class GitRepo:
                 return commit
         return None
 
+    async def first_parent_subjects(self, base: str, tip: str) -> list[str]:
+        """The subjects of the commits on ``tip``'s first-parent line after ``base``, newest first."""
+        result = await self._run("log", "--first-parent", "--format=%s", f"{base}..{tip}")
+        return result.stdout.splitlines()
+
     async def commits_since(self, base: str, tip: str = "HEAD") -> list[str]:
         """Commits reachable from ``tip`` but not from ``base``, oldest first."""
         result = await self._run("rev-list", "--reverse", "--topo-order", f"{base}..{tip}")

@@ -21,13 +21,24 @@ alternates) and AutoDev's own configuration file. After the call it compares:
 
 Refs AutoDev itself moves meanwhile (other tasks landing in a parallel run) are told apart through
 ``GitRepo.own_moves``: the value AutoDev last gave each ref.
+
+A call can end without the check after it: the process was killed, or an inline delegation suspended the
+run until an agent session answers. So the view is also written to ``.autodev/calls/`` for the length of
+the call, and the next start compares the repository with every view a call left there
+(``check_interrupted``). Across that gap AutoDev cannot tell the agent's doings from the user's, so it puts
+nothing back: changed refs and control files stop the run once, named, and the user decides. Branches that
+moved forward only through AutoDev's own task commits are not changes; commits on top of the working copy
+are folded as after a call.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import secrets
 import stat
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,7 +47,7 @@ import anyio
 from autodev.errors import EXIT_SUSPENDED, AutodevError, StateError
 from autodev.files import MAX_LEDGER_BYTES, MAX_STATE_FILE_BYTES, read_bounded
 from autodev.logging import get_logger
-from autodev.orchestrator.git import GitRepo, read_head_file
+from autodev.orchestrator.git import GitError, GitRepo, read_head_file
 from autodev.state.atomic import atomic_write_bytes, fsync_dir
 from autodev.state.ledger import Ledger, LedgerHead
 
@@ -55,6 +66,10 @@ _CONTROL_FILES = ("config", "config.worktree", "info/exclude", "info/attributes"
 _CONTROL_DIRS = ("hooks", "info")
 _CONTROL_FILE_LIMIT = 1 << 20
 _SHOWN = 10
+# Only branches and tags are compared across an interrupted call: AutoDev's own refs under refs/autodev/
+# are cleared and rebuilt by every start anyway.
+_INTERRUPTED_REFS = ("refs/heads/", "refs/tags/")
+_RECORD_LIMIT = 64 << 20
 
 
 class RepositoryChangedError(AutodevError):
@@ -118,6 +133,7 @@ class AgentWatch:
         main: GitRepo,
         config_file: Path,
         *,
+        calls_dir: Path | None = None,
         ledger: Path | None = None,
         ledger_head: Callable[[], LedgerHead | None] | None = None,
         after_ledger_restored: Callable[[], None] | None = None,
@@ -125,6 +141,7 @@ class AgentWatch:
     ) -> None:
         self.main = main
         self.config_file = config_file
+        self.calls_dir = calls_dir
         self.ledger = ledger
         # Where AutoDev's own appends have brought the ledger (None before there is one), and what to do
         # once it was rewritten (reopen the appending descriptor: it may point at a file an agent replaced).
@@ -337,6 +354,166 @@ class AgentWatch:
                 f"{_shown(missing)}; something rewrote the branch. Put it back (`git reflog` shows where it "
                 "was, `git update-ref <ref> <commit>` moves it), then run `autodev resume`"
             )
+
+    # --- calls that ended without the check after them -------------------------------------------------
+
+    def remember(self, view: RepositoryView, copy: GitRepo, who: str) -> Path | None:
+        """Write ``view`` to ``calls_dir`` until the call's check has run (see the module docstring)."""
+        if self.calls_dir is None:
+            return None
+        record = {
+            "who": who,
+            "copy_root": str(copy.root.resolve()),
+            "main_head": view.main_head,
+            "refs": {ref: commit for ref, commit in view.refs.items() if ref.startswith(_INTERRUPTED_REFS)},
+            "copy_key": view.copy_key,
+            "copy_head": view.copy_head,
+            # Digests, not contents: nothing is put back across the gap, only named.
+            "control": {name: _digest(data) for name, data in view.control.items()},
+            "main_dirty": sorted(view.main_dirty) if view.main_dirty is not None else None,
+        }
+        self.calls_dir.mkdir(parents=True, exist_ok=True)
+        path = self.calls_dir / f"{secrets.token_hex(8)}.json"
+        atomic_write_bytes(path, json.dumps(record).encode("utf-8"))
+        return path
+
+    @staticmethod
+    def forget(record: Path | None) -> None:
+        """The call's check has run: its view is no longer needed."""
+        if record is not None:
+            record.unlink(missing_ok=True)
+
+    async def check_interrupted(self, task_subjects: Collection[str]) -> None:
+        """Compare the repository with every view a call left behind; stop once when anything changed.
+
+        ``task_subjects`` are the subjects of AutoDev's own task commits: a branch that moved forward
+        through those only moved for AutoDev. Each view is used once: the run stops naming what changed
+        and the next start goes on, whatever the user decided.
+        """
+        if self.calls_dir is None or not self.calls_dir.is_dir():
+            return
+        findings: list[str] = []
+        folded: list[str] = []
+        for path in sorted(self.calls_dir.glob("*.json")):
+            record = _load_record(path)
+            if record is not None:
+                changed, record_folded = await self._interrupted_changes(record, task_subjects)
+                if changed:
+                    findings.append(f"{record['who']}: {_shown(changed)}")
+                folded += record_folded
+            path.unlink(missing_ok=True)
+        if folded:
+            _log.warning("integrity.interrupted_call_commits_folded", commits=folded)
+        if findings:
+            raise RepositoryChangedError(
+                "an agent call ended without AutoDev's check after it (the run was killed, or it waited for "
+                f"an inline answer), and meanwhile git changed: {'; '.join(findings)}. Nothing was put back: "
+                "it may have been the agent or you. Look at them (`git reflog`, `git config --list "
+                "--local`, `ls .git/hooks`), put back what you did not do, then run `autodev resume`"
+            )
+
+    async def _interrupted_changes(
+        self, record: Mapping[str, object], task_subjects: Collection[str]
+    ) -> tuple[list[str], list[str]]:
+        """What changed since ``record`` was taken, and the agent commits folded into the working copy."""
+        changed: list[str] = []
+        before_control = _strings(record.get("control"))
+        now_control = {name: _digest(data) for name, data in (await self._control_files()).items()}
+        for name in sorted(set(before_control) | set(now_control)):
+            before, after = before_control.get(name), now_control.get(name)
+            if before != after:
+                changed.append(
+                    f"{name} {'added' if before is None else 'removed' if after is None else 'changed'}"
+                )
+        main_head = read_head_file(await self.main.git_dir())
+        recorded_head = str(record.get("main_head", ""))
+        if main_head != recorded_head and (
+            main_head.startswith("ref: ")
+            or recorded_head.startswith("ref: ")
+            or not await self._moved_for_autodev(self.main, recorded_head, main_head, task_subjects)
+        ):
+            changed.append(f"HEAD of {self.main.root} {recorded_head!r} -> {main_head!r}")
+        copy_root = Path(str(record.get("copy_root", self.main.root)))
+        isolated = copy_root != self.main.root.resolve()
+        copy_key = str(record.get("copy_key", ""))
+        copy_head = record.get("copy_head")
+        before_refs = _strings(record.get("refs"))
+        now_refs = await self.main.refs_under_all(_INTERRUPTED_REFS)
+        for ref in sorted(set(before_refs) | set(now_refs)):
+            before_ref, after_ref = before_refs.get(ref), now_refs.get(ref)
+            if before_ref == after_ref or (not isolated and ref == copy_key):
+                continue  # the working copy's own branch is judged below
+            if not await self._moved_for_autodev(self.main, before_ref, after_ref, task_subjects):
+                changed.append(f"{ref} {_short(before_ref)} -> {_short(after_ref)}")
+        folded: list[str] = []
+        copy = await self._copy_still_at(copy_root, copy_key)
+        if copy is not None and isinstance(copy_head, str):
+            now_head = await copy.head()
+            if now_head is not None and now_head != copy_head:
+                own = await self._moved_for_autodev(copy, copy_head, now_head, task_subjects)
+                ahead = not own and await copy.is_ancestor(copy_head, now_head)
+                if ahead and not await _any_task_commit(copy, copy_head, now_head, task_subjects):
+                    folded = await copy.commits_since(copy_head, now_head)
+                    await copy.reset_soft(copy_head)
+                elif not own:
+                    changed.append(f"HEAD of {copy_root} {_short(copy_head)} -> {_short(now_head)}")
+        main_dirty = record.get("main_dirty")
+        if isolated and isinstance(main_dirty, list):
+            written = sorted(set(await self.main.dirty_paths()) - {str(path) for path in main_dirty})
+            changed += [f"{path} changed in the main checkout" for path in written]
+        return changed, folded
+
+    async def _copy_still_at(self, root: Path, key: str) -> GitRepo | None:
+        """The working copy a record names, when it still is one on the same branch (or detached)."""
+        if not await anyio.Path(root).is_dir():
+            return None
+        copy = GitRepo(root, like=self.main)
+        try:
+            return copy if await copy.head_ref_key() == key else None
+        except GitError:
+            return None  # a task worktree removed meanwhile
+
+    @staticmethod
+    async def _moved_for_autodev(
+        repo: GitRepo, before: str | None, after: str | None, task_subjects: Collection[str]
+    ) -> bool:
+        """Whether a ref went from ``before`` to ``after`` only through AutoDev's own task commits."""
+        if before is None or after is None or not await repo.is_ancestor(before, after):
+            return False
+        subjects = await repo.first_parent_subjects(before, after)
+        return bool(subjects) and all(subject in task_subjects for subject in subjects)
+
+
+async def _any_task_commit(repo: GitRepo, base: str, tip: str, task_subjects: Collection[str]) -> bool:
+    return any(subject in task_subjects for subject in await repo.first_parent_subjects(base, tip))
+
+
+def _load_record(path: Path) -> dict[str, object] | None:
+    """A view a call left, or None (logged) when it cannot be read: it is evidence, not state."""
+    try:
+        data = json.loads(
+            read_bounded(
+                path,
+                limit=_RECORD_LIMIT,
+                what="an agent call's record",
+                follow_symlinks=False,
+                error=StateError,
+            )
+        )
+    except (StateError, OSError, ValueError) as exc:
+        _log.warning("integrity.call_record_unreadable", path=str(path), error=str(exc))
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _strings(value: object) -> dict[str, str]:
+    if not isinstance(value, dict):
+        return {}
+    return {str(key): str(item) for key, item in value.items()}
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def _short(commit: str | None) -> str:

@@ -107,6 +107,12 @@ class AutodevPaths:
         return self.state_dir / "children"
 
     @property
+    def calls_dir(self) -> Path:
+        """What the repository looked like before each agent call still running or interrupted
+        (``orchestrator.integrity``)."""
+        return self.state_dir / "calls"
+
+    @property
     def inline_state(self) -> Path:
         return self.state_dir / "inline-state.json"
 

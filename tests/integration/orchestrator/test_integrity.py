@@ -100,3 +100,57 @@ def test_diffing_commands_run_without_external_drivers() -> None:
     assert _without_drivers(["diff", "--cached"]) == ["diff", "--no-ext-diff", "--no-textconv", "--cached"]
     assert _without_drivers(["-c", "a=b", "log", "-1"])[:4] == ["-c", "a=b", "log", "--no-ext-diff"]
     assert _without_drivers(["status", "--porcelain"]) == ["status", "--porcelain"]
+
+
+def _watch_with_records(root: Path) -> tuple[GitRepo, AgentWatch]:
+    repo = GitRepo(root)
+    return repo, AgentWatch(repo, root / ".autodev" / "config.toml", calls_dir=root / ".autodev" / "calls")
+
+
+def test_a_call_that_ended_unchecked_is_checked_by_the_next_start_once(tmp_path: Path) -> None:
+    root = mini_project(tmp_path / "repo")
+    repo, watch = _watch_with_records(root)
+
+    async def killed_mid_call() -> None:
+        # The process dies after the agent acted and before the check: only the record survives it.
+        watch.remember(await watch.before(repo), repo, "the developer of task 1.1")
+        (root / ".git" / "hooks" / "post-commit").write_text("#!/bin/sh\ntouch pwned\n")
+        git(root, "branch", "agent-was-here")
+
+    anyio.run(killed_mid_call)
+    _, next_start = _watch_with_records(root)
+
+    with pytest.raises(RepositoryChangedError) as stopped:
+        anyio.run(next_start.check_interrupted, set())
+
+    message = str(stopped.value)
+    assert "the developer of task 1.1" in message
+    assert ".git/hooks/post-commit added" in message
+    assert "refs/heads/agent-was-here (none) ->" in message
+    assert (root / ".git" / "hooks" / "post-commit").exists()  # nothing put back: the user decides
+    assert list((root / ".autodev" / "calls").iterdir()) == []
+    anyio.run(next_start.check_interrupted, set())  # told once; the user has decided
+
+
+def test_after_an_interrupted_call_autodevs_own_commits_pass_and_the_agents_are_folded(
+    tmp_path: Path,
+) -> None:
+    root = mini_project(tmp_path / "repo")
+    base = git(root, "rev-parse", "HEAD").strip()
+    repo, watch = _watch_with_records(root)
+
+    async def interrupted(subject: str) -> None:
+        watch.remember(await watch.before(repo), repo, "the developer of task 1.1")
+        (root / f"{len(subject)}.py").write_text("X = 1\n")
+        git(root, "add", "-A")
+        git(root, "commit", "-qm", subject)
+
+    anyio.run(interrupted, "autodev: 1.1 Add triple")
+    anyio.run(watch.check_interrupted, {"autodev: 1.1 Add triple"})
+    landed = git(root, "rev-parse", "HEAD").strip()
+    assert landed != base  # AutoDev's own task commit stays
+
+    anyio.run(interrupted, "wip from the agent")
+    anyio.run(watch.check_interrupted, {"autodev: 1.1 Add triple"})
+    assert git(root, "rev-parse", "HEAD").strip() == landed  # the agent's commit is folded
+    assert "18.py" in git(root, "status", "--porcelain")
