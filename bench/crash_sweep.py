@@ -5,7 +5,7 @@ what the reference run was doing then, what the killed process was actually doin
 and the sweep's duration. Exit status 0 only when every kill was survived.
 
     python bench/crash_sweep.py [--kills 40] [--seed 1] [--resume-kill-share 0.25] [--trigger-share 0.25]
-                                [--workers 1] [--keep DIR]
+                                [--workers 1] [--hostile] [--keep DIR]
 
 The scenario is ``tests/support/crash.py``'s: 8 tasks in 2 phases, scripted agents with 0.05-0.2 s
 latencies, real git and real syntax/lint/test gates. An uninterrupted run is measured first; the kill times
@@ -20,6 +20,17 @@ ledger verify`` passes; ``plan.json`` equals the ledger replay; the tracked tree
 the uninterrupted run's (as a set with ``--workers`` above 1: parallel tasks merge in completion order);
 nothing uncommitted; one worktree; no pinned task commit; no process left in the repository; no lock held.
 Every resume that was not killed must finish the run. Progress goes to stderr; stdout carries only the JSON.
+
+``--hostile`` plays the same scenario through an agent CLI with a shell (``make_scenario(hostile=True)``):
+on five seeded developer, reviewer and test engineer calls it also plants a post-commit hook and an
+fsmonitor, makes a tag, or commits on its own, each at most once. The reference run is played the same way.
+A run AutoDev stops for what the agent did (exit 3: a moved ref found after the call, or whatever changed
+across a call the killed process never checked, found at the next start) is then undone by the harness as
+the user would, and resumed; a kill not yet landed is still due in the resume. Such stops are no failures
+but are recorded per point (``agent_stops``) and counted, with what became of every act (``acts``). Some of
+the trigger points wait for the moment just after an act (``agent_acted``). Extra invariants
+(``check_hostile``): no planted program ever ran, nothing planted is left, and whatever the harness found
+planted at a stop was named by it; every tag the agent made was named by some stop.
 """
 
 from __future__ import annotations
@@ -47,14 +58,18 @@ from support.crash import (  # noqa: E402
     KillAt,
     KillOutcome,
     TimedRun,
+    act_outcomes,
+    check_hostile,
     check_invariants,
     final_fingerprint,
     kill_and_recover,
     make_scenario,
-    run_timed,
+    run_timed_as_user,
 )
 
 TRIGGERS = ("ledger_lock", "evidence_write", "git_lock", "committed")
+# Hostile mode: just after one of the agent's acts, before AutoDev's check of the call.
+HOSTILE_TRIGGER = "agent_acted"
 _PLAN_WORDS = ("explorer", "domain_expert", "architect", "plan phase", "plan tournament", "platform:")
 
 
@@ -80,9 +95,17 @@ def _stratified(rng: random.Random, count: int, low: float, high: float) -> list
 
 
 def plan_points(
-    rng: random.Random, kills: int, reference: TimedRun, trigger_share: float, resume_kill_share: float
+    rng: random.Random,
+    kills: int,
+    reference: TimedRun,
+    trigger_share: float,
+    resume_kill_share: float,
+    last_act_s: float | None = None,
 ) -> list[tuple[KillAt, tuple[KillAt, ...]]]:
-    """Where to kill the run (and its resumes) for each point, spread over the reference run."""
+    """Where to kill the run (and its resumes) for each point, spread over the reference run.
+
+    With ``last_act_s`` (hostile mode: when the reference run started the last call with an act) the
+    triggers include ``agent_acted`` for the points before that."""
     plan_end = reference.first("execute phase")
     end = reference.duration_s * 0.95  # a later kill might miss a run that happens to go faster
     plan_kills = max(2, round(kills * plan_end / reference.duration_s), kills // 8)
@@ -90,6 +113,8 @@ def plan_points(
     points = []
     for delay in delays:
         trigger = rng.choice(TRIGGERS) if rng.random() < trigger_share else None
+        if trigger is not None and last_act_s is not None and delay < last_act_s and rng.random() < 0.5:
+            trigger = HOSTILE_TRIGGER
         resumes: tuple[KillAt, ...] = ()
         if rng.random() < resume_kill_share:
             # The resume redoes at most the interrupted step, then the rest of the run.
@@ -105,6 +130,8 @@ class Reference:
 
     run: TimedRun
     fingerprint: Fingerprint
+    agent_stops: tuple[dict[str, Any], ...] = ()
+    acts: dict[str, str] | None = None
 
 
 def _kill_record(kill: KillOutcome) -> dict[str, Any]:
@@ -116,6 +143,7 @@ def _kill_record(kill: KillOutcome) -> dict[str, Any]:
         "activity": kill.activity,
         "category": category(kill.step) if kill.killed else "not killed",
         "ledger_lock_held": bool(kill.probe.get("ledger_lock_held")),
+        "agent_act": kill.probe.get("agent_act"),
         "syscall": kill.probe.get("syscall"),
         "children": kill.probe.get("children", []),
         "left": kill.left,
@@ -133,6 +161,10 @@ def _left(left: dict[str, Any]) -> str:
     return ", ".join(words)
 
 
+def _stop_summary(stop: dict[str, Any]) -> str:
+    return f"{stop['command']} stopped, named {stop['when']}: {', '.join(stop['named']) or 'nothing'}"
+
+
 def _point_summary(result: dict[str, Any]) -> dict[str, Any]:
     run = result["run"]
     return {
@@ -146,6 +178,14 @@ def _point_summary(result: dict[str, Any]) -> dict[str, Any]:
         "orphans_after_kill": len(run["orphans_after_kill"]),
         "resume_kills": [f"{kill['at']}: {kill['activity']}" for kill in result["resume_kills"]],
         "resume_exit_codes": result["resume_exit_codes"],
+        **(
+            {
+                "agent_stops": [_stop_summary(stop) for stop in result["agent_stops"]],
+                "acts": result["acts"],
+            }
+            if result["acts"] is not None
+            else {}
+        ),
         "survived": result["survived"],
         "duration_s": result["duration_s"],
     }
@@ -158,12 +198,13 @@ def run_point(
     workdir: Path,
     reference: Reference,
     workers: int = 1,
+    hostile: bool = False,
 ) -> dict[str, Any]:
     """Kill one fresh run as planned, recover it, and check the invariants."""
     started = time.monotonic()
     for attempt in range(3):
         root = workdir / f"point-{index:02d}" / f"try-{attempt}"
-        scenario = make_scenario(root, workers=workers)
+        scenario = make_scenario(root, workers=workers, hostile=hostile)
         log = root / "autodev.log"
         recovery = kill_and_recover(scenario, log, run_kill, resume_kills)
         if recovery.kills[0].killed or recovery.kills[0].exit_code != 0:
@@ -175,6 +216,9 @@ def run_point(
         problems.append(f"the kill did not land: `autodev run` exited {recovery.kills[0].exit_code} first")
     if not recovery.finished:
         problems.append("the run never finished")
+    acts = act_outcomes(scenario, recovery.agent_stops, log) if hostile else None
+    # Before the other invariants: it removes whatever planted thing is left, so that no git runs it.
+    problems += check_hostile(scenario, recovery.agent_stops)
     problems += check_invariants(scenario.repo, reference.fingerprint, ordered=workers == 1)
     return {
         "index": index,
@@ -185,10 +229,35 @@ def run_point(
         "resume_kills": [_kill_record(kill) for kill in recovery.kills[1:]],
         "resume_exit_codes": [run.code for run in recovery.resumes],
         "restarted_run": recovery.restarted_run,
+        "agent_stops": [stop.as_dict() for stop in recovery.agent_stops],
+        "acts": acts,
         "survived": not problems,
         "problems": problems,
         "dir": str(root.parent),
         "duration_s": round(time.monotonic() - started, 1),
+    }
+
+
+def _hostile_summary(
+    reference: Reference, results: list[dict[str, Any]], killed: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """What the hostile agents did over the sweep and how AutoDev answered."""
+    stops = [stop for r in results for stop in r["agent_stops"]]
+    return {
+        "acts": reference.acts,
+        "reference_stops": [_stop_summary(stop) for stop in reference.agent_stops],
+        "agent_stops": len(stops),
+        "stops_named_live": sum(stop["when"] == "live" for stop in stops),
+        "stops_named_at_next_start": sum(stop["when"] == "next start" for stop in stops),
+        "stops_naming_too_little": sum(bool(stop["unnamed"]) for stop in stops),
+        "points_with_a_stop_at_next_start": sum(
+            any(stop["when"] == "next start" for stop in r["agent_stops"]) for r in results
+        ),
+        "kills_right_after_an_act": sum(bool(k["agent_act"]) for k in killed),
+        "kills_with_the_agent_running": sum(any("cursor-agent" in c for c in k["children"]) for k in killed),
+        "act_outcomes": dict(
+            Counter(outcome for r in results for outcome in (r["acts"] or {}).values()).most_common()
+        ),
     }
 
 
@@ -204,6 +273,9 @@ def main() -> None:
     parser.add_argument(
         "--workers", type=int, default=1, help="execute parallelism (tasks in their own worktrees above 1)"
     )
+    parser.add_argument(
+        "--hostile", action="store_true", help="agents that also plant hooks, make tags, commit (see above)"
+    )
     args = parser.parse_args()
     if args.kills < 4:
         parser.error("--kills must be at least 4 (the plan phase alone gets 2)")
@@ -213,25 +285,37 @@ def main() -> None:
     workdir.mkdir(parents=True, exist_ok=True)
 
     _log(f"reference run in {workdir / 'reference'} ...")
-    scenario = make_scenario(workdir / "reference", workers=args.workers)
-    run = run_timed(scenario.repo, scenario.run_args(), scenario.env, workdir / "reference" / "autodev.log")
+    scenario = make_scenario(workdir / "reference", workers=args.workers, hostile=args.hostile)
+    reference_log = workdir / "reference" / "autodev.log"
+    run, stops = run_timed_as_user(scenario, reference_log)
     if run.code != 0:
         _log(run.output[-3000:])
         sys.exit(f"the uninterrupted run failed (exit {run.code}); nothing to compare with")
-    reference = Reference(run, final_fingerprint(scenario.repo))
-    broken = check_invariants(scenario.repo, reference.fingerprint, ordered=args.workers == 1)
+    acts = act_outcomes(scenario, stops, reference_log) if args.hostile else None
+    broken = check_hostile(scenario, stops)
+    reference = Reference(
+        run, final_fingerprint(scenario.repo), tuple(stop.as_dict() for stop in stops), acts
+    )
+    broken += check_invariants(scenario.repo, reference.fingerprint, ordered=args.workers == 1)
     if broken:
         sys.exit(f"the uninterrupted run breaks the invariants itself: {broken}")
     _log(f"reference: {run.duration_s:.1f}s, plan phase ends at {run.first('execute phase'):.1f}s")
+    last_act_s = None
+    if scenario.hostile is not None:
+        _log(f"agent acts: {acts}; stops: {[stop['named'] for stop in reference.agent_stops]}")
+        starts = [run.first(scenario.hostile.call_line(key)) for key in scenario.hostile.acts]
+        last_act_s = max(starts)
 
     rng = random.Random(args.seed)
-    points = plan_points(rng, args.kills, run, args.trigger_share, args.resume_kill_share)
+    points = plan_points(rng, args.kills, run, args.trigger_share, args.resume_kill_share, last_act_s)
     results = []
     for index, (run_kill, resume_kills) in enumerate(points):
-        result = run_point(index, run_kill, resume_kills, workdir, reference, args.workers)
+        result = run_point(index, run_kill, resume_kills, workdir, reference, args.workers, args.hostile)
         results.append(result)
         verdict = "ok" if result["survived"] else "FAILED: " + "; ".join(result["problems"])[:300]
         extra = f" + {len(resume_kills)} resume kill(s)" if resume_kills else ""
+        if result["agent_stops"]:
+            extra += f" + {len(result['agent_stops'])} agent stop(s)"
         _log(f"[{index + 1}/{len(points)}] {run_kill}{extra}: {result['run']['activity'][:120]} -> {verdict}")
         if result["survived"] and args.keep is None:
             shutil.rmtree(result["dir"], ignore_errors=True)
@@ -275,6 +359,7 @@ def main() -> None:
             "plan_phase_s": run.first("execute phase"),
             "commits": len(reference.fingerprint.commits),
         },
+        **({"hostile": _hostile_summary(reference, results, killed)} if args.hostile else {}),
         "points": [_point_summary(r) for r in results],
         "workdir": str(workdir) if failures or args.keep else None,
         "duration_s": round(time.monotonic() - started, 1),
