@@ -248,34 +248,11 @@ def plan(
 def _plan_from_markdown(obj: CliContext, markdown_file: Path, replace: bool) -> None:
     from autodev.cli.render import plan_summary
     from autodev.config import load_config
-    from autodev.orchestrator.plan_parser import parse_plan_markdown, read_plan_markdown
-    from autodev.state.hashing import sha256_hex
-    from autodev.state.paths import normalize_repo_path
-    from autodev.state.plan_manager import PlanManager
+    from autodev.orchestrator import Orchestrator
 
-    config = load_config(obj.repo_root)
-    markdown = read_plan_markdown(markdown_file)
-    spec = obj.paths.spec
-    spec_hash = sha256_hex(spec.read_bytes() if spec.is_file() else markdown.encode("utf-8"))[:16]
-    parsed = parse_plan_markdown(markdown, spec_hash, source=str(markdown_file))
-    for task in parsed.iter_tasks():
-        for path in task.files:
-            normalize_repo_path(path, obj.repo_root, context=f"{markdown_file}: task {task.id}")
-    from autodev.orchestrator.submodules import refuse_submodule_files
-
-    refuse_submodule_files(parsed, obj.repo_root, source=str(markdown_file))
     obj.start_logging(create_state=True)
-    import secrets
-
-    session_id = f"sess-{secrets.token_hex(6)}"
-    from autodev.state.session_lock import SessionLock
-
-    # Replacing the plan under a live run would pull its tasks away from it: take the run lock too.
-    with (
-        SessionLock(obj.paths),
-        PlanManager(obj.repo_root, lock_timeout_s=config.lock_timeout_s) as manager,
-    ):
-        saved = manager.init_plan(parsed, session_id=session_id, replace=replace)
+    config = load_config(obj.repo_root, overrides={"platform": "inline"})
+    saved = Orchestrator(obj.repo_root, config=config).plan_from_markdown(markdown_file, replace=replace)
     click.echo(plan_summary(saved))
     click.echo("Next: `autodev status` shows it task by task.")
 
@@ -362,14 +339,11 @@ def resume(
 def approve(obj: CliContext) -> None:
     """Approve the current plan so that `autodev execute` may carry it out."""
     from autodev.config import load_config
-    from autodev.state.plan_manager import PlanManager
-    from autodev.state.session_lock import SessionLock
+    from autodev.orchestrator import Orchestrator
 
     obj.start_logging(create_state=True)
-    config = load_config(obj.repo_root)
-    with SessionLock(obj.paths), PlanManager(obj.repo_root, lock_timeout_s=config.lock_timeout_s) as manager:
-        manager.approve_plan()
-        approved = manager.plan
+    config = load_config(obj.repo_root, overrides={"platform": "inline"})
+    approved = Orchestrator(obj.repo_root, config=config).approve()
     click.echo(f"Approved plan {approved.plan_id} {approved.title!r}. Next: `autodev execute`.")
 
 
@@ -509,7 +483,7 @@ def doctor(obj: CliContext) -> None:
 @click.pass_obj
 def status(obj: CliContext, as_json: bool) -> None:
     """Show the plan and every task's status. Read-only: safe while a run is going."""
-    from autodev.state.status import read_status
+    from autodev.state.status_reader import read_status
 
     if obj.verbose:
         obj.start_logging(create_state=False)
@@ -549,7 +523,7 @@ def ledger_verify(obj: CliContext) -> None:
 
 def _missing_commits(repo_root: Path, status: dict[str, Any] | None = None) -> list[str]:
     """Tasks recorded complete with a commit that the checked-out branch no longer holds."""
-    from autodev.state.status import read_status
+    from autodev.state.status_reader import read_status
 
     try:
         tasks = (status if status is not None else read_status(repo_root)).get("tasks", [])
@@ -613,7 +587,7 @@ def _drive(obj: CliContext, call: Any) -> Any:
 
 def _print_plan_for_approval(obj: CliContext, plan: Any) -> None:
     from autodev.cli.render import print_status
-    from autodev.state.status import read_status
+    from autodev.state.status_reader import read_status
 
     print_status(read_status(obj.repo_root), obj.repo_root)
     click.echo(f"Plan {plan.plan_id} waits for your approval: `autodev approve`, then `autodev execute`.")
@@ -625,6 +599,7 @@ def _finish(obj: CliContext, display: Any, tasks: list[Any], *, exit_after: bool
     from autodev.cli.live import print_summary
     from autodev.cli.text import ReaderMayLeaveConsole
     from autodev.state.plan_manager import PlanManager
+    from autodev.state.vocabulary import DONE_STATUSES
 
     manager = PlanManager.open(obj.repo_root, readonly=True)
     everything = manager.tasks() if manager.has_plan else tasks
@@ -637,7 +612,7 @@ def _finish(obj: CliContext, display: Any, tasks: list[Any], *, exit_after: bool
     )
     if exit_after:
         blocked = any(task.status == "blocked" for task in everything)
-        unfinished = any(task.status not in ("complete", "skipped") for task in tasks)
+        unfinished = any(task.status not in DONE_STATUSES for task in tasks)
         sys.exit(EXIT_FAILED if blocked or unfinished else EXIT_OK)
 
 

@@ -41,18 +41,16 @@ from autodev.state.hashing import plan_content_hash
 from autodev.state.ledger import Ledger, LedgerEntry, LedgerHead
 from autodev.state.paths import AutodevPaths, ensure_state_dir
 from autodev.state.schemas import (
-    TASK_STATUSES,
-    TERMINAL_STATUSES,
     Evidence,
     Phase,
     Plan,
     Task,
-    TaskStatus,
 )
 from autodev.state.snapshot import decode_snapshot, encode_snapshot, read_snapshot_bytes
 from autodev.state.status import status_from_state, waiting_for
 from autodev.state.transitions import TASK_TRANSITIONS, assert_transition
 from autodev.state.validation import validate_plan
+from autodev.state.vocabulary import DONE_STATUSES, TASK_STATUSES, TERMINAL_STATUSES, TaskStatus
 
 __all__ = [
     "BaselineGate",
@@ -77,7 +75,7 @@ _AUDIT_OPS = frozenset(
     }
 )
 # Tasks that can be re-queued by revert_task_to_pending; finished work is never silently undone.
-_REVERTIBLE = frozenset(TASK_STATUSES) - {"complete", "skipped"}
+_REVERTIBLE = frozenset(TASK_STATUSES) - DONE_STATUSES
 
 _log = get_logger("autodev.plan_manager")
 
@@ -408,7 +406,7 @@ class PlanManager:
                 continue
             if phase_id is not None and task.phase_id != phase_id:
                 continue
-            if any(self._tasks[dep].status not in ("complete", "skipped") for dep in task.depends_on):
+            if any(self._tasks[dep].status not in DONE_STATUSES for dep in task.depends_on):
                 continue
             if busy_files.intersection(task.files):
                 continue
@@ -615,9 +613,7 @@ class PlanManager:
                     f"task {task_id} is blocked because task {task.blocked_by} is; retry {task.blocked_by} "
                     "(the tasks blocked because of it come back with it)"
                 )
-            waiting = [
-                dep for dep in task.depends_on if self._tasks[dep].status not in ("complete", "skipped")
-            ]
+            waiting = [dep for dep in task.depends_on if self._tasks[dep].status not in DONE_STATUSES]
             if waiting:
                 raise AutodevError(
                     f"task {task_id} depends on unfinished task(s) {', '.join(waiting)}; finish or retry "

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from autodev.errors import InvalidTransitionError
-from autodev.state.schemas import TASK_STATUSES, TaskStatus
+from autodev.state.vocabulary import TASK_STATUSES, TaskStatus
 
 __all__ = ["TASK_TRANSITIONS", "assert_transition", "can_transition"]
 

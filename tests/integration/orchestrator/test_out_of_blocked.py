@@ -19,7 +19,7 @@ from autodev.adapters.scripted import Script
 from autodev.errors import AutodevError, EnvironmentFaultError, InvalidTransitionError
 from autodev.orchestrator import ProgressEvent
 from autodev.state.plan_manager import PlanManager
-from autodev.state.status import read_status
+from autodev.state.status_reader import read_status
 
 FAST = {"qa_gates.build.enabled": False, "qa_gates.secretscan.enabled": False}
 REJECT = "VERDICT: NEEDS_CHANGES\nISSUES:\n- not yet (attempt {attempt})\n"

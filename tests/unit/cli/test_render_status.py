@@ -9,8 +9,9 @@ import pytest
 from support import make_plan
 
 from autodev.cli.render import print_status
-from autodev.state.schemas import Task, TaskStatus
+from autodev.state.schemas import Task
 from autodev.state.status import status_from_state
+from autodev.state.vocabulary import TaskStatus
 
 WORKTREE = ".autodev/task-worktrees/task-1.2"
 
