@@ -31,8 +31,10 @@ from autodev.files import MAX_INPUT_FILE_BYTES, led_by, read_bounded_text
 from autodev.guardrails import GuardrailEnforcer, LoopDetector
 from autodev.logging import configure_logging, get_logger
 from autodev.orchestrator.checkout import check_head, require_clean_tree, require_repository
+from autodev.orchestrator.delegation_policy import DelegationPolicy, ExecuteEverything
 from autodev.orchestrator.events import ProgressEvent, ProgressListener
 from autodev.orchestrator.execute_entry import run_execute_phase
+from autodev.orchestrator.executor import TaskExecutor
 from autodev.orchestrator.git import GitRepo
 from autodev.orchestrator.impl_tournament_runner import prune_stale_worktrees
 from autodev.orchestrator.inline_state import clear_suspend_state, load_suspend_state
@@ -107,6 +109,8 @@ class Orchestrator:
         session_id: str | None = None,
         listener: ProgressListener | None = None,
         disable_impl_tournament: bool = False,
+        delegation_policy: DelegationPolicy | None = None,
+        executor: TaskExecutor | None = None,
     ) -> None:
         self.repo_root = Path(repo_root).resolve()
         self.paths = AutodevPaths(self.repo_root)
@@ -131,6 +135,8 @@ class Orchestrator:
         self.session_id = session_id or f"sess-{secrets.token_hex(6)}"
         self.listener = listener
         self.disable_impl_tournament = disable_impl_tournament
+        self.delegation_policy: DelegationPolicy = delegation_policy or ExecuteEverything()
+        self.executor = executor
         self.git = GitRepo(self.repo_root)
         self.agent_watch = AgentWatch(
             self.git,
@@ -211,6 +217,7 @@ class Orchestrator:
             loop_detector=self.loop_detector,
             listener=self.listener,
             disable_impl_tournament=self.disable_impl_tournament,
+            delegation_policy=self.delegation_policy,
             agent_slots=anyio.CapacityLimiter(self.config.max_concurrent_agents),
         )
 
@@ -297,7 +304,7 @@ class Orchestrator:
             await self._recover_from_a_killed_run(session)
             await self._check_interrupted_calls()
             await require_clean_tree(session)
-            tasks = await run_execute_phase(session, task_id)
+            tasks = await run_execute_phase(session, task_id, executor=self.executor)
             clear_suspend_state(self.paths)
             return tasks
 
@@ -318,7 +325,7 @@ class Orchestrator:
             if plan.metadata.get("requires_approval"):
                 clear_suspend_state(self.paths)
                 return RunOutcome(plan, [], awaiting_approval=True)
-            tasks = await run_execute_phase(session)
+            tasks = await run_execute_phase(session, executor=self.executor)
             clear_suspend_state(self.paths)
             return RunOutcome(self.plan_manager.plan, tasks)
 
@@ -357,7 +364,7 @@ class Orchestrator:
                 await run_plan_phase(session, intent, replace=True)
             else:
                 await require_clean_tree(session)
-            tasks = await run_execute_phase(session)
+            tasks = await run_execute_phase(session, executor=self.executor)
             clear_suspend_state(self.paths)
             return tasks
 

@@ -9,17 +9,15 @@ state before letting the signal through. Deciding *whether and where* a call run
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from autodev.adapters.base import AgentErrorKind, AgentInvocation, AgentResult, DelegationPendingSignal
 from autodev.agents.registry import get_spec
 from autodev.errors import EnvironmentFaultError
 from autodev.guardrails.errors import LoopDetectedError
 from autodev.logging import get_logger
-from autodev.orchestrator.delegation_envelope import DelegationEnvelope
+from autodev.orchestrator.delegation_policy import DelegationHeldError, DelegationRequest
 from autodev.orchestrator.events import ProgressEvent
 from autodev.orchestrator.git import GitRepo
 from autodev.orchestrator.inline_state import InlineSuspendState, write_suspend_state
@@ -27,32 +25,16 @@ from autodev.orchestrator.inline_state import InlineSuspendState, write_suspend_
 if TYPE_CHECKING:
     from autodev.orchestrator.run_context import RunContext
 
-__all__ = ["DelegationRequest", "delegate", "landed_commits"]
+__all__ = [
+    "DelegationRequest",
+    "delegate",
+    "landed_commits",
+]  # DelegationRequest: re-exported for the callers
 
 _log = get_logger("autodev.delegate")
 _TOURNAMENT_ROLES = frozenset({"critic_t", "architect_b", "synthesizer", "judge"})
 # An agent that could not even be started failed for the machine's reasons, not the work's.
 _ENVIRONMENT_ERRORS: frozenset[AgentErrorKind] = frozenset({"cli_missing", "spawn_failed"})
-
-
-@dataclass(frozen=True, slots=True)
-class DelegationRequest:
-    """Where in the FSM a call is made: enough to resume exactly there after an inline suspend."""
-
-    role: str
-    envelope: DelegationEnvelope
-    phase: Literal["plan", "execute"]
-    step: str
-    task_id: str = "plan"
-    attempt: int = 1
-    retry_count: int = 0
-    last_issues: tuple[str, ...] = ()
-    cwd: Path | None = None
-    extra_context: str = ""
-    knowledge_query: str = ""
-    knowledge_files: tuple[str, ...] = ()
-    # A concrete model for this call only (tournaments.<kind>.model); None: the role's configured model.
-    model: str | None = None
 
 
 def landed_commits(session: RunContext) -> dict[str, str]:
@@ -74,6 +56,15 @@ def _build_prompt(system_prompt: str, request: DelegationRequest, knowledge_bloc
 
 async def delegate(session: RunContext, request: DelegationRequest) -> AgentResult:
     """Run one agent call for ``request`` under every guardrail; see the module docstring."""
+    decision = session.delegation_policy.decide(request)
+    if decision.verdict != "execute":
+        _log.info("delegate.held", task_id=request.task_id, role=request.role, verdict=decision.verdict)
+        role = request.role.replace("_", " ")
+        raise DelegationHeldError(
+            f"the delegation policy did not let the {role} of {request.task_id} run "
+            f"({decision.verdict.replace('_', ' ')}{': ' + decision.reason if decision.reason else ''}); "
+            "nothing was started or counted; `autodev resume` asks it again"
+        )
     spec = get_spec(session.registry, request.role)
     settings = spec.effective(session.config, session.platform_name)
     knowledge_block = ""

@@ -33,12 +33,13 @@ from autodev.errors import EnvironmentFaultError, LockHeldError, PlanParseError,
 from autodev.faults import environment_fault
 from autodev.guardrails.errors import BudgetExceededError
 from autodev.logging import get_logger
+from autodev.orchestrator.delegation_policy import DelegationHeldError
 from autodev.orchestrator.events import ProgressEvent
 from autodev.orchestrator.execute_phase import (
     TaskContext,
     block_task,
-    execute_task,
 )
+from autodev.orchestrator.executor import LocalExecutor, TaskExecutor
 from autodev.orchestrator.git import GitRepo
 from autodev.orchestrator.integrity import RepositoryChangedError
 from autodev.orchestrator.parallelism import Parallelism, resolve_parallelism
@@ -50,8 +51,9 @@ from autodev.orchestrator.workspace import (
     task_ref,
     unpark_change,
 )
-from autodev.orchestrator.worktree import Worktree, WorktreeManager
+from autodev.orchestrator.worktree import WorkspaceProvider, Worktree, WorktreeManager
 from autodev.orchestrator.worktree_pool import WorktreePool
+from autodev.state.scheduling import scheduler_for
 from autodev.state.schemas import Plan, Task
 from autodev.state.validation import validate_dag
 from autodev.state.vocabulary import DONE_STATUSES, IN_FLIGHT_STATUSES, TASK_STATUSES, TERMINAL_STATUSES
@@ -65,6 +67,7 @@ _log = get_logger("autodev.dispatcher")
 # What stops the whole run instead of blocking one task (see the module docstring).
 _RUN_FATAL: tuple[type[BaseException], ...] = (
     DelegationPendingSignal,
+    DelegationHeldError,
     BudgetExceededError,
     StateError,
     LockHeldError,
@@ -136,8 +139,11 @@ class _Worker:
 class Dispatcher:
     """Run every runnable task of the current plan (or only ``only_task``) to a terminal status."""
 
-    def __init__(self, session: RunContext, *, only_task: str | None = None) -> None:
+    def __init__(
+        self, session: RunContext, *, only_task: str | None = None, executor: TaskExecutor | None = None
+    ) -> None:
         self.session = session
+        self.executor: TaskExecutor = executor or LocalExecutor()
         self.pm = session.plan_manager
         self.only_task = only_task
         config = session.config
@@ -147,6 +153,7 @@ class Dispatcher:
             else resolve_parallelism(config, session.adapter)
         )
         self.cross_phase = config.cross_phase_parallelism_enabled
+        self.scheduler = scheduler_for(self.parallelism.workers)
         self.speculative = config.speculative_execution_enabled and self.parallelism.isolated
         self.lock = session.main_tree_lock
         self.workers: dict[str, _Worker] = {}
@@ -159,9 +166,9 @@ class Dispatcher:
         self._main_head: str | None = None
         self._task_group: anyio.abc.TaskGroup | None = None
         self._project_block = ""
-        self.worktrees: WorktreeManager | WorktreePool = self._worktree_provider()
+        self.worktrees: WorkspaceProvider = self._worktree_provider()
 
-    def _worktree_provider(self) -> WorktreeManager | WorktreePool:
+    def _worktree_provider(self) -> WorkspaceProvider:
         root, tree, lock = (
             self.session.repo_root,
             self.session.paths.task_worktrees_dir,
@@ -183,15 +190,15 @@ class Dispatcher:
             reason=self.parallelism.reason,
             cross_phase=self.cross_phase,
             speculative=self.speculative,
-            pool=isinstance(self.worktrees, WorktreePool),
+            pool=self.worktrees.recycles,
         )
         self._project_block = await self.session.project_block()
         if self.parallelism.isolated:
             self.session.emit(
                 ProgressEvent("note", f"running up to {self.parallelism.workers} tasks at once")
             )
-        if isinstance(self.worktrees, WorktreePool):
-            await self.worktrees.cold_start(self.parallelism.workers)
+        if self.parallelism.isolated:
+            await self.worktrees.warm_up(self.parallelism.workers)
         self._adopt_speculations()
         try:
             async with anyio.create_task_group() as group:
@@ -252,9 +259,8 @@ class Dispatcher:
         if free <= 0:
             return
         phase = None if self.cross_phase else self._current_phase()
-        chains_first = self.parallelism.isolated
         for task in self.pm.next_pending_tasks(
-            free, list(self.workers), phase_id=phase, longest_chain_first=chains_first
+            free, list(self.workers), phase_id=phase, scheduler=self.scheduler
         ):
             self._start(task.id)
         free = self.parallelism.workers - len(self.workers)
@@ -285,7 +291,7 @@ class Dispatcher:
                 workspace = worker.workspace = await self._open_workspace(task_id, worker, isolated)
                 if workspace is not None:
                     context = self._context(task_id, workspace, resumed=worker.resumed)
-                    await execute_task(self.session, task_id, context)
+                    await self.executor.run_task(self.session, task_id, context)
         except _RUN_FATAL as exc:
             # State that cannot be written for the machine's reasons (a full disk) pauses the run resumably.
             fault = self._fault(task_id, exc) if isinstance(exc, StateError) else None
@@ -337,7 +343,7 @@ class Dispatcher:
         release = rollback is None and status in TERMINAL_STATUSES and worker.worktree is not None
         # A pooled worktree is recycled in a reset: done before the slot frees, the next task reuses it.
         # Removing a plain worktree takes longer: dependents start while it goes.
-        pooled = isinstance(self.worktrees, WorktreePool)
+        pooled = self.worktrees.recycles
         if release and pooled:
             await self._release(task_id, status, worker)
         self.workers.pop(task_id, None)  # gone already when it completed (see _after_complete)
@@ -443,7 +449,7 @@ class Dispatcher:
         if task.commit is not None:
             self._main_head = task.commit
         await self._checkpoint_phases()
-        if not isinstance(self.worktrees, WorktreePool):  # a pooled worktree is recycled first (quick)
+        if not self.worktrees.recycles:  # a pooled worktree is recycled first (quick)
             self.workers.pop(task.id, None)
             self._notify(task.id)
 

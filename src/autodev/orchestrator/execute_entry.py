@@ -9,6 +9,7 @@ from autodev.orchestrator.delegate import landed_commits
 from autodev.orchestrator.dispatcher import Dispatcher
 from autodev.orchestrator.events import ProgressEvent
 from autodev.orchestrator.execute_phase import PlanNotApprovedError, check_working_tree
+from autodev.orchestrator.executor import TaskExecutor
 from autodev.orchestrator.run_context import RunContext
 from autodev.state.schemas import Task
 from autodev.state.vocabulary import DONE_STATUSES
@@ -18,8 +19,11 @@ __all__ = ["run_execute_phase"]
 _log = get_logger("autodev.execute_phase")
 
 
-async def run_execute_phase(session: RunContext, task_id: str | None = None) -> list[Task]:
-    """Process every runnable task in dependency order (or only ``task_id``); return their final states."""
+async def run_execute_phase(
+    session: RunContext, task_id: str | None = None, *, executor: TaskExecutor | None = None
+) -> list[Task]:
+    """Process every runnable task in dependency order (or only ``task_id``); return their final states.
+    Each task's flow runs in ``executor`` (``autodev.orchestrator.executor``; in this process by default)."""
     pm = session.plan_manager
     plan = pm.plan
     if plan.metadata.get("requires_approval") and not pm.plan_approved:
@@ -48,7 +52,7 @@ async def run_execute_phase(session: RunContext, task_id: str | None = None) -> 
     session.emit(ProgressEvent("phase", f"execute phase: {plan.title or plan.plan_id}"))
     _log.info("orchestrator.execute.start", task_id=task_id)
     try:
-        processed = await Dispatcher(session, only_task=task_id).run()
+        processed = await Dispatcher(session, only_task=task_id, executor=executor).run()
     finally:
         await (await session.change_checks()).close()
     pm.checkpoint()

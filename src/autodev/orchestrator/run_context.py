@@ -23,6 +23,7 @@ from autodev.guardrails import GuardrailEnforcer, LoopDetector
 from autodev.logging import get_logger
 from autodev.orchestrator.checks import ChangeChecks
 from autodev.orchestrator.context import project_context
+from autodev.orchestrator.delegation_policy import DelegationPolicy, ExecuteEverything
 from autodev.orchestrator.events import ProgressEvent, ProgressListener
 from autodev.orchestrator.git import GitRepo
 from autodev.orchestrator.integrity import AgentWatch
@@ -67,6 +68,8 @@ class RunContext:
     loop_detector: LoopDetector
     listener: ProgressListener | None = None
     disable_impl_tournament: bool = False
+    # Asked before every agent call (``autodev.orchestrator.delegation_policy``).
+    delegation_policy: DelegationPolicy = field(default_factory=ExecuteEverything)
     # At most ``max_concurrent_agents`` agent calls at once, however many tasks are in flight.
     agent_slots: anyio.CapacityLimiter
     # One lock for ``git worktree add/remove/list/prune``: concurrent ones read each other's half-written

@@ -7,11 +7,18 @@ from pathlib import Path
 
 import anyio
 import pytest
-from support.orchestration import costing, demo_project, git_log, orchestrator, run, script_with
+from support.orchestration import config_for, costing, demo_project, git_log, orchestrator, run, script_with
 
+from autodev.adapters.scripted import ScriptedAdapter
 from autodev.guardrails import BudgetExceededError
+from autodev.orchestrator import Orchestrator
+from autodev.orchestrator.delegation_policy import DelegationDecision, DelegationHeldError, DelegationRequest
+from autodev.orchestrator.execute_phase import TaskContext
+from autodev.orchestrator.executor import LocalExecutor
 from autodev.orchestrator.preflight import PreflightError
+from autodev.orchestrator.run_context import RunContext
 from autodev.state.plan_manager import PlanManager
+from autodev.state.schemas import Task
 
 # Gates that cost time without adding to what a test checks are switched off where they do not matter.
 CLEAN_SLUG = '"""Slugs."""\n\n\ndef slugify(text: str) -> str:\n    """Slug."""\n    return text\n'
@@ -247,3 +254,68 @@ def test_uncommitted_user_changes_are_refused_before_any_task(tmp_path: Path) ->
     with pytest.raises(WorkingTreeDirtyError, match="commit or stash"):
         run(orch, setup.intent)
     assert adapter.calls == []  # refused before any agent was paid
+
+
+class _HoldTheReviewer:
+    """A policy that lets everything run but the reviewer's calls, and counts what it was asked."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, str]] = []
+
+    def decide(self, request: DelegationRequest) -> DelegationDecision:
+        self.asked.append((request.task_id, request.role))
+        if request.role == "reviewer":
+            return DelegationDecision("require_approval", "reviews need a person today")
+        return DelegationDecision("execute")
+
+
+def test_the_delegation_policy_is_asked_before_every_call_and_a_held_call_waits_resumably(
+    tmp_path: Path,
+) -> None:
+    setup = demo_project(tmp_path)
+    policy = _HoldTheReviewer()
+    adapter = ScriptedAdapter(script=setup.script)
+    config = config_for(setup.repo_root, **FAST_GATES)
+    orch = Orchestrator(setup.repo_root, config=config, adapter=adapter, delegation_policy=policy)
+
+    with pytest.raises(DelegationHeldError, match=r"reviewer of 1.1 run \(require approval: reviews need"):
+        run(orch, setup.intent)
+
+    assert policy.asked[:3] == [("plan", "explorer"), ("plan", "domain_expert"), ("plan", "architect")]
+    assert policy.asked[-2:] == [("1.1", "developer"), ("1.1", "reviewer")]
+    manager = PlanManager.open(setup.repo_root, readonly=True)
+    assert manager.get_task("1.1").status == "auto_gated"  # nothing counted: the review step waits
+    assert manager.get_task("1.1").retry_count == 0
+    resumed = Orchestrator(setup.repo_root, config=config, adapter=ScriptedAdapter(script=setup.script))
+    tasks = anyio.run(resumed.resume)
+    assert [task.status for task in tasks] == ["complete", "complete"]
+
+
+class _CountingExecutor:
+    """Runs the flow as the local executor does, noting where each task ran and from which base."""
+
+    def __init__(self) -> None:
+        self.ran: list[tuple[str, Path, str | None]] = []
+        self.local = LocalExecutor()
+
+    async def run_task(self, session: RunContext, task_id: str, context: TaskContext) -> Task:
+        base = session.plan_manager.get_task(task_id).base_commit
+        self.ran.append((task_id, context.workspace.root, base))
+        return await self.local.run_task(session, task_id, context)
+
+
+def test_every_task_flow_runs_through_the_executor_from_its_base_commit(tmp_path: Path) -> None:
+    setup = demo_project(tmp_path)
+    executor = _CountingExecutor()
+    adapter = ScriptedAdapter(script=setup.script)
+    config = config_for(setup.repo_root, **FAST_GATES)
+    orch = Orchestrator(setup.repo_root, config=config, adapter=adapter, executor=executor)
+
+    outcome = run(orch, setup.intent)
+
+    assert [task.status for task in outcome.tasks] == ["complete", "complete"]
+    assert [task_id for task_id, _, _ in executor.ran] == ["1.1", "1.2"]
+    first_commit = outcome.tasks[0].commit
+    assert executor.ran[1][2] == first_commit  # 1.2 starts where 1.1 landed
+    task_trees = setup.repo_root / ".autodev" / "task-worktrees"
+    assert all(root == setup.repo_root or root.is_relative_to(task_trees) for _, root, _ in executor.ran)
