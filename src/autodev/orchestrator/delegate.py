@@ -88,6 +88,7 @@ async def delegate(session: RunContext, request: DelegationRequest) -> AgentResu
         attempt=request.attempt,
         metadata={"step": request.step, "phase": request.phase, "session_id": session.session_id},
     )
+    await session.prepare_workspace(invocation.cwd)
     in_main = invocation.cwd.resolve() == session.repo_root.resolve()
     copy = session.git if in_main else GitRepo(invocation.cwd, like=session.git)
     who = f"the {request.role.replace('_', ' ')}" + (

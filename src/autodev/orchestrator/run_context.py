@@ -47,6 +47,7 @@ class _Found:
     environment: EnvironmentResolution | None = None
     checks: ChangeChecks | None = None
     preflight: Preflight | None = None
+    prepared: set[Path] = field(default_factory=set)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -88,6 +89,13 @@ class RunContext:
             self.listener(event)
         except Exception:
             _log.exception("orchestrator.listener_failed", kind=event.kind)
+
+    async def prepare_workspace(self, cwd: Path) -> None:
+        """Let the platform prepare ``cwd`` for its agents (``PlatformAdapter.init_workspace``), once per
+        directory and call: before the first agent works there."""
+        if cwd not in self._found.prepared:
+            await self.adapter.init_workspace(cwd, list(self.registry.values()))
+            self._found.prepared.add(cwd)
 
     async def project_environment(self) -> EnvironmentResolution:
         """The project's environment (``autodev.qa.environment``), found once per call."""

@@ -294,13 +294,6 @@ class PlanManager:
         with self._locked():
             self._write_snapshot()
 
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
-        """Hold the file lock across several changes (one acquisition instead of one per change)."""
-        self._require_writable()
-        with self._locked():
-            yield
-
     def refresh(self) -> None:
         """Read-only managers: pick up what a writer appended since the last load or refresh."""
         with self._thread_lock:
