@@ -16,7 +16,7 @@ from autodev.orchestrator.plan_parser import (
     render_plan_markdown,
     validate_dag,
 )
-from autodev.orchestrator.task_state import TASK_TRANSITIONS, assert_transition, can_transition
+from autodev.state.transitions import TASK_TRANSITIONS, assert_transition, can_transition
 
 __all__ = [
     "TASK_TRANSITIONS",

@@ -7,7 +7,7 @@ import itertools
 import pytest
 
 from autodev.errors import InvalidTransitionError
-from autodev.orchestrator.task_state import TASK_TRANSITIONS, assert_transition, can_transition
+from autodev.state.transitions import TASK_TRANSITIONS, assert_transition, can_transition
 from autodev.state.vocabulary import TASK_STATUSES
 
 SEED_TABLE = {
