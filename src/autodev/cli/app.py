@@ -7,9 +7,11 @@ and ``autodev status --json`` start fast.
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -125,8 +127,31 @@ def init(obj: CliContext, force: bool) -> None:
     click.echo("Every setting is listed there with its default; uncomment a line to change it.")
 
 
-def _agent_options(function: Any) -> Any:
-    """The options every agent-driving command shares."""
+@dataclass(frozen=True, slots=True)
+class AgentChoice:
+    """What the shared agent options chose: the command receives them as one ``agents`` argument."""
+
+    platform: str | None
+    model: str | None
+    script: Path | None
+    no_tournament: bool
+
+
+def _agent_options(command: Any) -> Any:
+    """The options every agent-driving command shares, handed to it as ``agents: AgentChoice``."""
+
+    @functools.wraps(command)
+    def collected(
+        *args: Any,
+        platform: str | None,
+        model: str | None,
+        script: Path | None,
+        no_tournament: bool,
+        **kwargs: Any,
+    ) -> Any:
+        return command(*args, agents=AgentChoice(platform, model, script, no_tournament), **kwargs)
+
+    function: Any = collected
     function = click.option(
         "--platform",
         type=click.Choice(
@@ -154,16 +179,16 @@ _allow_detached = click.option(
 )
 
 
-def _overrides(platform: str | None, model: str | None, no_tournament: bool) -> dict[str, Any]:
+def _overrides(agents: AgentChoice) -> dict[str, Any]:
     from autodev.config import ROLE_NAMES
 
     overrides: dict[str, Any] = {}
-    if platform is not None:
-        overrides["platform"] = platform
-    if model is not None:
+    if agents.platform is not None:
+        overrides["platform"] = agents.platform
+    if agents.model is not None:
         for role in ROLE_NAMES:
-            overrides[f"roles.{role}.model"] = model
-    if no_tournament:
+            overrides[f"roles.{role}.model"] = agents.model
+    if agents.no_tournament:
         overrides["tournaments.plan.enabled"] = False
         overrides["tournaments.impl.enabled"] = False
     return overrides
@@ -181,21 +206,15 @@ def _contain_children() -> None:
         atexit.register(kill_adopted)
 
 
-def _orchestrator(
-    obj: CliContext,
-    platform: str | None,
-    model: str | None,
-    no_tournament: bool,
-    script: Path | None,
-    listener: Any,
-) -> Any:
+def _orchestrator(obj: CliContext, agents: AgentChoice, listener: Any) -> Any:
     from autodev.adapters.registry import create_adapter
     from autodev.config import load_config
     from autodev.orchestrator import Orchestrator
 
     _contain_children()
-    config = load_config(obj.repo_root, overrides=_overrides(platform, model, no_tournament))
+    config = load_config(obj.repo_root, overrides=_overrides(agents))
     adapter = None
+    script = agents.script
     if config.platform == "scripted":
         if script is None:
             raise AutodevError("--platform scripted needs --script FILE (a TOML or JSON agent script)")
@@ -223,10 +242,7 @@ def plan(
     intent: str | None,
     markdown_file: Path | None,
     replace: bool,
-    platform: str | None,
-    model: str | None,
-    script: Path | None,
-    no_tournament: bool,
+    agents: AgentChoice,
 ) -> None:
     """Plan INTENT with the agents (explorer, domain expert, architect), or save a hand-written plan."""
     if (intent is None) == (markdown_file is None):
@@ -239,7 +255,7 @@ def plan(
 
     obj.start_logging(create_state=True)
     with _run_display(obj) as display:
-        orchestrator = _orchestrator(obj, platform, model, no_tournament, script, display)
+        orchestrator = _orchestrator(obj, agents, display)
         saved = _drive(obj, lambda: orchestrator.plan(intent, replace=replace))
     click.echo(plan_summary(saved))
     click.echo("Next: `autodev status` to read it, `autodev execute` to carry it out.")
@@ -270,15 +286,12 @@ def run(
     confirm_plan: bool,
     replace: bool,
     allow_detached: bool,
-    platform: str | None,
-    model: str | None,
-    script: Path | None,
-    no_tournament: bool,
+    agents: AgentChoice,
 ) -> None:
     """Plan INTENT, then execute every task: developer, QA gates, reviewer, test engineer, commit."""
     obj.start_logging(create_state=True)
     with _run_display(obj) as display:
-        orchestrator = _orchestrator(obj, platform, model, no_tournament, script, display)
+        orchestrator = _orchestrator(obj, agents, display)
         click.echo(f"platform: {orchestrator.platform_name} ({orchestrator.platform_reason})")
         outcome = _drive(
             obj,
@@ -301,15 +314,12 @@ def execute(
     obj: CliContext,
     task_id: str | None,
     allow_detached: bool,
-    platform: str | None,
-    model: str | None,
-    script: Path | None,
-    no_tournament: bool,
+    agents: AgentChoice,
 ) -> None:
     """Carry out the saved plan (or one task of it)."""
     obj.start_logging(create_state=True)
     with _run_display(obj) as display:
-        orchestrator = _orchestrator(obj, platform, model, no_tournament, script, display)
+        orchestrator = _orchestrator(obj, agents, display)
         tasks = _drive(obj, lambda: orchestrator.execute(task_id, allow_detached=allow_detached))
     _finish(obj, display, tasks)
 
@@ -321,15 +331,12 @@ def execute(
 def resume(
     obj: CliContext,
     allow_detached: bool,
-    platform: str | None,
-    model: str | None,
-    script: Path | None,
-    no_tournament: bool,
+    agents: AgentChoice,
 ) -> None:
     """Continue after an inline suspend, a crash, Ctrl-C, an approval or a budget stop."""
     obj.start_logging(create_state=True)
     with _run_display(obj) as display:
-        orchestrator = _orchestrator(obj, platform, model, no_tournament, script, display)
+        orchestrator = _orchestrator(obj, agents, display)
         tasks = _drive(obj, lambda: orchestrator.resume(allow_detached=allow_detached))
     _finish(obj, display, tasks)
 

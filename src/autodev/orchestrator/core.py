@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 
@@ -32,7 +32,7 @@ from autodev.guardrails import GuardrailEnforcer, LoopDetector
 from autodev.logging import configure_logging, get_logger
 from autodev.orchestrator.checkout import check_head, require_clean_tree, require_repository
 from autodev.orchestrator.delegation_policy import DelegationPolicy, ExecuteEverything
-from autodev.orchestrator.events import ProgressEvent, ProgressListener
+from autodev.orchestrator.events import ProgressEvent, ProgressListener, deliver
 from autodev.orchestrator.execute_entry import run_execute_phase
 from autodev.orchestrator.executor import TaskExecutor
 from autodev.orchestrator.git import GitRepo
@@ -52,7 +52,7 @@ from autodev.state.plan_manager import PlanManager
 from autodev.state.schemas import Plan, Task
 from autodev.state.session_lock import SessionLock
 from autodev.state.status_reader import read_status
-from autodev.state.vocabulary import IN_FLIGHT_STATUSES
+from autodev.state.vocabulary import DONE_STATUSES, IN_FLIGHT_STATUSES
 
 __all__ = ["Orchestrator", "ResponseMissingError", "RunOutcome"]
 
@@ -75,6 +75,16 @@ def _log_like_the_cli(paths: AutodevPaths) -> None:
 
     if not structlog.is_configured():
         configure_logging(paths.log_file, level=os.environ.get("AUTODEV_LOG_LEVEL"))
+
+
+_Part = TypeVar("_Part")
+
+
+def _while_running(part: _Part | None) -> _Part:
+    """A part of the orchestrator that exists only during a public call."""
+    if part is None:
+        raise AutodevError("the orchestrator is not running; call plan(), execute(), run() or resume()")
+    return part
 
 
 class ResponseMissingError(AutodevError):
@@ -162,21 +172,15 @@ class Orchestrator:
 
     @property
     def plan_manager(self) -> PlanManager:
-        if self._plan_manager is None:
-            raise AutodevError("the orchestrator is not running; call plan(), execute(), run() or resume()")
-        return self._plan_manager
+        return _while_running(self._plan_manager)
 
     @property
     def guardrails(self) -> GuardrailEnforcer:
-        if self._guardrails is None:
-            raise AutodevError("the orchestrator is not running; call plan(), execute(), run() or resume()")
-        return self._guardrails
+        return _while_running(self._guardrails)
 
     @property
     def knowledge(self) -> KnowledgeStore:
-        if self._knowledge is None:
-            raise AutodevError("the orchestrator is not running; call plan(), execute(), run() or resume()")
-        return self._knowledge
+        return _while_running(self._knowledge)
 
     @contextmanager
     def _session(self) -> Iterator[None]:
@@ -261,17 +265,12 @@ class Orchestrator:
         # A blocked task's kept change matters until the task finishes one way or another.
         for ref in await self.git.refs_under(BLOCKED_REF_PREFIX):
             task_id = ref.removeprefix(BLOCKED_REF_PREFIX)
-            finished = plans.has_plan and plans.get_task_status(task_id) in ("complete", "skipped", None)
+            finished = plans.has_plan and plans.get_task_status(task_id) in {*DONE_STATUSES, None}
             if not plans.has_plan or finished:
                 await self.git.delete_ref(ref)
 
     def emit(self, event: ProgressEvent) -> None:
-        if self.listener is None:
-            return
-        try:
-            self.listener(event)
-        except Exception:
-            _log.exception("orchestrator.listener_failed", kind=event.kind)
+        deliver(self.listener, event)
 
     async def _require_git(self) -> None:
         await require_repository(self.git)

@@ -24,7 +24,7 @@ from autodev.logging import get_logger
 from autodev.orchestrator.checks import ChangeChecks
 from autodev.orchestrator.context import project_context
 from autodev.orchestrator.delegation_policy import DelegationPolicy, ExecuteEverything
-from autodev.orchestrator.events import ProgressEvent, ProgressListener
+from autodev.orchestrator.events import ProgressEvent, ProgressListener, deliver
 from autodev.orchestrator.git import GitRepo
 from autodev.orchestrator.integrity import AgentWatch
 from autodev.orchestrator.parallelism import resolve_parallelism
@@ -83,12 +83,7 @@ class RunContext:
 
     def emit(self, event: ProgressEvent) -> None:
         """Tell the listener (a live display); a failing listener never stops the run."""
-        if self.listener is None:
-            return
-        try:
-            self.listener(event)
-        except Exception:
-            _log.exception("orchestrator.listener_failed", kind=event.kind)
+        deliver(self.listener, event)
 
     async def prepare_workspace(self, cwd: Path) -> None:
         """Let the platform prepare ``cwd`` for its agents (``PlatformAdapter.init_workspace``), once per
