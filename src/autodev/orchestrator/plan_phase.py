@@ -62,16 +62,24 @@ def check_intent(intent: str) -> str:
     return cleaned
 
 
-async def _explore(session: RunContext, intent: str) -> str:
+def _recorded_earlier(session: RunContext, role: str, step: str, what: str) -> str | None:
+    """What ``role`` found in an earlier, interrupted plan phase of the same intent (None: it has not run):
+    a step recorded as done is never paid for twice."""
     progress = session.plan_manager.plan_phase
-    done = progress.steps.get("explorer") if progress else None
-    if done is not None:
-        evidence = read_evidence(session.repo_root / done.path)
-        assert isinstance(evidence, ExploreEvidence)
-        session.emit(
-            ProgressEvent("note", "explorer: reusing the findings recorded earlier", "plan", "explore")
-        )
-        return evidence.findings
+    done = progress.steps.get(role) if progress else None
+    if done is None:
+        return None
+    evidence = read_evidence(session.repo_root / done.path)
+    assert isinstance(evidence, ExploreEvidence | SMEEvidence)
+    label = role.replace("_", " ")
+    session.emit(ProgressEvent("note", f"{label}: reusing the {what} recorded earlier", "plan", step))
+    return evidence.findings
+
+
+async def _explore(session: RunContext, intent: str) -> str:
+    earlier = _recorded_earlier(session, "explorer", "explore", "findings")
+    if earlier is not None:
+        return earlier
     envelope = DelegationEnvelope(
         task_id="plan",
         target_agent="explorer",
@@ -95,15 +103,9 @@ async def _explore(session: RunContext, intent: str) -> str:
 
 
 async def _consult(session: RunContext, intent: str, findings: str) -> str:
-    progress = session.plan_manager.plan_phase
-    done = progress.steps.get("domain_expert") if progress else None
-    if done is not None:
-        evidence = read_evidence(session.repo_root / done.path)
-        assert isinstance(evidence, SMEEvidence)
-        session.emit(
-            ProgressEvent("note", "domain expert: reusing the advice recorded earlier", "plan", "consult")
-        )
-        return evidence.findings
+    earlier = _recorded_earlier(session, "domain_expert", "consult", "advice")
+    if earlier is not None:
+        return earlier
     envelope = DelegationEnvelope(
         task_id="plan",
         target_agent="domain_expert",
