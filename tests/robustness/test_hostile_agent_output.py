@@ -19,7 +19,7 @@ import stat
 import sys
 import textwrap
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import anyio
@@ -55,7 +55,7 @@ RESULT = {
 }
 
 
-def line(event: dict[str, object]) -> bytes:
+def line(event: Mapping[str, object]) -> bytes:
     return json.dumps(event).encode() + b"\n"
 
 

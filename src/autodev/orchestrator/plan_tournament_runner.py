@@ -13,12 +13,15 @@ of ``tournaments.auto_disable_for_models``.
 from __future__ import annotations
 
 import secrets
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from autodev.adapters.base import PlatformAdapter
 from autodev.adapters.inline import InlineAdapter
 from autodev.agents.registry import get_spec
-from autodev.agents.spec import AgentAction
-from autodev.config.schema import TournamentSettings
+from autodev.agents.spec import AgentAction, AgentSpec
+from autodev.config import AutodevConfig
+from autodev.config.schema import Platform, TournamentSettings
 from autodev.errors import AutodevError, GuardrailExceededError
 from autodev.guardrails.errors import BudgetExceededError, LoopDetectedError
 from autodev.logging import get_logger
@@ -63,7 +66,24 @@ _ACTIONS: dict[str, AgentAction] = {
 }
 
 
-def tournament_skip_reason(session: RunContext, settings: TournamentSettings) -> str | None:
+class AgentSetup(Protocol):
+    """What deciding about a tournament reads: the platform, its adapter, the roles and the configuration
+    (a ``RunContext`` has them, and so has the ``Orchestrator`` before any call)."""
+
+    @property
+    def adapter(self) -> PlatformAdapter: ...
+
+    @property
+    def config(self) -> AutodevConfig: ...
+
+    @property
+    def registry(self) -> Mapping[str, AgentSpec]: ...
+
+    @property
+    def platform_name(self) -> Platform: ...
+
+
+def tournament_skip_reason(session: AgentSetup, settings: TournamentSettings) -> str | None:
     """Why a tournament must not run here, or None when it may."""
     if isinstance(session.adapter, InlineAdapter):
         return "the inline adapter cannot run tournaments (judges must be independent agent calls)"
@@ -78,7 +98,7 @@ def tournament_skip_reason(session: RunContext, settings: TournamentSettings) ->
     return None
 
 
-def tournament_model(session: RunContext, settings: TournamentSettings) -> str | None:
+def tournament_model(session: AgentSetup, settings: TournamentSettings) -> str | None:
     """``tournaments.<kind>.model`` as this platform's model name (a tier resolves per platform)."""
     return session.config.resolve_model(session.platform_name, settings.model) if settings.model else None
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -25,8 +26,9 @@ CLEAN_SLUG = '"""Slugs."""\n\n\ndef slugify(text: str) -> str:\n    """Slug."""\
 FAST_GATES = {"qa_gates.secretscan.enabled": False, "qa_gates.build.enabled": False}
 
 
-def _evidence(root: Path, name: str) -> dict[str, object]:
-    return json.loads((root / ".autodev" / "evidence" / name).read_text())
+def _evidence(root: Path, name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((root / ".autodev" / "evidence" / name).read_text())
+    return data
 
 
 def test_happy_path_with_one_review_retry_completes_commits_and_leaves_evidence(tmp_path: Path) -> None:
@@ -42,7 +44,7 @@ def test_happy_path_with_one_review_retry_completes_commits_and_leaves_evidence(
     assert (root / "textutils" / "slug.py").exists() and (root / "tests" / "test_exports.py").exists()
     gates = _evidence(root, "1.1-gates-2.json")
     assert gates["passed"] is True
-    assert {check["gate"] for check in gates["checks"]} == {"syntax", "lint", "build", "test", "secretscan"}  # type: ignore[union-attr, index]
+    assert {check["gate"] for check in gates["checks"]} == {"syntax", "lint", "build", "test", "secretscan"}
     test = _evidence(root, "1.2-test-1.json")
     assert (test["run_passed"], test["agrees"]) == (5, True)
     manager = PlanManager.open(root, readonly=True)
@@ -178,7 +180,7 @@ def test_a_gate_whose_tool_is_missing_stops_the_run_before_any_agent_call_unless
     orch, _ = orchestrator(other.repo_root, other.script, **skip)
     outcome = run(orch, other.intent)
     assert [t.status for t in outcome.tasks] == ["complete", "complete"]
-    lint = next(c for c in _evidence(other.repo_root, "1.2-gates-1.json")["checks"] if c["gate"] == "lint")  # type: ignore[union-attr]
+    lint = next(c for c in _evidence(other.repo_root, "1.2-gates-1.json")["checks"] if c["gate"] == "lint")
     assert lint["status"] == "skipped" and lint["skipped_by"] == "config:on_missing_tool=skip"
 
 

@@ -94,7 +94,7 @@ def test_skip_lets_dependents_run_unless_configured_otherwise(tmp_path: Path) ->
     plan_only = demo_project(tmp_path / "second")
     for root, satisfies in ((setup.repo_root, True), (plan_only.repo_root, False)):
         orch, _ = orchestrator(root, setup.script, skipped_dependency_satisfies=satisfies, **FAST)
-        anyio.run(lambda o=orch: o.plan(setup.intent))
+        anyio.run(orch.plan, setup.intent)
         blocked = orch.skip("1.1")
         assert _task(root, "1.1").status == "skipped"
         assert blocked == ([] if satisfies else ["1.2"])

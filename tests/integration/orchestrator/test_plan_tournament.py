@@ -11,6 +11,7 @@ from support.orchestration import demo_project, orchestrator, script_with
 
 from autodev.adapters.base import AgentInvocation, AgentResult
 from autodev.adapters.scripted import ScriptedAdapter
+from autodev.orchestrator.plan_tournament_runner import tournament_skip_reason
 from autodev.state.plan_manager import PlanManager
 
 _SECTION = re.compile(r"^CANDIDATE (\w+):\n(.*?)(?=^CANDIDATE \w+:|^Rank all|\Z)", re.M | re.S)
@@ -83,7 +84,6 @@ def test_b_that_does_not_parse_cannot_win(tmp_path: Path) -> None:
 
 def test_inline_adapter_skips_with_a_logged_reason(tmp_path: Path) -> None:
     from autodev.adapters.inline import InlineAdapter
-    from autodev.orchestrator.plan_tournament_runner import tournament_skip_reason
 
     setup = demo_project(tmp_path)
     orch, _ = orchestrator(setup.repo_root, setup.script)
@@ -92,8 +92,6 @@ def test_inline_adapter_skips_with_a_logged_reason(tmp_path: Path) -> None:
 
 
 def test_auto_disable_for_models_skips(tmp_path: Path) -> None:
-    from autodev.orchestrator.plan_tournament_runner import tournament_skip_reason
-
     setup = demo_project(tmp_path)
     orch, _ = orchestrator(setup.repo_root, setup.script, **{"tournaments.plan.model": "claude-opus-4"})
     reason = tournament_skip_reason(orch, orch.config.tournaments.plan)
