@@ -76,6 +76,16 @@ def _inv(tmp_path: Path, tools: tuple[ToolName, ...], **fields: Any) -> AgentInv
 # --- the stream ------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("item_type", ["{}", "[]", "null", "7"])
+def test_an_item_whose_type_is_no_string_is_neither_a_tool_call_nor_a_crash(item_type: str) -> None:
+    odd = f'{{"type":"item.completed","item":{{"type":{item_type},"id":"x"}}}}'
+
+    result = _result(THREAD, TURN_STARTED, odd, MESSAGE, TURN_DONE)
+
+    assert result.success
+    assert result.tool_calls == 0
+
+
 def test_a_patch_then_a_completed_turn() -> None:
     result = _result(THREAD, TURN_STARTED, PATCH_STARTED, PATCH_DONE, MESSAGE, TURN_DONE)
 
