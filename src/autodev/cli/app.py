@@ -487,9 +487,15 @@ def doctor(obj: CliContext) -> None:
 
 @cli.command(epilog=EXIT_CODES_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the status object as JSON.")
+@click.option(
+    "--all",
+    "show_all",
+    is_flag=True,
+    help="List every task (by default: those in flight, blocked and next; the rest counted per phase).",
+)
 @click.pass_obj
-def status(obj: CliContext, as_json: bool) -> None:
-    """Show the plan and every task's status. Read-only: safe while a run is going."""
+def status(obj: CliContext, as_json: bool, show_all: bool) -> None:
+    """Show the plan and its tasks' status. Read-only: safe while a run is going."""
     from autodev.state.status_reader import read_status
 
     if obj.verbose:
@@ -503,7 +509,7 @@ def status(obj: CliContext, as_json: bool) -> None:
         return
     from autodev.cli.render import print_status
 
-    print_status(data, obj.repo_root)
+    print_status(data, obj.repo_root, show_all=show_all)
 
 
 @cli.group()
