@@ -22,7 +22,7 @@ from support.cli import Run
 from support.orchestration import git_log
 
 from autodev.adapters.scripted import Script, ScriptResponse
-from autodev.orchestrator.demo import DemoSetup, prepare_demo
+from autodev.cli.demo import DemoSetup, prepare_demo
 from autodev.state.plan_manager import PlanManager
 
 pytestmark = pytest.mark.slow

@@ -19,7 +19,7 @@ from support.agent_clis import isolated_env
 from support.model_server import ModelServer, Scenario
 from support.orchestration import git_log
 
-from autodev.orchestrator.demo import prepare_demo
+from autodev.cli.demo import prepare_demo
 from autodev.state.plan_manager import PlanManager
 
 pytestmark = pytest.mark.slow

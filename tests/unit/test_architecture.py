@@ -103,7 +103,7 @@ def _circles(graph: dict[str, frozenset[str]]) -> list[list[str]]:
 def test_the_graph_is_read_from_the_source() -> None:
     graph = _graph()
     assert len(graph) > 50
-    assert "autodev.orchestrator.git" in graph["autodev.orchestrator.delegate"]
+    assert "autodev.workspace.git" in graph["autodev.orchestrator.delegate"]
 
 
 def test_the_circle_finder_finds_circles() -> None:

@@ -33,10 +33,10 @@ from typing import Any, ClassVar
 import anyio
 
 from autodev.adapters.base import AgentError, AgentInvocation, AgentResult, PlatformAdapter
-from autodev.adapters.process import ProcessOutcome, ProcessSpec, ProcessStartError, run_process
 from autodev.config.schema import AutodevConfig
 from autodev.errors import AutodevError
 from autodev.logging import get_logger
+from autodev.process_runner import ProcessOutcome, ProcessSpec, ProcessStartError, run_process
 from autodev.state.paths import AutodevPaths
 
 __all__ = [

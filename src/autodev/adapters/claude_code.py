@@ -16,8 +16,8 @@ from typing import Any
 
 from autodev.adapters._cli import CliAdapter, StreamParser, json_int, json_number, json_object, one_line
 from autodev.adapters.base import AgentInvocation, AgentResult, ToolName
-from autodev.adapters.process import ProcessOutcome
 from autodev.config.schema import AutodevConfig
+from autodev.process_runner import ProcessOutcome
 
 __all__ = [
     "CLAUDE_TOOLS",

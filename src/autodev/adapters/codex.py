@@ -22,9 +22,9 @@ from typing import Any
 
 from autodev.adapters._cli import CliAdapter, StreamParser, json_int
 from autodev.adapters.base import AgentInvocation, AgentResult
-from autodev.adapters.process import ProcessOutcome
 from autodev.config.schema import AutodevConfig
 from autodev.errors import ConfigError
+from autodev.process_runner import ProcessOutcome
 
 __all__ = ["INSTALL_HINT", "CodexAdapter", "CodexStreamParser", "build_argv"]
 

@@ -38,7 +38,7 @@ from typing import Any
 
 from autodev.adapters._cli import CliAdapter, StreamParser, json_object, one_line
 from autodev.adapters.base import AgentInvocation, AgentResult
-from autodev.adapters.process import ProcessOutcome
+from autodev.process_runner import ProcessOutcome
 
 __all__ = ["INSTALL_HINT", "CursorAdapter", "CursorStreamParser", "build_argv"]
 

@@ -52,9 +52,9 @@ from autodev.adapters._cli import (
     one_line,
 )
 from autodev.adapters.base import AgentInvocation, AgentResult, ToolName
-from autodev.adapters.process import ProcessOutcome
 from autodev.config.schema import AutodevConfig
 from autodev.errors import AutodevError
+from autodev.process_runner import ProcessOutcome
 from autodev.state.atomic import atomic_write_text
 from autodev.state.paths import AutodevPaths, ensure_state_dir
 

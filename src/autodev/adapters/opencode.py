@@ -52,8 +52,8 @@ from autodev.adapters._cli import (
     one_line,
 )
 from autodev.adapters.base import AgentInvocation, AgentResult, ToolName
-from autodev.adapters.process import ProcessOutcome
 from autodev.config.schema import AutodevConfig
+from autodev.process_runner import ProcessOutcome
 
 __all__ = [
     "AGENT_NAME",

@@ -434,9 +434,9 @@ def demo(obj: CliContext, directory: Path | None, force: bool) -> None:
     import tempfile
 
     from autodev.adapters.scripted import ScriptedAdapter
+    from autodev.cli.demo import prepare_demo
     from autodev.config import load_config
     from autodev.orchestrator import Orchestrator
-    from autodev.orchestrator.demo import prepare_demo
 
     _contain_children()
     target = directory if directory is not None else Path(tempfile.mkdtemp(prefix="autodev-demo-"))

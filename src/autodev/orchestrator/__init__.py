@@ -10,7 +10,7 @@ from autodev.orchestrator.inline_state import (
     load_suspend_state,
     write_suspend_state,
 )
-from autodev.orchestrator.plan_parser import (
+from autodev.state.plan_markdown import (
     compute_content_hash,
     parse_plan_markdown,
     render_plan_markdown,

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 from autodev.errors import DetachedHeadError, RepositoryError, UnsafeRepositoryError
 from autodev.logging import get_logger
 from autodev.orchestrator.events import ProgressEvent, ProgressListener
-from autodev.orchestrator.execute_phase import WorkingTreeDirtyError, check_working_tree
-from autodev.orchestrator.git import GitRepo, run_git
+from autodev.orchestrator.execute.task_flow import WorkingTreeDirtyError, check_working_tree
+from autodev.workspace.git import GitRepo, run_git
 
 if TYPE_CHECKING:
     from autodev.orchestrator.run_context import RunContext

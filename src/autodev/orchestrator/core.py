@@ -33,26 +33,26 @@ from autodev.logging import configure_logging, get_logger
 from autodev.orchestrator.checkout import check_head, require_clean_tree, require_repository
 from autodev.orchestrator.delegation_policy import DelegationPolicy, ExecuteEverything
 from autodev.orchestrator.events import ProgressEvent, ProgressListener, deliver
-from autodev.orchestrator.execute_entry import run_execute_phase
-from autodev.orchestrator.executor import TaskExecutor
-from autodev.orchestrator.git import GitRepo
-from autodev.orchestrator.impl_tournament_runner import prune_stale_worktrees
+from autodev.orchestrator.execute.entry import run_execute_phase
+from autodev.orchestrator.execute.executor import TaskExecutor
 from autodev.orchestrator.inline_state import clear_suspend_state, load_suspend_state
 from autodev.orchestrator.integrity import AgentWatch
-from autodev.orchestrator.plan_parser import parse_plan_markdown, read_plan_markdown
 from autodev.orchestrator.plan_phase import run_plan_phase
 from autodev.orchestrator.run_context import RunContext
 from autodev.orchestrator.submodules import refuse_submodule_files
-from autodev.orchestrator.workspace import BLOCKED_REF_PREFIX, TASK_REF_PREFIX, commit_message
-from autodev.orchestrator.worktree import WorktreeManager
+from autodev.orchestrator.tournaments.impl import prune_stale_worktrees
 from autodev.state.hashing import sha256_hex
 from autodev.state.knowledge import KnowledgeStore
 from autodev.state.paths import AutodevPaths, ensure_state_dir, normalize_repo_path
 from autodev.state.plan_manager import PlanManager
+from autodev.state.plan_markdown import parse_plan_markdown, read_plan_markdown
 from autodev.state.schemas import Plan, Task
 from autodev.state.session_lock import SessionLock
 from autodev.state.status_reader import read_status
 from autodev.state.vocabulary import DONE_STATUSES, IN_FLIGHT_STATUSES
+from autodev.workspace.git import GitRepo
+from autodev.workspace.integration import BLOCKED_REF_PREFIX, TASK_REF_PREFIX, commit_message
+from autodev.workspace.worktree import WorktreeManager
 
 __all__ = ["Orchestrator", "ResponseMissingError", "RunOutcome"]
 

@@ -19,8 +19,8 @@ from autodev.guardrails.errors import LoopDetectedError
 from autodev.logging import get_logger
 from autodev.orchestrator.delegation_policy import DelegationHeldError, DelegationRequest
 from autodev.orchestrator.events import ProgressEvent
-from autodev.orchestrator.git import GitRepo
 from autodev.orchestrator.inline_state import InlineSuspendState, write_suspend_state
+from autodev.workspace.git import GitRepo
 
 if TYPE_CHECKING:
     from autodev.orchestrator.run_context import RunContext

@@ -17,13 +17,13 @@ from autodev.logging import get_logger
 from autodev.orchestrator.delegate import DelegationRequest, delegate
 from autodev.orchestrator.delegation_envelope import DelegationEnvelope
 from autodev.orchestrator.events import ProgressEvent
-from autodev.orchestrator.plan_parser import parse_plan_markdown
-from autodev.orchestrator.plan_tournament_runner import run_plan_tournament
 from autodev.orchestrator.submodules import refuse_submodule_files
+from autodev.orchestrator.tournaments.plan import run_plan_tournament
 from autodev.state.atomic import atomic_write_text
 from autodev.state.evidence import read_evidence
 from autodev.state.hashing import sha256_hex
 from autodev.state.paths import normalize_repo_path
+from autodev.state.plan_markdown import parse_plan_markdown
 from autodev.state.schemas import ExploreEvidence, Plan, SMEEvidence
 
 if TYPE_CHECKING:

@@ -25,15 +25,15 @@ from autodev.orchestrator.checks import ChangeChecks
 from autodev.orchestrator.context import project_context
 from autodev.orchestrator.delegation_policy import DelegationPolicy, ExecuteEverything
 from autodev.orchestrator.events import ProgressEvent, ProgressListener, deliver
-from autodev.orchestrator.git import GitRepo
+from autodev.orchestrator.execute.parallelism import resolve_parallelism
 from autodev.orchestrator.integrity import AgentWatch
-from autodev.orchestrator.parallelism import resolve_parallelism
 from autodev.orchestrator.preflight import Preflight, run_preflight
-from autodev.orchestrator.worktree_setup import WorktreePreparer
 from autodev.qa.environment import EnvironmentResolution, resolve_environment
 from autodev.state.knowledge import KnowledgeStore
 from autodev.state.paths import AutodevPaths
 from autodev.state.plan_manager import PlanManager
+from autodev.workspace.git import GitRepo
+from autodev.workspace.worktree_setup import WorktreePreparer
 
 __all__ = ["RunContext"]
 

@@ -14,8 +14,8 @@ from autodev.adapters.scripted import ScriptedAdapter
 from autodev.guardrails import BudgetExceededError
 from autodev.orchestrator import Orchestrator
 from autodev.orchestrator.delegation_policy import DelegationDecision, DelegationHeldError, DelegationRequest
-from autodev.orchestrator.execute_phase import TaskContext
-from autodev.orchestrator.executor import LocalExecutor
+from autodev.orchestrator.execute.executor import LocalExecutor
+from autodev.orchestrator.execute.task_flow import TaskContext
 from autodev.orchestrator.preflight import PreflightError
 from autodev.orchestrator.run_context import RunContext
 from autodev.state.plan_manager import PlanManager
@@ -248,7 +248,7 @@ def test_loop_detection_blocks_with_loop_detected(tmp_path: Path) -> None:
 
 
 def test_uncommitted_user_changes_are_refused_before_any_task(tmp_path: Path) -> None:
-    from autodev.orchestrator.execute_phase import WorkingTreeDirtyError
+    from autodev.orchestrator.execute.task_flow import WorkingTreeDirtyError
 
     setup = demo_project(tmp_path)
     (setup.repo_root / "README.md").write_text("# edited by the user\n")

@@ -11,7 +11,7 @@ from support.orchestration import demo_project, orchestrator, script_with
 
 from autodev.adapters.base import AgentInvocation, AgentResult
 from autodev.adapters.scripted import ScriptedAdapter
-from autodev.orchestrator.plan_tournament_runner import tournament_skip_reason
+from autodev.orchestrator.tournaments.plan import tournament_skip_reason
 from autodev.state.plan_manager import PlanManager
 
 _SECTION = re.compile(r"^CANDIDATE (\w+):\n(.*?)(?=^CANDIDATE \w+:|^Rank all|\Z)", re.M | re.S)

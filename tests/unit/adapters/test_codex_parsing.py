@@ -11,9 +11,9 @@ import pytest
 
 from autodev.adapters.base import AgentInvocation, AgentResult, ToolName
 from autodev.adapters.codex import CodexAdapter, CodexStreamParser, build_argv
-from autodev.adapters.process import ProcessOutcome
 from autodev.config.schema import AutodevConfig, ModelPrice
 from autodev.errors import ConfigError
+from autodev.process_runner import ProcessOutcome
 
 THREAD = '{"type":"thread.started","thread_id":"01a229b0-c422-7201-a711-d271ec6d1c05"}'
 TURN_STARTED = '{"type":"turn.started"}'

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from autodev.orchestrator.git import GitError, GitRepo
 from autodev.state.paths import AutodevPaths, ensure_state_dir
+from autodev.workspace.git import GitError, GitRepo
 
 
 def _git(root: Path, *args: str) -> str:

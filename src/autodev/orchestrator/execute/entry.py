@@ -1,15 +1,15 @@
 """The execute phase's entry: check that the plan may run, take the baseline, then hand the tasks to the
-dispatcher (``autodev.orchestrator.dispatcher``), which runs each task's flow (``execute_phase``)."""
+dispatcher (``autodev.orchestrator.execute.dispatcher``), which runs each task's flow (``execute_phase``)."""
 
 from __future__ import annotations
 
 from autodev.errors import AutodevError
 from autodev.logging import get_logger
 from autodev.orchestrator.delegate import landed_commits
-from autodev.orchestrator.dispatcher import Dispatcher
 from autodev.orchestrator.events import ProgressEvent
-from autodev.orchestrator.execute_phase import PlanNotApprovedError, check_working_tree
-from autodev.orchestrator.executor import TaskExecutor
+from autodev.orchestrator.execute.dispatcher import Dispatcher
+from autodev.orchestrator.execute.executor import TaskExecutor
+from autodev.orchestrator.execute.task_flow import PlanNotApprovedError, check_working_tree
 from autodev.orchestrator.run_context import RunContext
 from autodev.state.schemas import Task
 from autodev.state.vocabulary import DONE_STATUSES
@@ -23,7 +23,7 @@ async def run_execute_phase(
     session: RunContext, task_id: str | None = None, *, executor: TaskExecutor | None = None
 ) -> list[Task]:
     """Process every runnable task in dependency order (or only ``task_id``); return their final states.
-    Each task's flow runs in ``executor`` (``autodev.orchestrator.executor``; in this process by default)."""
+    Each task's flow runs in ``executor`` (``autodev.orchestrator.execute.executor``; here by default)."""
     pm = session.plan_manager
     plan = pm.plan
     if plan.metadata.get("requires_approval") and not pm.plan_approved:

@@ -51,20 +51,9 @@ from autodev.logging import get_logger
 from autodev.orchestrator.delegate import DelegationRequest, delegate
 from autodev.orchestrator.delegation_envelope import DelegationAction, DelegationEnvelope
 from autodev.orchestrator.events import ProgressEvent
-from autodev.orchestrator.git import GitRepo, WorkingDiff
-from autodev.orchestrator.impl_tournament_runner import run_impl_tournament
 from autodev.orchestrator.submodules import submodules_touched
 from autodev.orchestrator.text import clip
-from autodev.orchestrator.workspace import (
-    Integrated,
-    TaskWorkspace,
-    commit_message,
-    commit_task,
-    integrate,
-    park_change,
-    rebase_after_conflict,
-    task_ref,
-)
+from autodev.orchestrator.tournaments.impl import run_impl_tournament
 from autodev.qa import GateResult
 from autodev.qa.gates import GateName, GateRun
 from autodev.state.evidence import read_evidence
@@ -81,6 +70,17 @@ from autodev.state.schemas import (
     TestRunCounts,
 )
 from autodev.state.vocabulary import IN_FLIGHT_STATUSES, TERMINAL_STATUSES
+from autodev.workspace.git import GitRepo, WorkingDiff
+from autodev.workspace.integration import (
+    Integrated,
+    TaskWorkspace,
+    commit_message,
+    commit_task,
+    integrate,
+    park_change,
+    rebase_after_conflict,
+    task_ref,
+)
 
 if TYPE_CHECKING:
     from autodev.orchestrator.run_context import RunContext
@@ -870,7 +870,7 @@ async def _complete_step(session: RunContext, task: Task, ctx: TaskContext) -> S
             await git.delete_ref(task_ref(task.id))
             return unchecked
         async with ctx.integration_lock:
-            outcome = await integrate(session, ctx.workspace, task, change)
+            outcome = await integrate(session.git, ctx.workspace, task, change)
             if isinstance(outcome, Integrated):
                 pm.record_patch(
                     task.id, await session.git.commit_patch(outcome.commit), attempt=task.retry_count + 1

@@ -24,8 +24,8 @@ import anyio
 
 from autodev.errors import AutodevError
 from autodev.logging import get_logger
-from autodev.orchestrator.git import GitError, GitRepo, WorkingDiff, run_git
-from autodev.orchestrator.worktree_setup import WorktreePreparer
+from autodev.workspace.git import GitError, GitRepo, WorkingDiff, run_git
+from autodev.workspace.worktree_setup import WorktreePreparer
 
 __all__ = ["Worktree", "WorktreeError", "WorktreeManager"]
 

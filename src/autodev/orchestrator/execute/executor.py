@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from autodev.orchestrator.execute_phase import TaskContext, execute_task
+from autodev.orchestrator.execute.task_flow import TaskContext, execute_task
 from autodev.state.schemas import Task
 
 if TYPE_CHECKING:

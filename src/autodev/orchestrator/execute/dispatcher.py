@@ -35,28 +35,28 @@ from autodev.guardrails.errors import BudgetExceededError
 from autodev.logging import get_logger
 from autodev.orchestrator.delegation_policy import DelegationHeldError
 from autodev.orchestrator.events import ProgressEvent
-from autodev.orchestrator.execute_phase import (
+from autodev.orchestrator.execute.executor import LocalExecutor, TaskExecutor
+from autodev.orchestrator.execute.parallelism import Parallelism, resolve_parallelism
+from autodev.orchestrator.execute.phase_review import review_finished_phases
+from autodev.orchestrator.execute.task_flow import (
     TaskContext,
     block_task,
 )
-from autodev.orchestrator.executor import LocalExecutor, TaskExecutor
-from autodev.orchestrator.git import GitRepo
 from autodev.orchestrator.integrity import RepositoryChangedError
-from autodev.orchestrator.parallelism import Parallelism, resolve_parallelism
-from autodev.orchestrator.phase_review import review_finished_phases
-from autodev.orchestrator.workspace import (
+from autodev.state.scheduling import scheduler_for
+from autodev.state.schemas import Plan, Task
+from autodev.state.validation import validate_dag
+from autodev.state.vocabulary import DONE_STATUSES, IN_FLIGHT_STATUSES, TASK_STATUSES, TERMINAL_STATUSES
+from autodev.workspace.git import GitRepo
+from autodev.workspace.integration import (
     MainTreeChangedError,
     TaskWorkspace,
     park_change,
     task_ref,
     unpark_change,
 )
-from autodev.orchestrator.worktree import WorkspaceProvider, Worktree, WorktreeManager
-from autodev.orchestrator.worktree_pool import WorktreePool
-from autodev.state.scheduling import scheduler_for
-from autodev.state.schemas import Plan, Task
-from autodev.state.validation import validate_dag
-from autodev.state.vocabulary import DONE_STATUSES, IN_FLIGHT_STATUSES, TASK_STATUSES, TERMINAL_STATUSES
+from autodev.workspace.worktree import WorkspaceProvider, Worktree, WorktreeManager
+from autodev.workspace.worktree_pool import WorktreePool
 
 if TYPE_CHECKING:
     from autodev.orchestrator.run_context import RunContext

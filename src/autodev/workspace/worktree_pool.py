@@ -22,9 +22,9 @@ import anyio
 
 from autodev.errors import AutodevError
 from autodev.logging import get_logger
-from autodev.orchestrator.git import GitRepo, WorkingDiff
-from autodev.orchestrator.worktree import Worktree, WorktreeError, WorktreeManager
-from autodev.orchestrator.worktree_setup import WorktreePreparer
+from autodev.workspace.git import GitRepo, WorkingDiff
+from autodev.workspace.worktree import Worktree, WorktreeError, WorktreeManager
+from autodev.workspace.worktree_setup import WorktreePreparer
 
 __all__ = ["WorktreePool"]
 

@@ -26,8 +26,8 @@ from autodev.logging import get_logger
 from autodev.orchestrator.delegate import DelegationRequest, delegate
 from autodev.orchestrator.delegation_envelope import DelegationEnvelope
 from autodev.orchestrator.events import ProgressEvent
-from autodev.orchestrator.git import GitRepo
-from autodev.orchestrator.plan_tournament_runner import (
+from autodev.orchestrator.text import clip
+from autodev.orchestrator.tournaments.plan import (
     DelegateRoleClient,
     new_tournament_id,
     skip,
@@ -35,11 +35,11 @@ from autodev.orchestrator.plan_tournament_runner import (
     tournament_skip_reason,
     tournament_summary,
 )
-from autodev.orchestrator.text import clip
-from autodev.orchestrator.worktree import Worktree, WorktreeError, WorktreeManager
 from autodev.state.atomic import atomic_write_bytes
 from autodev.state.schemas import Task, TournamentEvidence
 from autodev.tournament import Candidate, EngineSettings, TournamentArtifacts, TournamentEngine
+from autodev.workspace.git import GitRepo
+from autodev.workspace.worktree import Worktree, WorktreeError, WorktreeManager
 
 if TYPE_CHECKING:
     from pathlib import Path

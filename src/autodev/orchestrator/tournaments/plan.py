@@ -28,8 +28,8 @@ from autodev.logging import get_logger
 from autodev.orchestrator.delegate import DelegationRequest, delegate
 from autodev.orchestrator.delegation_envelope import DelegationEnvelope
 from autodev.orchestrator.events import ProgressEvent
-from autodev.orchestrator.plan_parser import parse_plan_markdown, render_plan_markdown
 from autodev.state.paths import normalize_repo_path
+from autodev.state.plan_markdown import parse_plan_markdown, render_plan_markdown
 from autodev.state.schemas import Plan, TournamentEvidence
 from autodev.tournament import (
     Candidate,
