@@ -54,29 +54,27 @@ def _build_prompt(system_prompt: str, request: DelegationRequest, knowledge_bloc
     return "\n".join(parts) + "\n"
 
 
-async def delegate(session: RunContext, request: DelegationRequest) -> AgentResult:
-    """Run one agent call for ``request`` under every guardrail; see the module docstring."""
+def _ask_the_policy(session: RunContext, request: DelegationRequest) -> None:
+    """Stop before anything is started when the delegation policy does not let ``request`` run now."""
     decision = session.delegation_policy.decide(request)
-    if decision.verdict != "execute":
-        _log.info("delegate.held", task_id=request.task_id, role=request.role, verdict=decision.verdict)
-        role = request.role.replace("_", " ")
-        raise DelegationHeldError(
-            f"the delegation policy did not let the {role} of {request.task_id} run "
-            f"({decision.verdict.replace('_', ' ')}{': ' + decision.reason if decision.reason else ''}); "
-            "nothing was started or counted; `autodev resume` asks it again"
-        )
+    if decision.verdict == "execute":
+        return
+    _log.info("delegate.held", task_id=request.task_id, role=request.role, verdict=decision.verdict)
+    role = request.role.replace("_", " ")
+    raise DelegationHeldError(
+        f"the delegation policy did not let the {role} of {request.task_id} run "
+        f"({decision.verdict.replace('_', ' ')}{': ' + decision.reason if decision.reason else ''}); "
+        "nothing was started or counted; `autodev resume` asks it again"
+    )
+
+
+def _invocation(session: RunContext, request: DelegationRequest, timeout_s: float) -> AgentInvocation:
     spec = get_spec(session.registry, request.role)
     settings = spec.effective(session.config, session.platform_name)
     knowledge_block = ""
     if request.knowledge_query:
         knowledge_block = session.knowledge.inject_block(request.knowledge_query, request.knowledge_files)
-    # Plan-phase roles each get their own per-task limits: one shared "plan" budget would let the explorer
-    # use up what the architect needs.
-    budget_key = f"plan:{request.role}" if request.phase == "plan" else request.task_id
-    timeout_s = session.guardrails.pre_invocation(
-        budget_key, request.role, session.config.guardrails.max_duration_s_per_task
-    )
-    invocation = AgentInvocation(
+    return AgentInvocation(
         role=request.role,
         prompt=_build_prompt(spec.prompt, request, knowledge_block),
         cwd=request.cwd or session.repo_root,
@@ -88,6 +86,34 @@ async def delegate(session: RunContext, request: DelegationRequest) -> AgentResu
         attempt=request.attempt,
         metadata={"step": request.step, "phase": request.phase, "session_id": session.session_id},
     )
+
+
+def _suspend(session: RunContext, request: DelegationRequest, signal: DelegationPendingSignal) -> None:
+    """Record where an inline delegation stopped the run, so that ``autodev resume`` continues there."""
+    write_suspend_state(
+        session.paths,
+        InlineSuspendState(
+            session_id=session.session_id,
+            phase=request.phase,
+            pending_task_id=request.task_id,
+            pending_role=request.role,
+            delegation_path=str(signal.delegation_path),
+            response_path=str(signal.response_path),
+            orchestrator_step=request.step,
+            attempt=request.attempt,
+            retry_count=request.retry_count,
+            last_issues=list(request.last_issues),
+            created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        ),
+    )
+    _log.info("delegate.suspended", task_id=request.task_id, role=request.role, step=request.step)
+
+
+async def _watched_call(
+    session: RunContext, request: DelegationRequest, invocation: AgentInvocation
+) -> AgentResult:
+    """The agent call itself, with what the agent did besides its answer checked from git and the files
+    (``orchestrator.integrity``) and noted in the result."""
     await session.prepare_workspace(invocation.cwd)
     in_main = invocation.cwd.resolve() == session.repo_root.resolve()
     copy = session.git if in_main else GitRepo(invocation.cwd, like=session.git)
@@ -102,23 +128,7 @@ async def delegate(session: RunContext, request: DelegationRequest) -> AgentResu
         async with session.agent_slots:
             result = await session.adapter.execute(invocation)
     except DelegationPendingSignal as signal:
-        write_suspend_state(
-            session.paths,
-            InlineSuspendState(
-                session_id=session.session_id,
-                phase=request.phase,
-                pending_task_id=request.task_id,
-                pending_role=request.role,
-                delegation_path=str(signal.delegation_path),
-                response_path=str(signal.response_path),
-                orchestrator_step=request.step,
-                attempt=request.attempt,
-                retry_count=request.retry_count,
-                last_issues=list(request.last_issues),
-                created_at=datetime.now(UTC).isoformat(timespec="seconds"),
-            ),
-        )
-        _log.info("delegate.suspended", task_id=request.task_id, role=request.role, step=request.step)
+        _suspend(session, request, signal)
         raise
     try:
         report = await session.agent_watch.after(view, copy, who=who, main_tree_lock=session.main_tree_lock)
@@ -129,6 +139,35 @@ async def delegate(session: RunContext, request: DelegationRequest) -> AgentResu
         result = result.model_copy(update={"agent_actions": tuple(report.notes)})
         for note in report.notes:
             session.emit(ProgressEvent("note", f"{who}: {note}", request.task_id))
+    return result
+
+
+def _learn_from(session: RunContext, request: DelegationRequest, result: AgentResult) -> None:
+    """A successful answer feeds the loop detector and the knowledge store."""
+    # Tournament roles are many fresh calls whose identical answers (two judges agreeing) are no loop.
+    if request.role not in _TOURNAMENT_ROLES and session.loop_detector.observe(
+        request.task_id, request.role, result.text
+    ):
+        raise LoopDetectedError(
+            f"task {request.task_id}: {request.role} returned the same output "
+            f"{session.config.guardrails.loop_detection_threshold} times in a row",
+            task_id=request.task_id,
+            role=request.role,
+        )
+    # Every role may have learned something about the repository worth telling later prompts.
+    session.knowledge.add_from_text(result.text, role=request.role, task_id=request.task_id)
+
+
+async def delegate(session: RunContext, request: DelegationRequest) -> AgentResult:
+    """Run one agent call for ``request`` under every guardrail; see the module docstring."""
+    _ask_the_policy(session, request)
+    # Plan-phase roles each get their own per-task limits: one shared "plan" budget would let the explorer
+    # use up what the architect needs.
+    budget_key = f"plan:{request.role}" if request.phase == "plan" else request.task_id
+    timeout_s = session.guardrails.pre_invocation(
+        budget_key, request.role, session.config.guardrails.max_duration_s_per_task
+    )
+    result = await _watched_call(session, request, _invocation(session, request, timeout_s))
     session.guardrails.post_invocation(budget_key, request.role, result)
     if result.error is not None and result.error.kind in _ENVIRONMENT_ERRORS:
         _log.warning("delegate.agent_unavailable", role=request.role, error=result.error.message)
@@ -146,16 +185,5 @@ async def delegate(session: RunContext, request: DelegationRequest) -> AgentResu
         error=result.error.kind if result.error else None,
     )
     if result.success:
-        # Tournament roles are many fresh calls whose identical answers (two judges agreeing) are no loop.
-        if request.role not in _TOURNAMENT_ROLES and session.loop_detector.observe(
-            request.task_id, request.role, result.text
-        ):
-            raise LoopDetectedError(
-                f"task {request.task_id}: {request.role} returned the same output "
-                f"{session.config.guardrails.loop_detection_threshold} times in a row",
-                task_id=request.task_id,
-                role=request.role,
-            )
-        # Every role may have learned something about the repository worth telling later prompts.
-        session.knowledge.add_from_text(result.text, role=request.role, task_id=request.task_id)
+        _learn_from(session, request, result)
     return result
