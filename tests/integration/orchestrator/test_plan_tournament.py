@@ -7,10 +7,12 @@ import re
 from pathlib import Path
 
 import anyio
+import pytest
 from support.orchestration import demo_project, orchestrator, script_with
 
 from autodev.adapters.base import AgentInvocation, AgentResult
 from autodev.adapters.scripted import ScriptedAdapter
+from autodev.orchestrator.delegation_policy import DelegationDecision, DelegationHeldError, DelegationRequest
 from autodev.orchestrator.tournaments.plan import tournament_skip_reason
 from autodev.state.plan_manager import PlanManager
 
@@ -96,3 +98,23 @@ def test_auto_disable_for_models_skips(tmp_path: Path) -> None:
     orch, _ = orchestrator(setup.repo_root, setup.script, **{"tournaments.plan.model": "claude-opus-4"})
     reason = tournament_skip_reason(orch, orch.config.tournaments.plan)
     assert reason is not None and "'opus'" in reason
+
+
+class _HoldTheCritic:
+    def decide(self, request: DelegationRequest) -> DelegationDecision:
+        if request.role == "critic_t":
+            return DelegationDecision("queue", "one critic at a time")
+        return DelegationDecision("execute")
+
+
+def test_what_stops_a_run_anywhere_stops_it_inside_a_tournament_too(tmp_path: Path) -> None:
+    # A tournament that fails for its own reasons keeps the architect's plan; one that meets what stops a run
+    # (a held call here; a moved ref or a full disk alike) must not be taken for a failed tournament.
+    setup = demo_project(tmp_path)
+    orch, _ = orchestrator(setup.repo_root, setup.script, **{"tournaments.plan.enabled": True})
+    orch.delegation_policy = _HoldTheCritic()
+
+    with pytest.raises(DelegationHeldError, match="critic t of plan run"):
+        anyio.run(orch.plan, setup.intent)
+
+    assert not PlanManager.open(setup.repo_root, readonly=True).has_plan

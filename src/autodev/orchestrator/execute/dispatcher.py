@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from autodev.adapters.base import DelegationPendingSignal
+from autodev.adapters.inline import InvalidResponseError
 from autodev.errors import EnvironmentFaultError, LockHeldError, PlanParseError, StateError
 from autodev.faults import environment_fault
 from autodev.guardrails.errors import BudgetExceededError
@@ -67,6 +68,8 @@ _log = get_logger("autodev.dispatcher")
 # What stops the whole run instead of blocking one task (see the module docstring).
 _RUN_FATAL: tuple[type[BaseException], ...] = (
     DelegationPendingSignal,
+    # An inline answer that is not a valid response: the user fixes the file, the task is not to blame.
+    InvalidResponseError,
     DelegationHeldError,
     BudgetExceededError,
     StateError,

@@ -20,14 +20,15 @@ from typing import TYPE_CHECKING, Literal
 import anyio
 
 from autodev.agents.parsing import parse_test_results
-from autodev.errors import AutodevError, GuardrailExceededError
-from autodev.guardrails.errors import BudgetExceededError, LoopDetectedError
+from autodev.errors import AutodevError
+from autodev.guardrails.errors import LoopDetectedError
 from autodev.logging import get_logger
 from autodev.orchestrator.delegate import DelegationRequest, delegate
 from autodev.orchestrator.delegation_envelope import DelegationEnvelope
 from autodev.orchestrator.events import ProgressEvent
 from autodev.orchestrator.text import clip
 from autodev.orchestrator.tournaments.plan import (
+    STOPS_THE_RUN,
     DelegateRoleClient,
     new_tournament_id,
     skip,
@@ -219,8 +220,8 @@ async def run_impl_tournament(session: RunContext, task: Task, tree: Path, git: 
     session.emit(ProgressEvent("note", f"implementation tournament {tournament_id} started", task.id))
     try:
         result = await engine.run(task_prompt, initial)
-    except (GuardrailExceededError, BudgetExceededError):
-        raise  # the task is blocked or the run suspends, as for any other call
+    except STOPS_THE_RUN:
+        raise  # the task is blocked or the run stops, as for any other call
     except AutodevError as exc:
         skip(session, "impl", task.id, f"it failed and the tested change is kept ({exc.message})")
         return

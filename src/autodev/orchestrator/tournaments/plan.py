@@ -22,12 +22,20 @@ from autodev.agents.registry import get_spec
 from autodev.agents.spec import AgentAction, AgentSpec
 from autodev.config import AutodevConfig
 from autodev.config.schema import Platform, TournamentSettings
-from autodev.errors import AutodevError, GuardrailExceededError
+from autodev.errors import (
+    AutodevError,
+    EnvironmentFaultError,
+    GuardrailExceededError,
+    LockHeldError,
+    StateError,
+)
 from autodev.guardrails.errors import BudgetExceededError, LoopDetectedError
 from autodev.logging import get_logger
 from autodev.orchestrator.delegate import DelegationRequest, delegate
 from autodev.orchestrator.delegation_envelope import DelegationEnvelope
+from autodev.orchestrator.delegation_policy import DelegationHeldError
 from autodev.orchestrator.events import ProgressEvent
+from autodev.orchestrator.integrity import RepositoryChangedError
 from autodev.state.paths import normalize_repo_path
 from autodev.state.plan_markdown import parse_plan_markdown, render_plan_markdown
 from autodev.state.schemas import Plan, TournamentEvidence
@@ -185,6 +193,20 @@ class PlanContentHandler:
         return Candidate(reply, plan, variant)
 
 
+# What stops the whole run wherever it happens: a tournament that meets one stops too, instead of keeping A
+# and going on (an agent that moved a ref would otherwise go unnoticed, and a full disk would be "a failed
+# tournament").
+STOPS_THE_RUN: tuple[type[AutodevError], ...] = (
+    GuardrailExceededError,
+    BudgetExceededError,
+    RepositoryChangedError,
+    EnvironmentFaultError,
+    DelegationHeldError,
+    StateError,
+    LockHeldError,
+)
+
+
 def new_tournament_id(kind: TournamentKind, subject: str) -> str:
     """``<kind>-<subject>-<random>``: unique, so a rerun never overwrites an earlier tournament's files."""
     return f"{kind}-{subject}-{secrets.token_hex(3)}"
@@ -229,8 +251,8 @@ async def run_plan_tournament(session: RunContext, plan: Plan, intent: str) -> P
     )
     try:
         result = await engine.run(task_prompt, Candidate(render_plan_markdown(plan), plan, "A"))
-    except (GuardrailExceededError, BudgetExceededError):
-        raise  # a spent budget or a breached limit stops the run as it would anywhere else
+    except STOPS_THE_RUN:
+        raise  # as it would anywhere else
     except AutodevError as exc:
         skip(session, "plan", "plan", f"it failed and the architect's plan is kept ({exc.message})")
         return plan
