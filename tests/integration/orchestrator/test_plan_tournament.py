@@ -9,12 +9,16 @@ from pathlib import Path
 import anyio
 import pytest
 from support.orchestration import demo_project, orchestrator, script_with
+from support.projects import PLAN as MINI_PLAN
+from support.projects import git, mini_project
 
 from autodev.adapters.base import AgentInvocation, AgentResult
 from autodev.adapters.scripted import ScriptedAdapter
 from autodev.orchestrator.delegation_policy import DelegationDecision, DelegationHeldError, DelegationRequest
-from autodev.orchestrator.tournaments.plan import tournament_skip_reason
+from autodev.orchestrator.tournaments.plan import PlanContentHandler, tournament_skip_reason
 from autodev.state.plan_manager import PlanManager
+from autodev.state.plan_markdown import parse_plan_markdown
+from autodev.tournament.engine import Candidate
 
 _SECTION = re.compile(r"^CANDIDATE (\w+):\n(.*?)(?=^CANDIDATE \w+:|^Rank all|\Z)", re.M | re.S)
 
@@ -118,3 +122,20 @@ def test_what_stops_a_run_anywhere_stops_it_inside_a_tournament_too(tmp_path: Pa
         anyio.run(orch.plan, setup.intent)
 
     assert not PlanManager.open(setup.repo_root, readonly=True).has_plan
+
+
+def test_a_candidate_plan_that_edits_inside_a_submodule_is_disqualified(tmp_path: Path) -> None:
+    library = mini_project(tmp_path / "library", {"a.py": "A = 1\n"})
+    repo = mini_project(tmp_path / "repo")
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(library), "sub")
+    git(repo, "commit", "-qm", "add the submodule")
+    architect = parse_plan_markdown(MINI_PLAN, "spec")
+    handler = PlanContentHandler(repo, "spec", architect.created_at)
+    incumbent = Candidate(MINI_PLAN, architect, "A")
+
+    into_submodule = MINI_PLAN.replace("- Files: mini/core.py, tests/test_triple.py", "- Files: sub/a.py")
+    candidate = anyio.run(handler.realize, "B", 1, into_submodule, incumbent)
+    fine = anyio.run(handler.realize, "B", 1, MINI_PLAN, incumbent)
+
+    assert candidate.disqualified is not None and "submodule" in candidate.disqualified
+    assert fine.disqualified is None

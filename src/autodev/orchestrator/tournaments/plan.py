@@ -36,6 +36,7 @@ from autodev.orchestrator.delegation_envelope import DelegationEnvelope
 from autodev.orchestrator.delegation_policy import DelegationHeldError
 from autodev.orchestrator.events import ProgressEvent
 from autodev.orchestrator.integrity import RepositoryChangedError
+from autodev.orchestrator.submodules import refuse_submodule_files
 from autodev.state.paths import normalize_repo_path
 from autodev.state.plan_markdown import parse_plan_markdown, render_plan_markdown
 from autodev.state.schemas import Plan, TournamentEvidence
@@ -188,7 +189,8 @@ class PlanContentHandler:
             for task in plan.iter_tasks():
                 for path in task.files:
                     normalize_repo_path(path, self.repo_root, context=f"{source}: task {task.id}")
-        except AutodevError as exc:  # PlanParseError, or PathEscapeError for a file outside the repo
+            refuse_submodule_files(plan, self.repo_root, source=source)
+        except AutodevError as exc:  # PlanParseError (a file inside a submodule too), or PathEscapeError
             return Candidate(reply, incumbent.payload, variant, disqualified=f"does not parse: {exc}")
         return Candidate(reply, plan, variant)
 
