@@ -25,7 +25,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-test: lint $(STAMP)
+test: lint typecheck $(STAMP)
 	$(BIN)/pytest
 
 bench: $(STAMP)

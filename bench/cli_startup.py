@@ -1,5 +1,5 @@
-"""CLI start-up: `autodev --help`, and `autodev status --json` on a 5,000-task plan (fresh processes,
-medians).
+"""CLI start-up: `autodev --help`, and `autodev status --json` and the `autodev status` table on a
+5,000-task plan (fresh processes, medians).
 
 python bench/cli_startup.py [--runs 11]
 """
@@ -58,6 +58,7 @@ def main() -> None:
             for task in manager.tasks()[:500]:
                 manager.update_task_status(task.id, "in_progress")
         result["status_json_5000"] = summary(wall([*_autodev(), "-C", tmp, "status", "--json"], args.runs))
+        result["status_table_5000"] = summary(wall([*_autodev(), "-C", tmp, "status"], args.runs))
     print(json.dumps(result, indent=2))
 
 

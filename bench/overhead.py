@@ -15,8 +15,10 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
+from typing import ParamSpec, TypeVar
 
 import anyio
 
@@ -28,6 +30,22 @@ from _scenario import git_repo, saved_plan_orchestrator
 from autodev.logging import configure_quiet_logging
 from autodev.state.plan_manager import PlanManager
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def timing(function: Callable[P, R], timings: list[float]) -> Callable[P, R]:
+    """``function`` with the same signature, appending the seconds of every call to ``timings``."""
+
+    def timed(*args: P.args, **kwargs: P.kwargs) -> R:
+        start = time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            timings.append(time.perf_counter() - start)
+
+    return timed
+
 
 def measure(n_tasks: int) -> dict[str, object]:
     with tempfile.TemporaryDirectory() as tmp:
@@ -35,15 +53,7 @@ def measure(n_tasks: int) -> dict[str, object]:
         orchestrator = saved_plan_orchestrator(root, n_tasks)
         timings: list[float] = []
         original = PlanManager.update_task_status
-
-        def timed(self: PlanManager, *args: object, **kwargs: object) -> object:
-            start = time.perf_counter()
-            try:
-                return original(self, *args, **kwargs)  # type: ignore[arg-type]
-            finally:
-                timings.append(time.perf_counter() - start)
-
-        PlanManager.update_task_status = timed  # type: ignore[method-assign]
+        PlanManager.update_task_status = timing(original, timings)  # type: ignore[method-assign]
         try:
             started = time.perf_counter()
             tasks = anyio.run(orchestrator.execute)

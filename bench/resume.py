@@ -52,7 +52,7 @@ def build(root: Path, n_ops: int) -> int:
             for task_id in ids:
                 if seq >= n_ops:
                     break
-                ops = (
+                ops: list[tuple[str, dict[str, object]]] = (
                     [("task_status", {"task_id": task_id, "from": "pending", "to": "in_progress"})]
                     if round_no == 0
                     else []

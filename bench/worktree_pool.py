@@ -22,8 +22,8 @@ from pathlib import Path
 import anyio
 
 from autodev.logging import configure_quiet_logging
-from autodev.orchestrator.worktree import Worktree, WorktreeManager
-from autodev.orchestrator.worktree_pool import WorktreePool
+from autodev.workspace.worktree import Worktree, WorktreeManager
+from autodev.workspace.worktree_pool import WorktreePool
 
 POOL_SIZE = 2
 TARGET_RATIO = 0.3

@@ -11,15 +11,31 @@ import pytest
 
 from autodev.logging import configure_quiet_logging
 
-# For the child processes only (this session's own plugins are loaded by now): the projects these tests build
-# run their tests with the QA gates' `pytest`, and their plain tests need none of the plugins installed beside
-# AutoDev; importing (and, in each fresh project, compiling) those is most of a gate run's time.
-os.environ.setdefault("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
-# The projects the tests build find their Python environment as a user's shell would give it: the one the
-# suite runs in, as if activated (tests of the environment search set their own). Without this the search
-# would fall through to whatever python3 this machine has on PATH.
-os.environ["VIRTUAL_ENV"] = sys.prefix
-os.environ.pop("CONDA_PREFIX", None)
+
+@pytest.fixture(autouse=True, scope="session")
+def _child_process_environment() -> Iterator[None]:
+    """What the child processes the tests start see (set when the session starts, not at import, so that
+    pytest's own workers and plugins are untouched).
+
+    The projects these tests build run their tests with the QA gates' ``pytest``, and their plain tests need
+    none of the plugins installed beside AutoDev: importing (and, in each fresh project, compiling) those
+    is most of a gate run's time. They find their Python environment as a user's shell would give it: the
+    one the suite runs in, as if activated (tests of the environment search set their own); without it the
+    search would fall through to whatever python3 the machine has on PATH.
+    """
+    with pytest.MonkeyPatch.context() as patch:
+        if "PYTEST_DISABLE_PLUGIN_AUTOLOAD" not in os.environ:
+            patch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+        patch.setenv("VIRTUAL_ENV", sys.prefix)
+        patch.delenv("CONDA_PREFIX", raising=False)
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _no_autodev_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A developer's own ``AUTODEV_*`` settings must not change what a test sees; tests set their own."""
+    for name in [name for name in os.environ if name.upper().startswith("AUTODEV_")]:
+        monkeypatch.delenv(name)
 
 
 @pytest.fixture(autouse=True)

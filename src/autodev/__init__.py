@@ -6,7 +6,7 @@ package) does not pay for pydantic and the state layer it never uses.
 
 from __future__ import annotations
 
-from importlib import import_module
+from importlib import import_module as _import_module
 from typing import TYPE_CHECKING, Any
 
 from autodev._version import __version__
@@ -113,7 +113,7 @@ def __getattr__(name: str) -> Any:
         module = "autodev.errors"
     if module is None:
         raise AttributeError(f"module 'autodev' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
+    value = getattr(_import_module(module), name)
     globals()[name] = value
     return value
 

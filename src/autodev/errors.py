@@ -7,26 +7,45 @@ translated at the boundary with ``raise ... from exc``.
 
 ::
 
-    AutodevError                      exit 2 unless noted
+    AutodevError                      exit 2 unless noted; where a class is defined if not here
     ├── ConfigError                   bad or unknown configuration key/value (file, key, allowed values)
     ├── PlanParseError                plan markdown that cannot be parsed (line number)
     ├── PlanNotFoundError             a command needs a plan and there is none
     ├── PlanExistsError               a new plan would replace one that is still in use
+    ├── PlanPhaseError                an agent step of the plan phase failed (exit 1; orchestrator.plan_phase)
+    ├── PlanNotApprovedError          the plan waits for approval (exit 3; orchestrator.execute_phase)
     ├── TaskNotFoundError             a task id that is not in the plan
     ├── InvalidTransitionError        a task status change the state machine forbids
     ├── PathEscapeError               a path that resolves outside the repository
     ├── RepositoryError               the checkout cannot be worked in as it is (not a git repository)
     │   ├── UnsafeRepositoryError     git refuses a repository another user owns (safe.directory)
     │   └── DetachedHeadError         HEAD is detached in the main checkout (no --allow-detached)
+    ├── WorkingTreeDirtyError         uncommitted changes where a run would start (orchestrator.execute_phase)
+    ├── MainTreeChangedError          the main checkout changed under a merge (orchestrator.workspace)
+    ├── RepositoryChangedError        an agent moved refs or wrote outside its working copy (exit 3;
+    │                                 orchestrator.integrity)
+    ├── GitError                      a git command AutoDev needs failed (orchestrator.git)
+    ├── WorktreeError                 a worktree cannot be made, reset or removed (orchestrator.worktree)
+    ├── PreflightError                the gates cannot do their work here (orchestrator.preflight)
     ├── StateError                    the .autodev/ state cannot be read or written
     │   ├── LedgerCorruptError        the hash chain is broken (line number)
     │   ├── SnapshotError             plan.json cannot be written
     │   ├── EvidenceError             an evidence file cannot be written or read
     │   └── InlineStateError          inline-state.json is malformed
     ├── LockHeldError                 another process holds the .autodev lock (holder's pid)
+    ├── InvalidResponseError          an inline answer that is not a valid response (adapters.inline)
+    ├── ResponseMissingError          `autodev resume` before the inline answer was written (exit 3;
+    │                                 orchestrator.core)
+    ├── DelegationHeldError           the delegation policy did not let a call run (exit 3;
+    │                                 orchestrator.delegation_policy)
+    ├── TournamentNotFoundError       `autodev tournament show` of an unknown id (tournament.artifacts)
     ├── EnvironmentFaultError         the machine, not the work, stopped the run: a tool gone missing, an
-    │                                 agent CLI that cannot start (exit 3: fix it, then `autodev resume`)
+    │   │                             agent CLI that cannot start, a full disk (exit 3: fix it, then
+    │   │                             `autodev resume`)
+    │   └── WorktreeSetupError        the repository's worktree setup failed (orchestrator.worktree_setup)
+    ├── BudgetExceededError           the plan's cost budget is spent (exit 3; guardrails.errors)
     └── GuardrailExceededError        a per-task or per-plan limit was reached (exit 1)
+        └── LoopDetectedError         a role returns the same output again and again (guardrails.errors)
 """
 
 from __future__ import annotations

@@ -205,9 +205,9 @@ def test_a_held_lock_names_the_holder_pid(run_cli: RunCli, repo: Path) -> None:
         f"""
         import sys, time
         from pathlib import Path
-        from autodev.state.plan_manager import PlanManager
-        pm = PlanManager.open(Path({str(repo)!r}))
-        with pm.transaction():
+        from autodev.state.paths import AutodevPaths
+        from autodev.state.session_lock import SessionLock
+        with SessionLock(AutodevPaths(Path({str(repo)!r}))):
             print("held", flush=True)
             time.sleep(30)
         """

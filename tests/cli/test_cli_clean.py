@@ -8,7 +8,7 @@ from pathlib import Path
 
 from support.cli import RunCli
 
-from autodev.orchestrator.demo import prepare_demo
+from autodev.cli.demo import prepare_demo
 from autodev.state.children import register_child
 from autodev.state.paths import AutodevPaths
 from autodev.state.plan_manager import PlanManager

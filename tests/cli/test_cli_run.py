@@ -22,7 +22,7 @@ from support.cli import STATUS_KEYS, Run, RunCli
 from support.orchestration import git_log, script_with
 
 from autodev.adapters.scripted import Script
-from autodev.orchestrator.demo import DemoSetup, prepare_demo
+from autodev.cli.demo import DemoSetup, prepare_demo
 
 pytestmark = pytest.mark.slow
 

@@ -22,7 +22,7 @@ from support.cli import Run
 from support.orchestration import git_log
 
 from autodev.adapters.scripted import Script, ScriptResponse
-from autodev.orchestrator.demo import DemoSetup, prepare_demo
+from autodev.cli.demo import DemoSetup, prepare_demo
 from autodev.state.plan_manager import PlanManager
 
 pytestmark = pytest.mark.slow
@@ -299,3 +299,25 @@ def test_what_the_answering_session_did_to_git_meanwhile_is_named_at_resume(demo
     assert hook.exists()  # nothing put back: it may have been the user
     following = pending_delegation(autodev(root, "resume"), root)  # named once; the user has looked
     assert (following.task_id, following.role) == ("plan", "domain_expert")
+
+
+def test_a_malformed_answer_is_refused_under_execute_as_under_resume_and_blocks_nothing(
+    demo: DemoSetup, tmp_path: Path
+) -> None:
+    root = demo.repo_root
+    plan = tmp_path / "plan.md"
+    plan.write_text(next(entry.text for entry in demo.script.entries if entry.role == "architect"))
+    assert autodev(root, "plan", "--from-markdown", str(plan)).code == 0
+    delegation = pending_delegation(autodev(root, "execute", "--platform", "inline"), root)
+    assert (delegation.task_id, delegation.role) == ("1.1", "developer")
+    delegation.response_path.write_text('{"txt": "x"}', encoding="utf-8")
+
+    refused = autodev(root, "execute", "--platform", "inline")
+
+    assert_one_line_error(refused, 2)
+    assert str(delegation.response_path) in refused.err
+    status = json.loads(autodev(root, "status", "--json").out)
+    assert {task["id"]: task["status"] for task in status["tasks"]}["1.1"] == "in_progress"
+    answer(demo.script, delegation)
+    following = pending_delegation(autodev(root, "resume"), root)
+    assert (following.task_id, following.role) == ("1.1", "reviewer")

@@ -16,10 +16,11 @@ from pathlib import Path
 
 import pytest
 from support.agent_clis import isolated_env
+from support.cli_contract import claude_env
 from support.model_server import ModelServer, Scenario
 from support.orchestration import git_log
 
-from autodev.orchestrator.demo import prepare_demo
+from autodev.cli.demo import prepare_demo
 from autodev.state.plan_manager import PlanManager
 
 pytestmark = pytest.mark.slow
@@ -89,11 +90,7 @@ def test_run_through_claude_code_commits_the_scripted_change_with_every_gate_gre
         cli_home,
         root,
         PATH=f"{agent_clis['claude'].parent}{os.pathsep}{os.environ['PATH']}",
-        ANTHROPIC_BASE_URL=model_server.url,
-        ANTHROPIC_API_KEY="test",
-        DISABLE_TELEMETRY="1",
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-        DISABLE_AUTOUPDATER="1",
+        **claude_env(model_server.url),
     )
     env = {key: value for key, value in env.items() if not key.startswith("AUTODEV_")}
     # The scripted model writes to absolute paths in the main tree, so the task must work there: one task

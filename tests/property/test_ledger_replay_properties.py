@@ -11,8 +11,9 @@ from support import make_plan
 
 from autodev.errors import AutodevError
 from autodev.state.plan_manager import PlanManager
-from autodev.state.schemas import TASK_STATUSES, ReviewEvidence
+from autodev.state.schemas import ReviewEvidence
 from autodev.state.transitions import TASK_TRANSITIONS
+from autodev.state.vocabulary import TASK_STATUSES
 
 TASK_IDS = ["1.1", "1.2", "1.3", "2.1", "2.2"]
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from autodev.errors import PlanParseError
 from autodev.orchestrator.delegation_envelope import DelegationAction, DelegationEnvelope
-from autodev.orchestrator.plan_parser import (
+from autodev.state.plan_markdown import (
     compute_content_hash,
     parse_plan_markdown,
     render_plan_markdown,

@@ -27,14 +27,14 @@ from support.cli import Run
 from autodev.adapters.inline import InlineAdapter, InvalidResponseError
 from autodev.adapters.registry import create_adapter
 from autodev.adapters.scripted import Script, ScriptedAdapter
+from autodev.cli.demo import DemoSetup, prepare_demo
 from autodev.config import load_config
 from autodev.errors import ConfigError, EvidenceError, PlanParseError, StateError
-from autodev.orchestrator.demo import DemoSetup, prepare_demo
-from autodev.orchestrator.plan_parser import parse_plan_markdown, read_plan_markdown
 from autodev.state.evidence import read_evidence
 from autodev.state.knowledge import KnowledgeStore
 from autodev.state.paths import AutodevPaths
 from autodev.state.plan_manager import PlanManager
+from autodev.state.plan_markdown import parse_plan_markdown, read_plan_markdown
 from autodev.state.schemas import ReviewEvidence
 
 AUTODEV = Path(sys.executable).with_name("autodev")

@@ -33,11 +33,11 @@ from support.orchestration import git_log
 import autodev.state.ledger as ledger_module
 import autodev.state.plan_manager as plan_manager_module
 from autodev.adapters.scripted import Script
+from autodev.cli.demo import DemoSetup, prepare_demo
 from autodev.errors import SnapshotError, StateError
-from autodev.orchestrator.demo import DemoSetup, prepare_demo
-from autodev.orchestrator.plan_parser import parse_plan_markdown
 from autodev.state.ledger import Ledger
 from autodev.state.plan_manager import PlanManager
+from autodev.state.plan_markdown import parse_plan_markdown
 
 PLAN = textwrap.dedent(
     """\

@@ -19,7 +19,7 @@ import stat
 import sys
 import textwrap
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import anyio
@@ -30,9 +30,9 @@ from support.cli import Run
 from autodev.adapters.base import AgentError, AgentInvocation, AgentResult, DelegationPendingSignal
 from autodev.adapters.claude_code import ClaudeCodeAdapter
 from autodev.adapters.inline import InlineAdapter, InvalidResponseError
+from autodev.cli.demo import prepare_demo
 from autodev.config import AutodevConfig
 from autodev.errors import AutodevError
-from autodev.orchestrator.demo import prepare_demo
 
 MIB = 1024 * 1024
 # The growth of the test process's peak memory that still counts as "bounded" while 100 MB stream past.
@@ -55,7 +55,7 @@ RESULT = {
 }
 
 
-def line(event: dict[str, object]) -> bytes:
+def line(event: Mapping[str, object]) -> bytes:
     return json.dumps(event).encode() + b"\n"
 
 

@@ -28,12 +28,12 @@ from hypothesis import strategies as st
 from support.cli import Run, assert_clean_error, autodev
 
 from autodev.adapters.scripted import Script
+from autodev.cli.demo import DemoSetup, prepare_demo
 from autodev.config import AutodevConfig, load_config
 from autodev.errors import ConfigError
-from autodev.orchestrator.demo import DemoSetup, prepare_demo
-from autodev.orchestrator.plan_parser import parse_plan_markdown
 from autodev.state.ledger import Ledger
 from autodev.state.plan_manager import PlanManager
+from autodev.state.plan_markdown import parse_plan_markdown
 from autodev.state.schemas import ReviewEvidence
 from autodev.state.snapshot import decode_snapshot, encode_snapshot
 

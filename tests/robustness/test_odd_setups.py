@@ -20,9 +20,9 @@ from support.orchestration import orchestrator, run
 from support.projects import PLAN, git, mini_project, one_task_script
 
 from autodev.errors import DetachedHeadError
-from autodev.orchestrator.plan_parser import parse_plan_markdown
 from autodev.state.ledger import Ledger
 from autodev.state.plan_manager import PlanManager
+from autodev.state.plan_markdown import parse_plan_markdown
 
 INTENT = "Add triple to mini"
 SCRIPTED = ("--platform", "scripted", "--script")

@@ -17,9 +17,9 @@ import pytest
 from support.cli import AUTODEV, Run, autodev, clean_env
 
 from autodev.adapters.scripted import Script
-from autodev.orchestrator.demo import prepare_demo
-from autodev.orchestrator.plan_parser import parse_plan_markdown
+from autodev.cli.demo import prepare_demo
 from autodev.state.plan_manager import PlanManager
+from autodev.state.plan_markdown import parse_plan_markdown
 from autodev.tournament import TournamentArtifacts
 
 ESCAPES = "\x1b]0;pwned\x07\x1b[2J\x9b31m\x1b[5m\x08\x7f"

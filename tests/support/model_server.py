@@ -122,7 +122,8 @@ def _has_tool_result(api: str, body: dict[str, Any]) -> bool:
             for block in message["content"]
         )
     if api == "responses":
-        items = body.get("input") if isinstance(body.get("input"), list) else []
+        raw_items = body.get("input")
+        items: list[Any] = raw_items if isinstance(raw_items, list) else []
         return any(
             isinstance(item, dict) and str(item.get("type", "")).endswith("_call_output") for item in items
         )

@@ -9,9 +9,9 @@ from typing import Any
 import anyio
 
 from autodev.adapters.scripted import Script, ScriptedAdapter
+from autodev.cli.demo import DemoSetup, prepare_demo
 from autodev.config import AutodevConfig, load_config
 from autodev.orchestrator import Orchestrator, ProgressEvent
-from autodev.orchestrator.demo import DemoSetup, prepare_demo
 
 
 def demo_project(tmp_path: Path) -> DemoSetup:

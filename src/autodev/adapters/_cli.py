@@ -1,22 +1,17 @@
-"""What every subprocess adapter repeats: environment, transcript path, JSON lines, cost, health, failures.
+"""What every subprocess adapter repeats: environment, transcript path, JSON lines, judging, cost, health.
 
-An adapter built on this module runs one call like this::
+An adapter subclasses ``CliAdapter``: it names its executable and install hint, builds its argv and its
+parser, and calls ``_run``, which runs the CLI and hands the way the process ended to the parser. The parser
+subclasses ``StreamParser``: it reads the CLI's events in ``on_event`` and says what they proved (the
+result seen, the fields reported, the CLI's own error); ``StreamParser.to_result`` judges that against the
+way the process ended the same way for every CLI.
 
-    lines = JsonLines(parser.on_event)
-    transcript = transcript_path(self.repo_root, inv)
-    try:
-        outcome = await run_cli(argv, inv, adapter_env=self.env, transcript=transcript, on_line=lines.feed)
-    except ProcessStartError as exc:
-        return start_failure(exc, install_hint=INSTALL_HINT)
-    error = outcome_failure(outcome, cli="mycli", timeout_s=inv.timeout_s, result_seen=...,
-                            skipped_lines=lines.skipped)
-    # None: the process ended by itself and printed its result; the adapter judges it (is_error, ...).
-
-The pieces: ``run_cli`` runs the CLI (prompt on stdin, environment from ``child_env``, ``PWD`` and cwd
-pinned, the call's deadline, stdout kept at ``transcript_path``); ``JsonLines`` turns stdout lines into
-events; ``outcome_failure`` and ``start_failure`` name the failures every CLI shares; ``cost_from_tokens``
-prices tokens from ``price_table``; ``check_health`` and ``prepare_workspace`` implement ``healthcheck``
-and ``init_workspace``.
+The pieces underneath: ``run_cli`` runs the CLI (prompt on stdin, environment from ``child_env``, ``PWD``
+and cwd pinned, the call's deadline, stdout kept at ``transcript_path``); ``JsonLines`` turns stdout lines
+into events; ``outcome_failure`` and ``start_failure`` name the failures every CLI shares;
+``cost_from_tokens`` prices tokens from ``price_table``; ``check_health`` and ``prepare_workspace``
+implement ``healthcheck`` and ``init_workspace``; ``json_object``, ``json_int``, ``json_number`` and
+``one_line`` read untrusted event fields.
 
 Token convention shared by all adapters: ``tokens_in`` counts every input token of the call, including
 those served from the provider's cache; ``tokens_cached`` is the cached part of ``tokens_in``;
@@ -29,18 +24,19 @@ import json
 import os
 import re
 import secrets
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 import anyio
 
 from autodev.adapters.base import AgentError, AgentInvocation, AgentResult, PlatformAdapter
-from autodev.adapters.process import ProcessOutcome, ProcessSpec, ProcessStartError, run_process
 from autodev.config.schema import AutodevConfig
 from autodev.errors import AutodevError
 from autodev.logging import get_logger
+from autodev.process_runner import ProcessOutcome, ProcessSpec, ProcessStartError, run_process
 from autodev.state.paths import AutodevPaths
 
 __all__ = [
@@ -51,6 +47,11 @@ __all__ = [
     "check_health",
     "child_env",
     "cost_from_tokens",
+    "exit_meaning",
+    "json_int",
+    "json_number",
+    "json_object",
+    "one_line",
     "outcome_failure",
     "prepare_workspace",
     "run_cli",
@@ -250,12 +251,13 @@ def outcome_failure(
     timeout_s: float,
     result_seen: bool,
     skipped_lines: int = 0,
+    exit_meanings: Mapping[int, str] | None = None,
 ) -> AgentError | None:
     """The failure the way the process ended proves, before the CLI's own result is read.
 
-    ``result_seen`` says whether the parser found the CLI's final result event(s). Returns None when the
-    process exited by itself and printed a result: whether that result is a success (``is_error``, exit
-    code) is for the adapter to judge.
+    ``result_seen`` says whether the parser found the CLI's final result event(s); ``exit_meanings`` names
+    the exit codes the CLI documents. Returns None when the process exited by itself and printed a result:
+    whether that result is a success (``is_error``, exit code) is for the adapter to judge.
     """
     if outcome.timed_out:
         return AgentError(
@@ -271,9 +273,10 @@ def outcome_failure(
         return None
     excerpt = outcome.stderr_excerpt
     if outcome.exit_code not in (0, None):
+        meaning = exit_meaning(outcome.exit_code, exit_meanings)
         return AgentError(
             kind="nonzero_exit",
-            message=f"{cli} exited {outcome.exit_code} without a result"
+            message=f"{cli} exited {outcome.exit_code}{meaning} without a result"
             + (f": {excerpt}" if excerpt else " and printed nothing on stderr"),
         )
     skipped = f", {skipped_lines} non-JSON line(s) skipped" if skipped_lines else ""
@@ -286,12 +289,152 @@ def outcome_failure(
     )
 
 
-class StreamParser(Protocol):
-    """What a CLI adapter's parser offers: lines in, one result out."""
+def exit_meaning(code: int | None, meanings: Mapping[int, str] | None) -> str:
+    """``" (meaning)"`` to follow exit code ``code`` in a message when ``meanings`` names it, else ``""``."""
+    meaning = meanings.get(code) if meanings is not None and code is not None else None
+    return f" ({meaning})" if meaning else ""
 
-    def feed_line(self, line: bytes) -> None: ...
 
-    def to_result(self, outcome: ProcessOutcome, *, timeout_s: float, transcript: Path) -> AgentResult: ...
+def json_object(value: Any) -> dict[str, Any]:
+    """``value`` when an event field holds a JSON object, else an empty one (fields may be anything)."""
+    return value if isinstance(value, dict) else {}
+
+
+def json_int(value: Any) -> int | None:
+    """``value`` when an event field holds an integer; JSON ``true`` is not one."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def json_number(value: Any) -> float | None:
+    """``value`` as a float when an event field holds a number; JSON ``true`` is not one."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def one_line(text: str, limit: int = 2000) -> str:
+    """``text`` with its whitespace runs folded into single spaces, cut at ``limit`` characters."""
+    return " ".join(text.split())[:limit]
+
+
+class StreamParser(ABC):
+    """Reads one CLI's JSON event stream; feed it stdout lines, then ask for the result.
+
+    A subclass reads its events in ``on_event`` and reports through ``result_seen``, ``_reported_fields``
+    and ``_reported_error``; ``to_result`` judges those against the way the process ended. It counts tool
+    calls with ``_count_tool_call``, keeps the session id in ``session_id`` and failed tool calls in
+    ``tool_errors`` (added to every failure message but a late non-zero exit's). ``config`` and ``model``
+    price the tokens (``_price_tokens``); without ``config`` nothing is priced.
+    """
+
+    cli: ClassVar[str]
+    """The executable's name as failure messages give it."""
+    success_claim: ClassVar[str] = "although its result reported success"
+    """How a non-zero exit after a successful result reads: ``<cli> exited <code> <success_claim>``."""
+    exit_meanings: ClassVar[Mapping[int, str] | None] = None
+    """What the CLI's documented exit codes mean, for the messages that name an exit code."""
+
+    def __init__(self, *, config: AutodevConfig | None = None, model: str | None = None) -> None:
+        self._config = config
+        self._model = model
+        self._lines = JsonLines(self.on_event)
+        self._tool_ids: set[str] = set()
+        self._anonymous_tool_calls = 0
+        self.session_id: str | None = None
+        self.tool_errors: list[str] = []
+
+    @property
+    def skipped_lines(self) -> int:
+        return self._lines.skipped
+
+    @property
+    def tool_calls(self) -> int:
+        return len(self._tool_ids) + self._anonymous_tool_calls
+
+    def feed_line(self, line: bytes) -> None:
+        """One stdout line, as ``run_process`` hands it over."""
+        self._lines.feed(line)
+
+    @abstractmethod
+    def on_event(self, event: dict[str, Any]) -> None:
+        """One decoded event; unknown types and fields are ignored."""
+
+    @property
+    @abstractmethod
+    def result_seen(self) -> bool:
+        """Whether the stream carried the CLI's final result (an error reported in the stream counts)."""
+
+    @abstractmethod
+    def _reported_fields(self) -> dict[str, Any]:
+        """The ``AgentResult`` fields the CLI reports its own way: ``text``, cost, tokens, turns."""
+
+    @abstractmethod
+    def _reported_error(self, outcome: ProcessOutcome) -> str | None:
+        """The CLI's own account of a failed run once a result was seen; None when it reported success."""
+
+    def _warnings_note(self) -> str:
+        """What the CLI warned about, appended to a failure the way the process ended proves."""
+        return ""
+
+    def _count_tool_call(self, call_id: Any = None, *, count_without_id: bool = True) -> None:
+        """Count the tool call an event belongs to: an id counts once, however many events carry it.
+
+        An event without an id counts only when ``count_without_id`` (the one event the CLI sends per call).
+        """
+        if isinstance(call_id, str):
+            self._tool_ids.add(call_id)
+        elif count_without_id:
+            self._anonymous_tool_calls += 1
+
+    def _price_tokens(
+        self, model: str | None, *, tokens_in: int | None, tokens_out: int | None, tokens_cached: int | None
+    ) -> float | None:
+        """``cost_from_tokens`` at the configured prices; None without a configuration."""
+        if self._config is None:
+            return None
+        return cost_from_tokens(
+            self._config, model, tokens_in=tokens_in, tokens_out=tokens_out, tokens_cached=tokens_cached
+        )
+
+    def to_result(
+        self, outcome: ProcessOutcome, *, timeout_s: float, transcript: Path | None = None
+    ) -> AgentResult:
+        """The ``AgentResult`` the stream and the way the process ended prove."""
+        fields: dict[str, Any] = {
+            **self._reported_fields(),
+            "tool_calls": self.tool_calls,
+            "duration_s": outcome.duration_s,
+            "session_id": self.session_id,
+            "exit_code": outcome.exit_code,
+            "transcript_path": transcript,
+        }
+        error = outcome_failure(
+            outcome,
+            cli=self.cli,
+            timeout_s=timeout_s,
+            result_seen=self.result_seen,
+            skipped_lines=self.skipped_lines,
+            exit_meanings=self.exit_meanings,
+        )
+        if error is not None:
+            message = self._with_tool_errors(error.message + self._warnings_note())
+            return AgentResult.failure(error.kind, message, **fields)
+        reported = self._reported_error(outcome)
+        if reported is not None:
+            return AgentResult.failure("is_error", self._with_tool_errors(reported), **fields)
+        if outcome.exit_code != 0:
+            excerpt = outcome.stderr_excerpt
+            return AgentResult.failure(
+                "nonzero_exit",
+                f"{self.cli} exited {outcome.exit_code} {self.success_claim}"
+                + exit_meaning(outcome.exit_code, self.exit_meanings)
+                + (f": {excerpt}" if excerpt else ""),
+                **fields,
+            )
+        return AgentResult(success=True, **fields)
+
+    def _with_tool_errors(self, message: str) -> str:
+        if not self.tool_errors:
+            return message
+        return f"{message} (failed tool calls: {'; '.join(self.tool_errors)})"
 
 
 class CliAdapter(PlatformAdapter):
@@ -343,7 +486,7 @@ class CliAdapter(PlatformAdapter):
         except ProcessStartError as exc:
             return start_failure(exc, install_hint=self.install_hint)
         self.last_pid = outcome.pid
-        for failure in getattr(parser, "tool_errors", ()):
+        for failure in parser.tool_errors:
             _log.warning(
                 "agent tool call failed",
                 platform=self.name,

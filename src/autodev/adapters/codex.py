@@ -20,16 +20,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from autodev.adapters._cli import (
-    CliAdapter,
-    JsonLines,
-    cost_from_tokens,
-    outcome_failure,
-)
+from autodev.adapters._cli import CliAdapter, StreamParser, json_int
 from autodev.adapters.base import AgentInvocation, AgentResult
-from autodev.adapters.process import ProcessOutcome
 from autodev.config.schema import AutodevConfig
 from autodev.errors import ConfigError
+from autodev.process_runner import ProcessOutcome
 
 __all__ = ["INSTALL_HINT", "CodexAdapter", "CodexStreamParser", "build_argv"]
 
@@ -57,7 +52,7 @@ def build_argv(executable: str, inv: AgentInvocation, extra_config: Sequence[str
     return argv
 
 
-class CodexStreamParser:
+class CodexStreamParser(StreamParser):
     """Reads ``codex exec --json`` events; feed it stdout lines, then ask for the result.
 
     Keeps the thread id, the last agent message, tool items (each item id once, however many of its
@@ -66,13 +61,11 @@ class CodexStreamParser:
     ``config`` and ``model`` price the tokens.
     """
 
+    cli = "codex"
+    success_claim = "although its turn completed"
+
     def __init__(self, *, config: AutodevConfig | None = None, model: str | None = None) -> None:
-        self._config = config
-        self._model = model
-        self._lines = JsonLines(self.on_event)
-        self._tool_ids: set[str] = set()
-        self._anonymous_tool_calls = 0
-        self.session_id: str | None = None
+        super().__init__(config=config, model=model)
         self.text = ""
         self.turns_completed = 0
         self.turn_error: str | None = None
@@ -81,20 +74,7 @@ class CodexStreamParser:
         self.tokens_cached: int | None = None
         self.tokens_out: int | None = None
 
-    @property
-    def tool_calls(self) -> int:
-        return len(self._tool_ids) + self._anonymous_tool_calls
-
-    @property
-    def skipped_lines(self) -> int:
-        return self._lines.skipped
-
-    def feed_line(self, line: bytes) -> None:
-        """One stdout line, as ``run_process`` hands it over."""
-        self._lines.feed(line)
-
     def on_event(self, event: dict[str, Any]) -> None:
-        """One decoded event; unknown types and fields are ignored."""
         kind = event.get("type")
         if kind == "thread.started" and isinstance(event.get("thread_id"), str):
             self.session_id = event["thread_id"]
@@ -118,79 +98,44 @@ class CodexStreamParser:
 
     def _on_item(self, item: dict[str, Any], *, completed: bool) -> None:
         item_type = item.get("type")
-        if item_type in _TOOL_ITEM_TYPES:
-            item_id = item.get("id")
-            if isinstance(item_id, str):
-                self._tool_ids.add(item_id)
-            elif completed:
-                # Without an id only the completion can be counted without counting a call twice.
-                self._anonymous_tool_calls += 1
+        if isinstance(item_type, str) and item_type in _TOOL_ITEM_TYPES:
+            # Without an id only the completion can be counted without counting a call twice.
+            self._count_tool_call(item.get("id"), count_without_id=completed)
         elif item_type == "agent_message" and completed and isinstance(item.get("text"), str):
             self.text = item["text"]
 
-    def to_result(
-        self, outcome: ProcessOutcome, *, timeout_s: float, transcript: Path | None = None
-    ) -> AgentResult:
-        """The ``AgentResult`` the stream and the way the process ended prove."""
-        cost = (
-            None
-            if self._config is None
-            else cost_from_tokens(
-                self._config,
+    @property
+    def result_seen(self) -> bool:
+        return bool(self.turns_completed) or self.turn_error is not None or self.last_error is not None
+
+    def _reported_fields(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "cost_usd": self._price_tokens(
                 self._model,
                 tokens_in=self.tokens_in,
                 tokens_out=self.tokens_out,
                 tokens_cached=self.tokens_cached,
-            )
-        )
-        fields: dict[str, Any] = {
-            "text": self.text,
-            "cost_usd": cost,
+            ),
             "tokens_in": self.tokens_in,
             "tokens_out": self.tokens_out,
             "tokens_cached": self.tokens_cached,
-            "tool_calls": self.tool_calls,
             "num_turns": self.turns_completed or None,
-            "duration_s": outcome.duration_s,
-            "session_id": self.session_id,
-            "exit_code": outcome.exit_code,
-            "transcript_path": transcript,
         }
-        result_seen = bool(self.turns_completed) or self.turn_error is not None or self.last_error is not None
-        error = outcome_failure(
-            outcome,
-            cli="codex",
-            timeout_s=timeout_s,
-            result_seen=result_seen,
-            skipped_lines=self.skipped_lines,
-        )
-        if error is not None:
-            return AgentResult.failure(error.kind, error.message, **fields)
+
+    def _reported_error(self, outcome: ProcessOutcome) -> str | None:
         if self.turn_error is not None:
-            return AgentResult.failure("is_error", f"codex turn failed: {self.turn_error}", **fields)
+            return f"codex turn failed: {self.turn_error}"
         if not self.turns_completed:
-            return AgentResult.failure(
-                "is_error", f"codex completed no turn; last error: {self.last_error}", **fields
-            )
-        if outcome.exit_code != 0:
-            excerpt = outcome.stderr_excerpt
-            return AgentResult.failure(
-                "nonzero_exit",
-                f"codex exited {outcome.exit_code} although its turn completed"
-                + (f": {excerpt}" if excerpt else ""),
-                **fields,
-            )
-        return AgentResult(success=True, **fields)
+            return f"codex completed no turn; last error: {self.last_error}"
+        return None
 
 
 class CodexAdapter(CliAdapter):
-    """Runs each ``AgentInvocation`` through ``codex exec``.
+    """Runs each ``AgentInvocation`` through ``codex exec`` (configured as ``CliAdapter`` describes).
 
-    ``executable`` defaults to ``codex`` looked up on the child's PATH; ``env`` overrides the inherited
-    environment for every call (the call's own ``env`` overrides both); ``extra_config`` holds
-    ``key=value`` Codex config overrides passed as ``-c`` (a provider, a base URL, ...). Transcripts go to
-    ``<repo_root>/.autodev/transcripts/``. ``last_pid`` is a diagnostic: the pid (and process group id)
-    of the most recent call that ran, or None before any (with concurrent calls, the last to finish).
+    ``extra_config`` holds ``key=value`` Codex config overrides passed as ``-c`` (a provider, a base URL,
+    ...).
     """
 
     name = "codex"
@@ -220,9 +165,8 @@ class CodexAdapter(CliAdapter):
 
 
 def _add(total: int | None, value: Any) -> int | None:
-    if not isinstance(value, int) or isinstance(value, bool):
-        return total
-    return (total or 0) + value
+    count = json_int(value)
+    return total if count is None else (total or 0) + count
 
 
 def _readable(message: Any) -> str | None:

@@ -34,16 +34,11 @@ else the ``result`` text. Success needs a ``result`` event with ``is_error`` fal
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from autodev.adapters._cli import (
-    CliAdapter,
-    JsonLines,
-    outcome_failure,
-)
+from autodev.adapters._cli import CliAdapter, StreamParser, json_object, one_line
 from autodev.adapters.base import AgentInvocation, AgentResult
-from autodev.adapters.process import ProcessOutcome
+from autodev.process_runner import ProcessOutcome
 
 __all__ = ["INSTALL_HINT", "CursorAdapter", "CursorStreamParser", "build_argv"]
 
@@ -59,26 +54,16 @@ def build_argv(executable: str, inv: AgentInvocation) -> list[str]:
     return argv
 
 
-class CursorStreamParser:
+class CursorStreamParser(StreamParser):
     """Reads ``cursor-agent`` ``stream-json`` events; feed it stdout lines, then ask for the result."""
 
+    cli = "cursor-agent"
+
     def __init__(self) -> None:
-        self._lines = JsonLines(self.on_event)
+        super().__init__()
         self._segment: list[str] = []
         self._last_segment: list[str] = []
-        self._call_ids: set[str] = set()
-        self._anonymous_tool_calls = 0
-        self.session_id: str | None = None
-        self.tool_errors: list[str] = []
         self.result_event: dict[str, Any] | None = None
-
-    @property
-    def skipped_lines(self) -> int:
-        return self._lines.skipped
-
-    @property
-    def tool_calls(self) -> int:
-        return len(self._call_ids) + self._anonymous_tool_calls
 
     @property
     def text(self) -> str:
@@ -89,18 +74,12 @@ class CursorStreamParser:
         result = (self.result_event or {}).get("result")
         return result if isinstance(result, str) else ""
 
-    def feed_line(self, line: bytes) -> None:
-        """One stdout line, as ``run_process`` hands it over."""
-        self._lines.feed(line)
-
     def on_event(self, event: dict[str, Any]) -> None:
-        """One decoded event; unknown types and fields are ignored."""
         if isinstance(event.get("session_id"), str):
             self.session_id = event["session_id"]
         kind = event.get("type")
         if kind == "assistant":
-            message = _dict(event.get("message"))
-            content = message.get("content")
+            content = json_object(event.get("message")).get("content")
             texts = [
                 block["text"]
                 for block in (content if isinstance(content, list) else [])
@@ -119,67 +98,34 @@ class CursorStreamParser:
         if self._segment:
             self._last_segment = self._segment
             self._segment = []
-        call_id = event.get("call_id")
         subtype = event.get("subtype")
-        if isinstance(call_id, str):
-            self._call_ids.add(call_id)
-        elif subtype == "started":
-            self._anonymous_tool_calls += 1
+        self._count_tool_call(event.get("call_id"), count_without_id=subtype == "started")
         if subtype != "completed":
             return
-        for kind, call in _dict(event.get("tool_call")).items():
-            result = _dict(_dict(call).get("result"))
+        for kind, call in json_object(event.get("tool_call")).items():
+            result = json_object(json_object(call).get("result"))
             if result and "success" not in result:
                 self.tool_errors.append(f"{_tool_name(kind)}: {_describe_failure(result)}")
 
-    def to_result(
-        self, outcome: ProcessOutcome, *, timeout_s: float, transcript: Path | None = None
-    ) -> AgentResult:
-        """The ``AgentResult`` the stream and the way the process ended prove."""
-        result = self.result_event or {}
-        fields: dict[str, Any] = {
-            "text": self.text,
-            "tool_calls": self.tool_calls,
-            "duration_s": outcome.duration_s,
-            "session_id": self.session_id,
-            "exit_code": outcome.exit_code,
-            "transcript_path": transcript,
-        }
-        error = outcome_failure(
-            outcome,
-            cli="cursor-agent",
-            timeout_s=timeout_s,
-            result_seen=self.result_event is not None,
-            skipped_lines=self.skipped_lines,
-        )
-        if error is not None:
-            return AgentResult.failure(error.kind, self._with_tool_errors(error.message), **fields)
-        if result.get("is_error") is not False or result.get("subtype") != "success":
-            return AgentResult.failure("is_error", self._with_tool_errors(_error_message(result)), **fields)
-        if outcome.exit_code != 0:
-            excerpt = outcome.stderr_excerpt
-            return AgentResult.failure(
-                "nonzero_exit",
-                f"cursor-agent exited {outcome.exit_code} although its result reported success"
-                + (f": {excerpt}" if excerpt else ""),
-                **fields,
-            )
-        return AgentResult(success=True, **fields)
+    @property
+    def result_seen(self) -> bool:
+        return self.result_event is not None
 
-    def _with_tool_errors(self, message: str) -> str:
-        if not self.tool_errors:
-            return message
-        return f"{message} (failed tool calls: {'; '.join(self.tool_errors)})"
+    def _reported_fields(self) -> dict[str, Any]:
+        # The stream reports no tokens and no cost.
+        return {"text": self.text}
+
+    def _reported_error(self, outcome: ProcessOutcome) -> str | None:
+        result = self.result_event or {}
+        if result.get("is_error") is not False or result.get("subtype") != "success":
+            return _error_message(result)
+        return None
 
 
 class CursorAdapter(CliAdapter):
-    """Runs each ``AgentInvocation`` through ``cursor-agent -p``.
+    """Runs each ``AgentInvocation`` through ``cursor-agent -p`` (configured as ``CliAdapter`` describes).
 
-    ``executable`` defaults to ``cursor-agent`` looked up on the child's PATH; ``env`` overrides the
-    inherited environment for every call (the call's own ``env`` overrides both); authentication is the
-    user's (``cursor-agent login`` or ``CURSOR_API_KEY``). Transcripts go to
-    ``<repo_root>/.autodev/transcripts/``. ``last_pid`` is a diagnostic: the pid (and process group id) of
-    the most recent call that ran, or None before any (with concurrent calls, the last to finish).
+    Authentication is the user's (``cursor-agent login`` or ``CURSOR_API_KEY``).
     """
 
     name = "cursor"
@@ -194,7 +140,7 @@ class CursorAdapter(CliAdapter):
 def _error_message(result: dict[str, Any]) -> str:
     subtype = result.get("subtype")
     text = result.get("result")
-    detail = " ".join(text.split())[:2000] if isinstance(text, str) and text.strip() else "no details given"
+    detail = one_line(text) if isinstance(text, str) and text.strip() else "no details given"
     context = f"subtype {subtype}" if isinstance(subtype, str) else "no subtype"
     return f"cursor-agent reported an error ({context}): {detail}"
 
@@ -206,11 +152,7 @@ def _tool_name(kind: str) -> str:
 
 def _describe_failure(result: dict[str, Any]) -> str:
     for value in result.values():
-        detail = _dict(value).get("message") or _dict(value).get("error")
+        detail = json_object(value).get("message") or json_object(value).get("error")
         if isinstance(detail, str) and detail.strip():
-            return " ".join(detail.split())[:500]
+            return one_line(detail, 500)
     return ", ".join(sorted(result)) or "failed"
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}

@@ -44,15 +44,17 @@ import anyio
 
 from autodev.adapters._cli import (
     CliAdapter,
-    JsonLines,
+    StreamParser,
     child_env,
-    cost_from_tokens,
-    outcome_failure,
+    exit_meaning,
+    json_int,
+    json_object,
+    one_line,
 )
 from autodev.adapters.base import AgentInvocation, AgentResult, ToolName
-from autodev.adapters.process import ProcessOutcome
 from autodev.config.schema import AutodevConfig
 from autodev.errors import AutodevError
+from autodev.process_runner import ProcessOutcome
 from autodev.state.atomic import atomic_write_text
 from autodev.state.paths import AutodevPaths, ensure_state_dir
 
@@ -195,33 +197,22 @@ def build_argv(
     return argv
 
 
-class GeminiStreamParser:
+class GeminiStreamParser(StreamParser):
     """Reads Gemini CLI's ``stream-json`` events; feed it stdout lines, then ask for the result.
 
     ``config`` prices the tokens per model named in the result's stats; ``model`` is the fallback name.
     """
 
+    cli = "gemini"
+    exit_meanings = EXIT_CODES
+
     def __init__(self, *, config: AutodevConfig | None = None, model: str | None = None) -> None:
-        self._config = config
-        self._model = model
-        self._lines = JsonLines(self.on_event)
+        super().__init__(config=config, model=model)
         self._segment: list[str] = []
         self._last_text = ""
-        self._tool_ids: set[str] = set()
-        self._anonymous_tool_calls = 0
         self._tool_names: dict[str, str] = {}
-        self.session_id: str | None = None
-        self.tool_errors: list[str] = []
         self.warnings: list[str] = []
         self.result_event: dict[str, Any] | None = None
-
-    @property
-    def skipped_lines(self) -> int:
-        return self._lines.skipped
-
-    @property
-    def tool_calls(self) -> int:
-        return len(self._tool_ids) + self._anonymous_tool_calls
 
     @property
     def text(self) -> str:
@@ -229,12 +220,7 @@ class GeminiStreamParser:
         current = "".join(self._segment)
         return current if current.strip() else self._last_text
 
-    def feed_line(self, line: bytes) -> None:
-        """One stdout line, as ``run_process`` hands it over."""
-        self._lines.feed(line)
-
     def on_event(self, event: dict[str, Any]) -> None:
-        """One decoded event; unknown types and fields are ignored."""
         kind = event.get("type")
         if kind == "init" and isinstance(event.get("session_id"), str):
             self.session_id = event["session_id"]
@@ -249,7 +235,7 @@ class GeminiStreamParser:
         elif kind == "error":
             message = event.get("message")
             if isinstance(message, str) and message.strip():
-                self.warnings.append(_one_line(message))
+                self.warnings.append(one_line(message))
         elif kind == "result":
             self.result_event = event
 
@@ -260,38 +246,29 @@ class GeminiStreamParser:
         self._segment = []
         tool_id = event.get("tool_id")
         name = event.get("tool_name")
-        if isinstance(tool_id, str):
-            self._tool_ids.add(tool_id)
-            if isinstance(name, str):
-                self._tool_names[tool_id] = name
-        else:
-            self._anonymous_tool_calls += 1
+        if isinstance(tool_id, str) and isinstance(name, str):
+            self._tool_names[tool_id] = name
+        self._count_tool_call(tool_id)
 
     def _on_tool_result(self, event: dict[str, Any]) -> None:
         if event.get("status") == "success":
             return
         tool_id = event.get("tool_id")
         name = self._tool_names.get(tool_id, "tool") if isinstance(tool_id, str) else "tool"
-        error = _dict(event.get("error"))
+        error = json_object(event.get("error"))
         detail = error.get("message") or event.get("output")
-        self.tool_errors.append(f"{name}: {_one_line(detail) if isinstance(detail, str) else 'failed'}")
-
-    def _usage(self) -> tuple[int | None, int | None, int | None]:
-        stats = _dict((self.result_event or {}).get("stats"))
-        return _tokens(stats)
+        self.tool_errors.append(f"{name}: {one_line(detail) if isinstance(detail, str) else 'failed'}")
 
     def _cost_usd(self) -> float | None:
-        if self._config is None:
-            return None
-        stats = _dict((self.result_event or {}).get("stats"))
-        models = _dict(stats.get("models"))
-        per_model = [(name, _tokens(_dict(counts))) for name, counts in models.items()]
+        stats = json_object((self.result_event or {}).get("stats"))
+        models = json_object(stats.get("models"))
+        per_model = [(name, _tokens(json_object(counts))) for name, counts in models.items()]
         if not per_model and self._model is not None:
             per_model = [(self._model, _tokens(stats))]
         total = 0.0
         for name, (tokens_in, tokens_out, tokens_cached) in per_model:
-            cost = cost_from_tokens(
-                self._config, name, tokens_in=tokens_in, tokens_out=tokens_out, tokens_cached=tokens_cached
+            cost = self._price_tokens(
+                name, tokens_in=tokens_in, tokens_out=tokens_out, tokens_cached=tokens_cached
             )
             if cost is None:
                 # A partial sum would understate what the call cost.
@@ -299,66 +276,33 @@ class GeminiStreamParser:
             total += cost
         return total if per_model else None
 
-    def to_result(
-        self, outcome: ProcessOutcome, *, timeout_s: float, transcript: Path | None = None
-    ) -> AgentResult:
-        """The ``AgentResult`` the stream and the way the process ended prove."""
-        result = self.result_event or {}
-        tokens_in, tokens_out, tokens_cached = self._usage()
-        fields: dict[str, Any] = {
+    @property
+    def result_seen(self) -> bool:
+        return self.result_event is not None
+
+    def _reported_fields(self) -> dict[str, Any]:
+        tokens_in, tokens_out, tokens_cached = _tokens(json_object((self.result_event or {}).get("stats")))
+        return {
             "text": self.text,
             "cost_usd": self._cost_usd(),
             "tokens_in": tokens_in,
             "tokens_out": tokens_out,
             "tokens_cached": tokens_cached,
-            "tool_calls": self.tool_calls,
-            "duration_s": outcome.duration_s,
-            "session_id": self.session_id,
-            "exit_code": outcome.exit_code,
-            "transcript_path": transcript,
         }
-        error = outcome_failure(
-            outcome,
-            cli="gemini",
-            timeout_s=timeout_s,
-            result_seen=self.result_event is not None,
-            skipped_lines=self.skipped_lines,
-        )
-        if error is not None:
-            message = error.message
-            if error.kind == "nonzero_exit" and outcome.exit_code is not None:
-                message = _exit_message(outcome)
-            if self.warnings:
-                message += f" (gemini warnings: {'; '.join(self.warnings)})"
-            return AgentResult.failure(error.kind, self._with_tool_errors(message), **fields)
-        if result.get("status") != "success":
-            return AgentResult.failure(
-                "is_error", self._with_tool_errors(_result_error(result, outcome.exit_code)), **fields
-            )
-        if outcome.exit_code != 0:
-            return AgentResult.failure(
-                "nonzero_exit",
-                f"gemini exited {outcome.exit_code} although its result reported success"
-                + _exit_meaning(outcome.exit_code)
-                + (f": {outcome.stderr_excerpt}" if outcome.stderr_excerpt else ""),
-                **fields,
-            )
-        return AgentResult(success=True, **fields)
 
-    def _with_tool_errors(self, message: str) -> str:
-        if not self.tool_errors:
-            return message
-        return f"{message} (failed tool calls: {'; '.join(self.tool_errors)})"
+    def _reported_error(self, outcome: ProcessOutcome) -> str | None:
+        result = self.result_event or {}
+        return None if result.get("status") == "success" else _result_error(result, outcome.exit_code)
+
+    def _warnings_note(self) -> str:
+        return f" (gemini warnings: {'; '.join(self.warnings)})" if self.warnings else ""
 
 
 class GeminiAdapter(CliAdapter):
     """Runs each ``AgentInvocation`` through the ``gemini`` CLI, headless.
 
-    ``executable`` defaults to ``gemini`` looked up on the child's PATH; ``env`` overrides the inherited
-    environment for every call (the call's own ``env`` overrides both); authentication is the user's Gemini
-    CLI setup. Transcripts go to ``<repo_root>/.autodev/transcripts/`` and the per-capability policy files to
-    ``<repo_root>/.autodev/gemini/``. ``last_pid`` is a diagnostic: the pid (and process group id) of the
-    most recent call that ran, or None before any (with concurrent calls, the last to finish).
+    Configured as ``CliAdapter`` describes; authentication is the user's Gemini CLI setup. The
+    per-capability policy files go to ``<repo_root>/.autodev/gemini/``.
     """
 
     name = "gemini"
@@ -387,46 +331,22 @@ class GeminiAdapter(CliAdapter):
 
 def _tokens(counts: dict[str, Any]) -> tuple[int | None, int | None, int | None]:
     """``(tokens_in, tokens_out, tokens_cached)`` from a stats block (see the module docstring)."""
-    prompt = _int(counts.get("input_tokens"))
-    output = _int(counts.get("output_tokens"))
-    total = _int(counts.get("total_tokens"))
+    prompt = json_int(counts.get("input_tokens"))
+    output = json_int(counts.get("output_tokens"))
+    total = json_int(counts.get("total_tokens"))
     if output is not None and total is not None and prompt is not None:
         output = max(output, total - prompt)
-    return prompt, output, _int(counts.get("cached"))
-
-
-def _exit_meaning(code: int | None) -> str:
-    meaning = EXIT_CODES.get(code) if code is not None else None
-    return f" ({meaning})" if meaning else ""
-
-
-def _exit_message(outcome: ProcessOutcome) -> str:
-    excerpt = outcome.stderr_excerpt
-    return f"gemini exited {outcome.exit_code}{_exit_meaning(outcome.exit_code)} without a result" + (
-        f": {excerpt}" if excerpt else " and printed nothing on stderr"
-    )
+    return prompt, output, json_int(counts.get("cached"))
 
 
 def _result_error(result: dict[str, Any], exit_code: int | None) -> str:
-    error = _dict(result.get("error"))
+    error = json_object(result.get("error"))
     message = error.get("message")
-    detail = _one_line(message) if isinstance(message, str) and message.strip() else "no details given"
+    detail = one_line(message) if isinstance(message, str) and message.strip() else "no details given"
     if exit_code == 53:
         return f"gemini reached its session turn limit: {detail}"
     status = result.get("status")
     context = f"status {status}" if isinstance(status, str) else "no status"
     if exit_code is not None:
-        context += f", exit {exit_code}{_exit_meaning(exit_code)}"
+        context += f", exit {exit_code}{exit_meaning(exit_code, EXIT_CODES)}"
     return f"gemini reported an error ({context}): {detail}"
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())[:2000]

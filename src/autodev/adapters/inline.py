@@ -115,10 +115,6 @@ class InlineAdapter(PlatformAdapter):
         self._write_delegation(inv, delegation, response)
         raise DelegationPendingSignal(inv.task_id, inv.role, delegation, response)
 
-    def has_pending_response(self, task_id: str, role: str) -> bool:
-        """Whether a response file for ``task_id`` and ``role`` is waiting to be collected."""
-        return self.paths.response_file(task_id, role).is_file()
-
     def check_response(self, task_id: str, role: str) -> None:
         """Raise ``InvalidResponseError`` unless the response for ``task_id`` and ``role`` is valid.
 

@@ -40,19 +40,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from autodev.adapters._cli import (
     CliAdapter,
-    JsonLines,
+    StreamParser,
     child_env,
-    cost_from_tokens,
-    outcome_failure,
+    json_int,
+    json_number,
+    json_object,
+    one_line,
 )
 from autodev.adapters.base import AgentInvocation, AgentResult, ToolName
-from autodev.adapters.process import ProcessOutcome
 from autodev.config.schema import AutodevConfig
+from autodev.process_runner import ProcessOutcome
 
 __all__ = [
     "AGENT_NAME",
@@ -103,6 +104,9 @@ KNOWN_PERMISSIONS: tuple[str, ...] = (
     "websearch",
 )
 """Every permission key of OpenCode 1.18: each one not granted is denied by name (``permission_table``)."""
+
+# How much of a tool's or the provider's error message a failure message keeps.
+_DETAIL_CHARS = 1000
 
 # Finish reasons of a last step that do not end the turn with an answer (AI SDK finish reasons).
 _FAILED_FINISH = {
@@ -172,21 +176,19 @@ def build_argv(executable: str, inv: AgentInvocation) -> list[str]:
     return argv
 
 
-class OpenCodeStreamParser:
+class OpenCodeStreamParser(StreamParser):
     """Reads ``opencode run --format json`` events; feed it stdout lines, then ask for the result.
 
     ``config`` and ``model`` price the tokens when OpenCode reports no cost for them.
     """
 
+    cli = "opencode"
+    success_claim = "after finishing its turn"
+
     def __init__(self, *, config: AutodevConfig | None = None, model: str | None = None) -> None:
-        self._config = config
-        self._model = model
-        self._lines = JsonLines(self.on_event)
+        super().__init__(config=config, model=model)
         self._step_texts: list[str] = []
         self._answer: list[str] = []
-        self.session_id: str | None = None
-        self.tool_calls = 0
-        self.tool_errors: list[str] = []
         self.steps = 0
         self.last_finish_reason: str | None = None
         self.errors: list[str] = []
@@ -198,24 +200,15 @@ class OpenCodeStreamParser:
         self._cost_seen = False
 
     @property
-    def skipped_lines(self) -> int:
-        return self._lines.skipped
-
-    @property
     def text(self) -> str:
         """The answer: the text parts of the last step that produced any (see the module docstring)."""
         return "\n\n".join(self._step_texts or self._answer)
 
-    def feed_line(self, line: bytes) -> None:
-        """One stdout line, as ``run_process`` hands it over."""
-        self._lines.feed(line)
-
     def on_event(self, event: dict[str, Any]) -> None:
-        """One decoded event; unknown types and fields are ignored."""
         if isinstance(event.get("sessionID"), str):
             self.session_id = event["sessionID"]
         kind = event.get("type")
-        part = _dict(event.get("part"))
+        part = json_object(event.get("part"))
         if kind == "step_start":
             if self._step_texts:
                 self._answer = self._step_texts
@@ -232,25 +225,28 @@ class OpenCodeStreamParser:
             self.errors.append(_error_message(event.get("error")))
 
     def _on_tool(self, part: dict[str, Any]) -> None:
-        self.tool_calls += 1
-        state = _dict(part.get("state"))
+        # OpenCode sends one ``tool_use`` event per call, once it completed or failed.
+        self._count_tool_call()
+        state = json_object(part.get("state"))
         if state.get("status") == "error":
             tool = part.get("tool") if isinstance(part.get("tool"), str) else "tool"
             detail = state.get("error")
-            self.tool_errors.append(f"{tool}: {_one_line(detail) if isinstance(detail, str) else 'failed'}")
+            self.tool_errors.append(
+                f"{tool}: {one_line(detail, _DETAIL_CHARS) if isinstance(detail, str) else 'failed'}"
+            )
 
     def _on_step_finish(self, part: dict[str, Any]) -> None:
         self.steps += 1
         reason = part.get("reason")
         self.last_finish_reason = reason if isinstance(reason, str) else None
-        cost = part.get("cost")
-        if isinstance(cost, int | float) and not isinstance(cost, bool):
-            self._cost += float(cost)
+        cost = json_number(part.get("cost"))
+        if cost is not None:
+            self._cost += cost
             self._cost_seen = True
         if not isinstance(part.get("tokens"), dict):
             return
-        tokens = _dict(part.get("tokens"))
-        cache = _dict(tokens.get("cache"))
+        tokens = json_object(part.get("tokens"))
+        cache = json_object(tokens.get("cache"))
         cache_read = _count(cache.get("read"))
         self._tokens_in += _count(tokens.get("input")) + cache_read + _count(cache.get("write"))
         self._tokens_out += _count(tokens.get("output")) + _count(tokens.get("reasoning"))
@@ -265,72 +261,52 @@ class OpenCodeStreamParser:
     def _cost_usd(self) -> float | None:
         if self._cost_seen and self._cost > 0:
             return self._cost
-        priced = None
-        if self._config is not None and self._tokens_seen:
-            priced = _price(self._config, self._model, self._tokens_in, self._tokens_out, self._tokens_cached)
+        priced = self._priced_tokens() if self._tokens_seen else None
         if priced is not None:
             return priced
         return self._cost if self._cost_seen else None
 
-    def to_result(
-        self, outcome: ProcessOutcome, *, timeout_s: float, transcript: Path | None = None
-    ) -> AgentResult:
-        """The ``AgentResult`` the stream and the way the process ended prove."""
-        fields: dict[str, Any] = {
+    def _priced_tokens(self) -> float | None:
+        """``price_table`` cost for the model as given (``provider/model``), else for its model id alone."""
+        if self._model is None:
+            return None
+        for name in (self._model, self._model.partition("/")[2]):
+            if name:
+                cost = self._price_tokens(
+                    name,
+                    tokens_in=self._tokens_in,
+                    tokens_out=self._tokens_out,
+                    tokens_cached=self._tokens_cached,
+                )
+                if cost is not None:
+                    return cost
+        return None
+
+    @property
+    def result_seen(self) -> bool:
+        return self.turn_ended or bool(self.errors)
+
+    def _reported_fields(self) -> dict[str, Any]:
+        return {
             "text": self.text,
             "cost_usd": self._cost_usd(),
             "tokens_in": self._tokens_in if self._tokens_seen else None,
             "tokens_out": self._tokens_out if self._tokens_seen else None,
             "tokens_cached": self._tokens_cached if self._tokens_seen else None,
-            "tool_calls": self.tool_calls,
             "num_turns": self.steps or None,
-            "duration_s": outcome.duration_s,
-            "session_id": self.session_id,
-            "exit_code": outcome.exit_code,
-            "transcript_path": transcript,
         }
-        error = outcome_failure(
-            outcome,
-            cli="opencode",
-            timeout_s=timeout_s,
-            result_seen=self.turn_ended or bool(self.errors),
-            skipped_lines=self.skipped_lines,
-        )
-        if error is not None:
-            return AgentResult.failure(error.kind, self._with_tool_errors(error.message), **fields)
-        if self.errors:
-            return AgentResult.failure(
-                "is_error", self._with_tool_errors(f"opencode reported: {'; '.join(self.errors)}"), **fields
-            )
-        failed_finish = _FAILED_FINISH.get(self.last_finish_reason or "")
-        if failed_finish is not None:
-            return AgentResult.failure(
-                "is_error", self._with_tool_errors(f"opencode: {failed_finish}"), **fields
-            )
-        if outcome.exit_code != 0:
-            excerpt = outcome.stderr_excerpt
-            return AgentResult.failure(
-                "nonzero_exit",
-                f"opencode exited {outcome.exit_code} after finishing its turn"
-                + (f": {excerpt}" if excerpt else ""),
-                **fields,
-            )
-        return AgentResult(success=True, **fields)
 
-    def _with_tool_errors(self, message: str) -> str:
-        if not self.tool_errors:
-            return message
-        return f"{message} (failed tool calls: {'; '.join(self.tool_errors)})"
+    def _reported_error(self, outcome: ProcessOutcome) -> str | None:
+        if self.errors:
+            return f"opencode reported: {'; '.join(self.errors)}"
+        failed_finish = _FAILED_FINISH.get(self.last_finish_reason or "")
+        return None if failed_finish is None else f"opencode: {failed_finish}"
 
 
 class OpenCodeAdapter(CliAdapter):
-    """Runs each ``AgentInvocation`` through ``opencode run``.
+    """Runs each ``AgentInvocation`` through ``opencode run`` (configured as ``CliAdapter`` describes).
 
-    ``executable`` defaults to ``opencode`` looked up on the child's PATH; ``env`` overrides the inherited
-    environment for every call (the call's own ``env`` overrides both); the provider and model setup is the
-    user's OpenCode configuration. Transcripts go to ``<repo_root>/.autodev/transcripts/``. ``last_pid``
-    is a diagnostic: the pid (and process group id) of the most recent call that ran, or None before any
-    (with concurrent calls, the last to finish).
+    The provider and model setup is the user's OpenCode configuration.
     """
 
     name = "opencode"
@@ -355,36 +331,16 @@ def _error_message(error: Any) -> str:
         return "error event without details"
     raw_name = error.get("name")
     name = raw_name if isinstance(raw_name, str) else "error"
-    data = _dict(error.get("data"))
+    data = json_object(error.get("data"))
     message = data.get("message")
-    text = f"{name}: {_one_line(message)}" if isinstance(message, str) and message.strip() else name
-    status = data.get("statusCode")
-    return f"{text} (HTTP {status})" if isinstance(status, int) and not isinstance(status, bool) else text
-
-
-def _price(
-    config: AutodevConfig, model: str | None, tokens_in: int, tokens_out: int, tokens_cached: int
-) -> float | None:
-    """``price_table`` cost for ``model`` as given (``provider/model``), else for its model id alone."""
-    if model is None:
-        return None
-    for name in (model, model.partition("/")[2]):
-        if name:
-            cost = cost_from_tokens(
-                config, name, tokens_in=tokens_in, tokens_out=tokens_out, tokens_cached=tokens_cached
-            )
-            if cost is not None:
-                return cost
-    return None
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
+    text = (
+        f"{name}: {one_line(message, _DETAIL_CHARS)}"
+        if isinstance(message, str) and message.strip()
+        else name
+    )
+    status = json_int(data.get("statusCode"))
+    return f"{text} (HTTP {status})" if status is not None else text
 
 
 def _count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())[:1000]

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Generic, Literal, TypeVar, get_args
 
+from autodev.markdown_text import unwrap_emphasis
+
 __all__ = [
     "LESSON_MAX_CHARS",
     "Confidence",
@@ -92,35 +94,14 @@ _LEAD = re.compile(r"^(?:[-*+][ \t]+|>[ \t]*|#{1,6}[ \t]+|\d{1,3}[.)][ \t]+)*")
 _BARE_LEAD = re.compile(r"^(?:>[ \t]*|#{1,6}[ \t]+)*")
 _KEY_LINE = re.compile(r"[*_`]{0,2}(?P<key>[A-Za-z]+)[*_`]{0,2}[ \t]*:(?:[*_`]{1,2}(?=\s|$))?(?P<value>.*)")
 _ITEM = re.compile(r"[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+(?P<text>.*)")
-_WRAPPERS = ("**", "__", "`", "*", "_")
 _NONE_ITEMS = frozenset(
     {"", "-", "none", "(none)", "n/a", "na", "[]", "empty", "(empty)", "nothing", "no issues", "none found"}
 )
 
 
-def _unwrap(text: str) -> str:
-    """``text`` without decoration wrapped around all of it (bold, italics, backticks)."""
-    text = text.strip()
-    changed = True
-    while changed:
-        changed = False
-        for wrapper in _WRAPPERS:
-            inner = text[len(wrapper) : -len(wrapper)]
-            if (
-                len(text) > 2 * len(wrapper)
-                and text.startswith(wrapper)
-                and text.endswith(wrapper)
-                and wrapper not in inner
-            ):
-                text = inner.strip()
-                changed = True
-                break
-    return text
-
-
 def _key_line(line: str) -> tuple[str, str] | None:
     """``(KEY, value)`` when ``line`` is a ``KEY: value`` line, whatever its decoration."""
-    match = _KEY_LINE.fullmatch(_unwrap(_LEAD.sub("", line.strip(), count=1)))
+    match = _KEY_LINE.fullmatch(unwrap_emphasis(_LEAD.sub("", line.strip(), count=1)))
     if match is None:
         return None
     return match["key"].upper(), match["value"].strip()
@@ -163,7 +144,7 @@ def _section(lines: Sequence[str], key: str) -> tuple[str, list[str]] | None:
             items[-1] += " " + raw.strip()
         else:
             break
-    inline = _unwrap(inline)
+    inline = unwrap_emphasis(inline)
     return ("" if _is_none_item(inline) else inline), [item for item in items if not _is_none_item(item)]
 
 
@@ -217,7 +198,7 @@ class _Choices(Generic[_Option]):
 
         Only in capitals, as the contract writes it: "Rejected: ..." is a sentence, not a verdict.
         """
-        value = _unwrap(_BARE_LEAD.sub("", line.strip(), count=1)).replace("*", "").replace("`", "")
+        value = unwrap_emphasis(_BARE_LEAD.sub("", line.strip(), count=1)).replace("*", "").replace("`", "")
         return self.read(value) if self._capitals.match(value.strip()) else None
 
     def last(self, lines: Sequence[str], key: str) -> _Option | None:
@@ -333,7 +314,7 @@ def parse_lessons(text: str) -> list[str]:
         found = _key_line(line)
         if found is None or found[0] != "LESSON":
             continue
-        lesson = " ".join(_unwrap(found[1]).split())
+        lesson = " ".join(unwrap_emphasis(found[1]).split())
         if _is_none_item(lesson):
             continue
         if len(lesson) > LESSON_MAX_CHARS:
@@ -349,7 +330,7 @@ def _last_text(lines: Sequence[str], key: str) -> str | None:
     found = _last_key(lines, key)
     if found is None:
         return None
-    value = _unwrap(found[1])
+    value = unwrap_emphasis(found[1])
     return None if _is_none_item(value) else value
 
 
@@ -386,7 +367,7 @@ def _item_path(item: str) -> str:
         if end > 1:
             return item[1:end].strip()
     first = item.split(maxsplit=1)[0] if item else ""
-    return _FILE_SUFFIX.sub("", _unwrap(_FILE_SUFFIX.sub("", first)))
+    return _FILE_SUFFIX.sub("", unwrap_emphasis(_FILE_SUFFIX.sub("", first)))
 
 
 def parse_ranking(text: str, labels: Sequence[str]) -> list[str] | None:
@@ -407,7 +388,7 @@ def parse_ranking(text: str, labels: Sequence[str]) -> list[str] | None:
     raw = found[1]
     # Decoration around the whole line ("**A > B**") is tried only after the line as written, so that
     # labels such as "_a" and "b_" are not unwrapped into other names.
-    for value in dict.fromkeys((raw, _unwrap(raw))):
+    for value in dict.fromkeys((raw, unwrap_emphasis(raw))):
         ranking = _ranking(value, exact, by_case)
         if ranking is not None:
             return ranking
@@ -441,7 +422,7 @@ def _check_labels(labels: Sequence[str]) -> None:
 
 def _match_label(token: str, exact: set[str], by_case: dict[str, str]) -> str | None:
     stripped = token.strip()
-    unwrapped = _unwrap(stripped)
+    unwrapped = unwrap_emphasis(stripped)
     for candidate in (stripped, unwrapped, unwrapped.rstrip(".")):
         if candidate in exact:
             return candidate

@@ -7,9 +7,11 @@ and ``autodev status --json`` start fast.
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -125,8 +127,31 @@ def init(obj: CliContext, force: bool) -> None:
     click.echo("Every setting is listed there with its default; uncomment a line to change it.")
 
 
-def _agent_options(function: Any) -> Any:
-    """The options every agent-driving command shares."""
+@dataclass(frozen=True, slots=True)
+class AgentChoice:
+    """What the shared agent options chose: the command receives them as one ``agents`` argument."""
+
+    platform: str | None
+    model: str | None
+    script: Path | None
+    no_tournament: bool
+
+
+def _agent_options(command: Any) -> Any:
+    """The options every agent-driving command shares, handed to it as ``agents: AgentChoice``."""
+
+    @functools.wraps(command)
+    def collected(
+        *args: Any,
+        platform: str | None,
+        model: str | None,
+        script: Path | None,
+        no_tournament: bool,
+        **kwargs: Any,
+    ) -> Any:
+        return command(*args, agents=AgentChoice(platform, model, script, no_tournament), **kwargs)
+
+    function: Any = collected
     function = click.option(
         "--platform",
         type=click.Choice(
@@ -154,16 +179,16 @@ _allow_detached = click.option(
 )
 
 
-def _overrides(platform: str | None, model: str | None, no_tournament: bool) -> dict[str, Any]:
+def _overrides(agents: AgentChoice) -> dict[str, Any]:
     from autodev.config import ROLE_NAMES
 
     overrides: dict[str, Any] = {}
-    if platform is not None:
-        overrides["platform"] = platform
-    if model is not None:
+    if agents.platform is not None:
+        overrides["platform"] = agents.platform
+    if agents.model is not None:
         for role in ROLE_NAMES:
-            overrides[f"roles.{role}.model"] = model
-    if no_tournament:
+            overrides[f"roles.{role}.model"] = agents.model
+    if agents.no_tournament:
         overrides["tournaments.plan.enabled"] = False
         overrides["tournaments.impl.enabled"] = False
     return overrides
@@ -181,21 +206,15 @@ def _contain_children() -> None:
         atexit.register(kill_adopted)
 
 
-def _orchestrator(
-    obj: CliContext,
-    platform: str | None,
-    model: str | None,
-    no_tournament: bool,
-    script: Path | None,
-    listener: Any,
-) -> Any:
+def _orchestrator(obj: CliContext, agents: AgentChoice, listener: Any) -> Any:
     from autodev.adapters.registry import create_adapter
     from autodev.config import load_config
     from autodev.orchestrator import Orchestrator
 
     _contain_children()
-    config = load_config(obj.repo_root, overrides=_overrides(platform, model, no_tournament))
+    config = load_config(obj.repo_root, overrides=_overrides(agents))
     adapter = None
+    script = agents.script
     if config.platform == "scripted":
         if script is None:
             raise AutodevError("--platform scripted needs --script FILE (a TOML or JSON agent script)")
@@ -223,10 +242,7 @@ def plan(
     intent: str | None,
     markdown_file: Path | None,
     replace: bool,
-    platform: str | None,
-    model: str | None,
-    script: Path | None,
-    no_tournament: bool,
+    agents: AgentChoice,
 ) -> None:
     """Plan INTENT with the agents (explorer, domain expert, architect), or save a hand-written plan."""
     if (intent is None) == (markdown_file is None):
@@ -239,7 +255,7 @@ def plan(
 
     obj.start_logging(create_state=True)
     with _run_display(obj) as display:
-        orchestrator = _orchestrator(obj, platform, model, no_tournament, script, display)
+        orchestrator = _orchestrator(obj, agents, display)
         saved = _drive(obj, lambda: orchestrator.plan(intent, replace=replace))
     click.echo(plan_summary(saved))
     click.echo("Next: `autodev status` to read it, `autodev execute` to carry it out.")
@@ -248,34 +264,11 @@ def plan(
 def _plan_from_markdown(obj: CliContext, markdown_file: Path, replace: bool) -> None:
     from autodev.cli.render import plan_summary
     from autodev.config import load_config
-    from autodev.orchestrator.plan_parser import parse_plan_markdown, read_plan_markdown
-    from autodev.state.hashing import sha256_hex
-    from autodev.state.paths import normalize_repo_path
-    from autodev.state.plan_manager import PlanManager
+    from autodev.orchestrator import Orchestrator
 
-    config = load_config(obj.repo_root)
-    markdown = read_plan_markdown(markdown_file)
-    spec = obj.paths.spec
-    spec_hash = sha256_hex(spec.read_bytes() if spec.is_file() else markdown.encode("utf-8"))[:16]
-    parsed = parse_plan_markdown(markdown, spec_hash, source=str(markdown_file))
-    for task in parsed.iter_tasks():
-        for path in task.files:
-            normalize_repo_path(path, obj.repo_root, context=f"{markdown_file}: task {task.id}")
-    from autodev.orchestrator.submodules import refuse_submodule_files
-
-    refuse_submodule_files(parsed, obj.repo_root, source=str(markdown_file))
     obj.start_logging(create_state=True)
-    import secrets
-
-    session_id = f"sess-{secrets.token_hex(6)}"
-    from autodev.state.session_lock import SessionLock
-
-    # Replacing the plan under a live run would pull its tasks away from it: take the run lock too.
-    with (
-        SessionLock(obj.paths),
-        PlanManager(obj.repo_root, lock_timeout_s=config.lock_timeout_s) as manager,
-    ):
-        saved = manager.init_plan(parsed, session_id=session_id, replace=replace)
+    config = load_config(obj.repo_root, overrides={"platform": "inline"})
+    saved = Orchestrator(obj.repo_root, config=config).plan_from_markdown(markdown_file, replace=replace)
     click.echo(plan_summary(saved))
     click.echo("Next: `autodev status` shows it task by task.")
 
@@ -293,15 +286,12 @@ def run(
     confirm_plan: bool,
     replace: bool,
     allow_detached: bool,
-    platform: str | None,
-    model: str | None,
-    script: Path | None,
-    no_tournament: bool,
+    agents: AgentChoice,
 ) -> None:
     """Plan INTENT, then execute every task: developer, QA gates, reviewer, test engineer, commit."""
     obj.start_logging(create_state=True)
     with _run_display(obj) as display:
-        orchestrator = _orchestrator(obj, platform, model, no_tournament, script, display)
+        orchestrator = _orchestrator(obj, agents, display)
         click.echo(f"platform: {orchestrator.platform_name} ({orchestrator.platform_reason})")
         outcome = _drive(
             obj,
@@ -324,15 +314,12 @@ def execute(
     obj: CliContext,
     task_id: str | None,
     allow_detached: bool,
-    platform: str | None,
-    model: str | None,
-    script: Path | None,
-    no_tournament: bool,
+    agents: AgentChoice,
 ) -> None:
     """Carry out the saved plan (or one task of it)."""
     obj.start_logging(create_state=True)
     with _run_display(obj) as display:
-        orchestrator = _orchestrator(obj, platform, model, no_tournament, script, display)
+        orchestrator = _orchestrator(obj, agents, display)
         tasks = _drive(obj, lambda: orchestrator.execute(task_id, allow_detached=allow_detached))
     _finish(obj, display, tasks)
 
@@ -344,15 +331,12 @@ def execute(
 def resume(
     obj: CliContext,
     allow_detached: bool,
-    platform: str | None,
-    model: str | None,
-    script: Path | None,
-    no_tournament: bool,
+    agents: AgentChoice,
 ) -> None:
     """Continue after an inline suspend, a crash, Ctrl-C, an approval or a budget stop."""
     obj.start_logging(create_state=True)
     with _run_display(obj) as display:
-        orchestrator = _orchestrator(obj, platform, model, no_tournament, script, display)
+        orchestrator = _orchestrator(obj, agents, display)
         tasks = _drive(obj, lambda: orchestrator.resume(allow_detached=allow_detached))
     _finish(obj, display, tasks)
 
@@ -362,14 +346,11 @@ def resume(
 def approve(obj: CliContext) -> None:
     """Approve the current plan so that `autodev execute` may carry it out."""
     from autodev.config import load_config
-    from autodev.state.plan_manager import PlanManager
-    from autodev.state.session_lock import SessionLock
+    from autodev.orchestrator import Orchestrator
 
     obj.start_logging(create_state=True)
-    config = load_config(obj.repo_root)
-    with SessionLock(obj.paths), PlanManager(obj.repo_root, lock_timeout_s=config.lock_timeout_s) as manager:
-        manager.approve_plan()
-        approved = manager.plan
+    config = load_config(obj.repo_root, overrides={"platform": "inline"})
+    approved = Orchestrator(obj.repo_root, config=config).approve()
     click.echo(f"Approved plan {approved.plan_id} {approved.title!r}. Next: `autodev execute`.")
 
 
@@ -453,9 +434,9 @@ def demo(obj: CliContext, directory: Path | None, force: bool) -> None:
     import tempfile
 
     from autodev.adapters.scripted import ScriptedAdapter
+    from autodev.cli.demo import prepare_demo
     from autodev.config import load_config
     from autodev.orchestrator import Orchestrator
-    from autodev.orchestrator.demo import prepare_demo
 
     _contain_children()
     target = directory if directory is not None else Path(tempfile.mkdtemp(prefix="autodev-demo-"))
@@ -506,10 +487,16 @@ def doctor(obj: CliContext) -> None:
 
 @cli.command(epilog=EXIT_CODES_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the status object as JSON.")
+@click.option(
+    "--all",
+    "show_all",
+    is_flag=True,
+    help="List every task (by default: those in flight, blocked and next; the rest counted per phase).",
+)
 @click.pass_obj
-def status(obj: CliContext, as_json: bool) -> None:
-    """Show the plan and every task's status. Read-only: safe while a run is going."""
-    from autodev.state.status import read_status
+def status(obj: CliContext, as_json: bool, show_all: bool) -> None:
+    """Show the plan and its tasks' status. Read-only: safe while a run is going."""
+    from autodev.state.status_reader import read_status
 
     if obj.verbose:
         obj.start_logging(create_state=False)
@@ -522,7 +509,7 @@ def status(obj: CliContext, as_json: bool) -> None:
         return
     from autodev.cli.render import print_status
 
-    print_status(data, obj.repo_root)
+    print_status(data, obj.repo_root, show_all=show_all)
 
 
 @cli.group()
@@ -549,7 +536,7 @@ def ledger_verify(obj: CliContext) -> None:
 
 def _missing_commits(repo_root: Path, status: dict[str, Any] | None = None) -> list[str]:
     """Tasks recorded complete with a commit that the checked-out branch no longer holds."""
-    from autodev.state.status import read_status
+    from autodev.state.status_reader import read_status
 
     try:
         tasks = (status if status is not None else read_status(repo_root)).get("tasks", [])
@@ -613,7 +600,7 @@ def _drive(obj: CliContext, call: Any) -> Any:
 
 def _print_plan_for_approval(obj: CliContext, plan: Any) -> None:
     from autodev.cli.render import print_status
-    from autodev.state.status import read_status
+    from autodev.state.status_reader import read_status
 
     print_status(read_status(obj.repo_root), obj.repo_root)
     click.echo(f"Plan {plan.plan_id} waits for your approval: `autodev approve`, then `autodev execute`.")
@@ -625,6 +612,7 @@ def _finish(obj: CliContext, display: Any, tasks: list[Any], *, exit_after: bool
     from autodev.cli.live import print_summary
     from autodev.cli.text import ReaderMayLeaveConsole
     from autodev.state.plan_manager import PlanManager
+    from autodev.state.vocabulary import DONE_STATUSES
 
     manager = PlanManager.open(obj.repo_root, readonly=True)
     everything = manager.tasks() if manager.has_plan else tasks
@@ -637,7 +625,7 @@ def _finish(obj: CliContext, display: Any, tasks: list[Any], *, exit_after: bool
     )
     if exit_after:
         blocked = any(task.status == "blocked" for task in everything)
-        unfinished = any(task.status not in ("complete", "skipped") for task in tasks)
+        unfinished = any(task.status not in DONE_STATUSES for task in tasks)
         sys.exit(EXIT_FAILED if blocked or unfinished else EXIT_OK)
 
 

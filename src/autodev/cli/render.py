@@ -6,16 +6,20 @@ import json
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
 
-from autodev.adapters.detect import ToolProbe
 from autodev.cli.text import ReaderMayLeaveConsole, terminal_markup
-from autodev.config import ConfigEntry
-from autodev.qa.environment import EnvironmentResolution
-from autodev.state.schemas import Plan
+from autodev.state.vocabulary import DONE_STATUSES
+
+if TYPE_CHECKING:
+    # Only named in signatures: `autodev status` renders without importing the models behind them.
+    from autodev.adapters.detect import ToolProbe
+    from autodev.config import ConfigEntry
+    from autodev.qa.environment import EnvironmentResolution
+    from autodev.state.schemas import Plan
 
 __all__ = ["plan_summary", "print_config", "print_environment", "print_probes", "print_status"]
 
@@ -64,8 +68,23 @@ def _styled(status: str) -> str:
     return f"[{style}]{shown}[/{style}]" if style else shown
 
 
-def print_status(data: dict[str, Any], repo_root: Path) -> None:
+def print_status(data: dict[str, Any], repo_root: Path, *, show_all: bool = False) -> None:
+    """The plan task by task. By default what needs a look in full (the tasks in flight, the blocked ones,
+    the next pending ones) and the rest counted per phase, so that a plan of thousands of tasks reads at a
+    glance; ``show_all`` lists every task, through a pager when a terminal could not show it whole."""
     console = _console()
+    if show_all and console.is_terminal and len(data["tasks"]) + _LINES_BESIDE_TASKS > console.height:
+        with console.pager(styles=True):
+            _print_status(console, data, repo_root, show_all=True)
+        return
+    _print_status(console, data, repo_root, show_all=show_all)
+
+
+# Title, session, table headers and the summary lines around the task rows.
+_LINES_BESIDE_TASKS = 12
+
+
+def _print_status(console: Console, data: dict[str, Any], repo_root: Path, *, show_all: bool) -> None:
     plan = data["plan"]
     if plan is None:
         if data.get("waiting_for"):
@@ -89,25 +108,12 @@ def print_status(data: dict[str, Any], repo_root: Path) -> None:
     by_phase: dict[str, list[dict[str, Any]]] = {}
     for task in data["tasks"]:
         by_phase.setdefault(task["phase_id"], []).append(task)
-    for phase_id, tasks in by_phase.items():
-        table = Table(title=f"Phase {terminal_markup(phase_id)}", title_justify="left", expand=False)
-        table.add_column("Task", no_wrap=True)
-        table.add_column("Title")
-        table.add_column("Status", no_wrap=True)
-        table.add_column("Retries", justify="right")
-        table.add_column("Depends on")
-        table.add_column("Note")
-        for task in tasks:
-            table.add_row(
-                terminal_markup(task["id"]),
-                terminal_markup(task["title"]),
-                _styled(task["status"]),
-                str(task["retry_count"]),
-                terminal_markup(", ".join(task["depends_on"]) or "-"),
-                terminal_markup(_note(task)),
-            )
-        console.print(table)
-    _print_in_flight(console, data.get("in_flight", []))
+    if show_all:
+        for phase_id, tasks in by_phase.items():
+            console.print(_task_table(f"Phase {terminal_markup(phase_id)}", tasks))
+    else:
+        _print_phases_in_short(console, by_phase)
+    _print_in_flight(console, data.get("in_flight", []), show_all=show_all)
     _print_waiting_summary(console, data["tasks"])
     _print_baseline(console, data.get("baseline"))
     _print_inline_wait(console, data.get("waiting_for"))
@@ -115,6 +121,92 @@ def print_status(data: dict[str, Any], repo_root: Path) -> None:
     counts = ", ".join(f"{totals[name]} {name}" for name in _STATUS_STYLE if totals.get(name))
     in_flight = f" ({totals['in_flight']} in flight)" if totals.get("in_flight") else ""
     console.print(f"{totals['total']} tasks{in_flight}: {counts}")
+
+
+# The default view shows at most this many tasks of each kind; the rest are counted (``--all`` lists all).
+_SHOWN_IN_SHORT = {"blocked": 50, "pending": 10}
+_IN_FLIGHT_SHOWN = 50
+
+
+def _kind(status: str) -> str:
+    if status in DONE_STATUSES:
+        return "done"
+    return status if status in ("blocked", "pending") else "in flight"
+
+
+def _task_table(title: str, tasks: list[dict[str, Any]]) -> Table:
+    table = Table(title=title, title_justify="left", expand=False)
+    table.add_column("Task", no_wrap=True)
+    table.add_column("Title")
+    table.add_column("Status", no_wrap=True)
+    table.add_column("Retries", justify="right")
+    table.add_column("Depends on")
+    table.add_column("Note")
+    for task in tasks:
+        table.add_row(
+            terminal_markup(task["id"]),
+            terminal_markup(task["title"]),
+            _styled(task["status"]),
+            str(task["retry_count"]),
+            terminal_markup(", ".join(task["depends_on"]) or "-"),
+            terminal_markup(_note(task)),
+        )
+    return table
+
+
+def _counts(tasks: list[dict[str, Any]]) -> str:
+    counted = Counter(task["status"] for task in tasks)
+    if len(counted) == 1:
+        return f"{len(tasks)} task(s), all {next(iter(counted))}"
+    return f"{len(tasks)} task(s): " + ", ".join(
+        f"{counted[name]} {name}" for name in _STATUS_STYLE if counted.get(name)
+    )
+
+
+def _print_phases_in_short(console: Console, by_phase: dict[str, list[dict[str, Any]]]) -> None:
+    """Each phase as a table of the tasks worth a look, or one line of counts; neighbouring phases whose
+    tasks all have one status share a line."""
+    budget = dict(_SHOWN_IN_SHORT)
+    hidden = 0
+    run: list[str] = []  # neighbouring phases, all their tasks in one status
+    run_status = ""
+    run_tasks = 0
+
+    def flush() -> None:
+        if run:
+            names = f"Phase {run[0]}" if len(run) == 1 else f"Phases {run[0]}-{run[-1]}"
+            console.print(f"{terminal_markup(names)}: {run_tasks} task(s), all {run_status}")
+            run.clear()
+
+    for phase_id, tasks in by_phase.items():
+        shown = []
+        for task in tasks:
+            kind = _kind(task["status"])
+            # Tasks in flight have a table of their own (``_print_in_flight``).
+            if kind in ("blocked", "pending") and budget[kind] > 0:
+                budget[kind] -= 1
+                shown.append(task)
+        listed_elsewhere = sum(_kind(task["status"]) in ("done", "in flight") for task in tasks)
+        hidden += len(tasks) - len(shown) - listed_elsewhere
+        statuses = {task["status"] for task in tasks}
+        if not shown and len(statuses) == 1:
+            status = next(iter(statuses))
+            if run and status != run_status:
+                flush()
+            if not run:
+                run_status, run_tasks = status, 0
+            run.append(phase_id)
+            run_tasks += len(tasks)
+            continue
+        flush()
+        title = f"Phase {terminal_markup(phase_id)}: {_counts(tasks)}"
+        if shown:
+            console.print(_task_table(title, shown))
+        else:
+            console.print(title)
+    flush()
+    if hidden:
+        console.print(f"[dim]{hidden} more task(s) not listed; `autodev status --all` lists every task[/dim]")
 
 
 def _print_baseline(console: Console, baseline: dict[str, Any] | None) -> None:
@@ -159,18 +251,24 @@ def _note(task: dict[str, Any]) -> str:
     return ""
 
 
-def _print_in_flight(console: Console, in_flight: list[dict[str, Any]]) -> None:
-    """Every in-flight task with its step and worktree; the run's parallelism keeps this list short."""
+def _print_in_flight(console: Console, in_flight: list[dict[str, Any]], *, show_all: bool) -> None:
+    """The in-flight tasks with their step and worktree; the run's parallelism keeps this list short, and
+    past ``_IN_FLIGHT_SHOWN`` the rest are counted unless ``show_all``."""
     if not in_flight:
         return
+    shown = in_flight if show_all else in_flight[:_IN_FLIGHT_SHOWN]
     table = Table(title="In flight", title_justify="left", expand=False)
     table.add_column("Task", no_wrap=True)
     table.add_column("Step", no_wrap=True)
     table.add_column("Worktree")
-    for item in in_flight:
+    for item in shown:
         worktree = terminal_markup(item["worktree"]) if item["worktree"] else "[dim](main tree)[/dim]"
         table.add_row(terminal_markup(item["id"]), _styled(item["status"]), worktree)
     console.print(table)
+    if len(shown) < len(in_flight):
+        console.print(
+            f"[dim]{len(in_flight) - len(shown)} more in flight; `autodev status --all` lists them[/dim]"
+        )
 
 
 def _print_waiting_summary(console: Console, tasks: list[dict[str, Any]]) -> None:

@@ -1,4 +1,4 @@
-"""Guardrails around every agent call: tool-call, duration, diff and cost limits, loop detection (issue 4)."""
+"""Guardrails around every agent call: tool-call, duration, diff and cost limits, loop detection."""
 
 from __future__ import annotations
 

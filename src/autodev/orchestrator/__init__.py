@@ -10,13 +10,13 @@ from autodev.orchestrator.inline_state import (
     load_suspend_state,
     write_suspend_state,
 )
-from autodev.orchestrator.plan_parser import (
+from autodev.state.plan_markdown import (
     compute_content_hash,
     parse_plan_markdown,
     render_plan_markdown,
     validate_dag,
 )
-from autodev.orchestrator.task_state import TASK_TRANSITIONS, assert_transition, can_transition
+from autodev.state.transitions import TASK_TRANSITIONS, assert_transition, can_transition
 
 __all__ = [
     "TASK_TRANSITIONS",

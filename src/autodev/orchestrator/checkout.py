@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING
 
 from autodev.errors import DetachedHeadError, RepositoryError, UnsafeRepositoryError
 from autodev.logging import get_logger
-from autodev.orchestrator.events import ProgressEvent
-from autodev.orchestrator.execute_phase import WorkingTreeDirtyError, check_working_tree
-from autodev.orchestrator.git import GitRepo, run_git
+from autodev.orchestrator.events import ProgressEvent, ProgressListener
+from autodev.orchestrator.execute.task_flow import WorkingTreeDirtyError, check_working_tree
+from autodev.workspace.git import GitRepo, run_git
 
 if TYPE_CHECKING:
-    from autodev.orchestrator.core import Orchestrator
+    from autodev.orchestrator.run_context import RunContext
 
 __all__ = ["check_head", "require_clean_tree", "require_repository"]
 
@@ -66,19 +66,19 @@ async def require_repository(git: GitRepo) -> None:
     raise RepositoryError(f"git cannot work in {git.root}: {detail}")
 
 
-async def check_head(orch: Orchestrator, *, allow_detached: bool) -> None:
+async def check_head(git: GitRepo, emit: ProgressListener, *, allow_detached: bool) -> None:
     """Refuse a detached HEAD in the main checkout, or with ``allow_detached`` warn about it once."""
-    code, _, _ = await _git(orch.git, "symbolic-ref", "-q", "HEAD")
+    code, _, _ = await _git(git, "symbolic-ref", "-q", "HEAD")
     if code != 1:
         return  # 0: on a branch (an unborn one too); anything else is for require_repository to report
-    _, short, _ = await _git(orch.git, "rev-parse", "--short", "HEAD")
+    _, short, _ = await _git(git, "rev-parse", "--short", "HEAD")
     if not allow_detached:
         raise DetachedHeadError(
-            f"{orch.repo_root}: HEAD is detached at {short}; check out a branch (`git switch -c <name>`) or "
-            "pass --allow-detached"
+            f"{git.root}: HEAD is detached at {short}; check out a branch (`git switch -c <name>`) "
+            "or pass --allow-detached"
         )
     _log.warning("orchestrator.detached_head", commit=short)
-    orch.emit(
+    emit(
         ProgressEvent(
             "note",
             f"warning: HEAD is detached at {short}; task commits go on no branch, and `git switch -c <name>` "
@@ -94,18 +94,18 @@ def _dirty_listing(paths: Sequence[str]) -> str:
     return f"{shown} +{more} more" if more > 0 else shown
 
 
-async def require_clean_tree(orch: Orchestrator) -> None:
+async def require_clean_tree(session: RunContext) -> None:
     """The execute phase's refusal of uncommitted user changes, naming them and a stash that takes them all.
 
     A plain ``git stash`` leaves untracked files behind, and they would still end up in the first task's
     commit.
     """
     try:
-        await check_working_tree(orch)
+        await check_working_tree(session)
     except WorkingTreeDirtyError:
-        listing = _dirty_listing(await orch.git.dirty_paths())
+        listing = _dirty_listing(await session.git.dirty_paths())
         raise WorkingTreeDirtyError(
-            f"{orch.repo_root} has uncommitted changes{f' ({listing})' if listing else ''}; commit or stash "
-            "them first (`git stash -u` sets untracked files aside too), so that each task's change and "
-            "commit contain only that task's work"
+            f"{session.repo_root} has uncommitted changes{f' ({listing})' if listing else ''}; commit or "
+            "stash them first (`git stash -u` sets untracked files aside too), so that each task's change "
+            "and commit contain only that task's work"
         ) from None

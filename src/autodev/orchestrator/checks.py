@@ -25,9 +25,6 @@ import anyio
 
 from autodev.config.schema import AutodevConfig
 from autodev.logging import get_logger
-from autodev.orchestrator.git import GitRepo
-from autodev.orchestrator.worktree import Worktree, WorktreeManager
-from autodev.orchestrator.worktree_setup import WorktreePreparer
 from autodev.qa.baseline import (
     BaselineStore,
     TreeBaseline,
@@ -40,6 +37,9 @@ from autodev.qa.baseline import (
 from autodev.qa.environment import ProjectEnvironment
 from autodev.qa.gates import GateName, GateResult, GateRun, run_gate_suite, run_on_base_versions
 from autodev.state.paths import AutodevPaths
+from autodev.workspace.git import GitRepo
+from autodev.workspace.worktree import Worktree, WorktreeManager
+from autodev.workspace.worktree_setup import WorktreePreparer
 
 __all__ = ["BASE_WORKTREE_NAME", "ChangeChecks", "GitTreeGuard", "whole_tree"]
 

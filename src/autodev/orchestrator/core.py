@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 
@@ -31,27 +31,28 @@ from autodev.files import MAX_INPUT_FILE_BYTES, led_by, read_bounded_text
 from autodev.guardrails import GuardrailEnforcer, LoopDetector
 from autodev.logging import configure_logging, get_logger
 from autodev.orchestrator.checkout import check_head, require_clean_tree, require_repository
-from autodev.orchestrator.checks import ChangeChecks
-from autodev.orchestrator.events import ProgressEvent, ProgressListener
-from autodev.orchestrator.execute_phase import MID_FLIGHT, run_execute_phase
-from autodev.orchestrator.git import GitRepo
-from autodev.orchestrator.impl_tournament_runner import prune_stale_worktrees, run_impl_tournament
+from autodev.orchestrator.delegation_policy import DelegationPolicy, ExecuteEverything
+from autodev.orchestrator.events import ProgressEvent, ProgressListener, deliver
+from autodev.orchestrator.execute.entry import run_execute_phase
+from autodev.orchestrator.execute.executor import TaskExecutor
 from autodev.orchestrator.inline_state import clear_suspend_state, load_suspend_state
 from autodev.orchestrator.integrity import AgentWatch
-from autodev.orchestrator.parallelism import resolve_parallelism
 from autodev.orchestrator.plan_phase import run_plan_phase
-from autodev.orchestrator.plan_tournament_runner import run_plan_tournament
-from autodev.orchestrator.preflight import Preflight, run_preflight
-from autodev.orchestrator.workspace import BLOCKED_REF_PREFIX, TASK_REF_PREFIX, TaskWorkspace, commit_message
-from autodev.orchestrator.worktree import WorktreeManager
-from autodev.orchestrator.worktree_setup import WorktreePreparer
-from autodev.qa.environment import EnvironmentResolution, resolve_environment
+from autodev.orchestrator.run_context import RunContext
+from autodev.orchestrator.submodules import refuse_submodule_files
+from autodev.orchestrator.tournaments.impl import prune_stale_worktrees
+from autodev.state.hashing import sha256_hex
 from autodev.state.knowledge import KnowledgeStore
-from autodev.state.paths import AutodevPaths, ensure_state_dir
+from autodev.state.paths import AutodevPaths, ensure_state_dir, normalize_repo_path
 from autodev.state.plan_manager import PlanManager
+from autodev.state.plan_markdown import parse_plan_markdown, read_plan_markdown
 from autodev.state.schemas import Plan, Task
 from autodev.state.session_lock import SessionLock
-from autodev.state.status import read_status
+from autodev.state.status_reader import read_status
+from autodev.state.vocabulary import DONE_STATUSES, IN_FLIGHT_STATUSES
+from autodev.workspace.git import GitRepo
+from autodev.workspace.integration import BLOCKED_REF_PREFIX, TASK_REF_PREFIX, commit_message
+from autodev.workspace.worktree import WorktreeManager
 
 __all__ = ["Orchestrator", "ResponseMissingError", "RunOutcome"]
 
@@ -74,6 +75,16 @@ def _log_like_the_cli(paths: AutodevPaths) -> None:
 
     if not structlog.is_configured():
         configure_logging(paths.log_file, level=os.environ.get("AUTODEV_LOG_LEVEL"))
+
+
+_Part = TypeVar("_Part")
+
+
+def _while_running(part: _Part | None) -> _Part:
+    """A part of the orchestrator that exists only during a public call."""
+    if part is None:
+        raise AutodevError("the orchestrator is not running; call plan(), execute(), run() or resume()")
+    return part
 
 
 class ResponseMissingError(AutodevError):
@@ -108,6 +119,8 @@ class Orchestrator:
         session_id: str | None = None,
         listener: ProgressListener | None = None,
         disable_impl_tournament: bool = False,
+        delegation_policy: DelegationPolicy | None = None,
+        executor: TaskExecutor | None = None,
     ) -> None:
         self.repo_root = Path(repo_root).resolve()
         self.paths = AutodevPaths(self.repo_root)
@@ -132,6 +145,8 @@ class Orchestrator:
         self.session_id = session_id or f"sess-{secrets.token_hex(6)}"
         self.listener = listener
         self.disable_impl_tournament = disable_impl_tournament
+        self.delegation_policy: DelegationPolicy = delegation_policy or ExecuteEverything()
+        self.executor = executor
         self.git = GitRepo(self.repo_root)
         self.agent_watch = AgentWatch(
             self.git,
@@ -148,131 +163,30 @@ class Orchestrator:
             },
         )
         self.stopped_processes: list[int] = []
-        # Held while a parallel run changes the main checkout (set by the dispatcher for its run).
-        self.main_tree_lock: anyio.Lock | None = None
         self.loop_detector = LoopDetector(self.config.guardrails.loop_detection_threshold)
         self._plan_manager: PlanManager | None = None
         self._guardrails: GuardrailEnforcer | None = None
         self._knowledge: KnowledgeStore | None = None
-        self._agent_slots: anyio.CapacityLimiter | None = None
-        self._worktree_admin_lock: anyio.Lock | None = None
-        self._environment: EnvironmentResolution | None = None
-        self._checks: ChangeChecks | None = None
-        self._preflight: Preflight | None = None
 
     # --- wiring that needs the state directory ------------------------------------------------------
 
     @property
     def plan_manager(self) -> PlanManager:
-        if self._plan_manager is None:
-            raise AutodevError("the orchestrator is not running; call plan(), execute(), run() or resume()")
-        return self._plan_manager
+        return _while_running(self._plan_manager)
 
     @property
     def guardrails(self) -> GuardrailEnforcer:
-        if self._guardrails is None:
-            raise AutodevError("the orchestrator is not running; call plan(), execute(), run() or resume()")
-        return self._guardrails
+        return _while_running(self._guardrails)
 
     @property
     def knowledge(self) -> KnowledgeStore:
-        if self._knowledge is None:
-            raise AutodevError("the orchestrator is not running; call plan(), execute(), run() or resume()")
-        return self._knowledge
-
-    @property
-    def agent_slots(self) -> anyio.CapacityLimiter:
-        """At most ``max_concurrent_agents`` agent calls at once, however many tasks are in flight."""
-        if self._agent_slots is None:  # made lazily: a limiter belongs to the running event loop
-            self._agent_slots = anyio.CapacityLimiter(self.config.max_concurrent_agents)
-        return self._agent_slots
-
-    @property
-    def worktree_admin_lock(self) -> anyio.Lock:
-        """One lock for ``git worktree add/remove/list/prune`` in this repository: concurrent ones can read
-        each other's half-written admin files and fail."""
-        if self._worktree_admin_lock is None:
-            self._worktree_admin_lock = anyio.Lock()
-        return self._worktree_admin_lock
-
-    async def project_environment(self) -> EnvironmentResolution:
-        """The project's environment (``autodev.qa.environment``), found once per public call."""
-        if self._environment is None:
-            self._environment = await resolve_environment(self.repo_root, self.config.environment)
-            _log.info(
-                "orchestrator.environment",
-                chosen=self._environment.environment.summary() if self._environment.environment else None,
-                problem=self._environment.problem,
-            )
-        return self._environment
-
-    @property
-    def worktree_preparer(self) -> WorktreePreparer:
-        """The repository's worktree setup, for every worktree the run makes (tasks, pool, baseline)."""
-        resolution = self._environment
-        environment = resolution.environment if resolution is not None else None
-        return WorktreePreparer(
-            self.repo_root,
-            self.config.worktree_setup,
-            env=environment.env if environment is not None else None,
-            children_dir=self.paths.children_dir,
-        )
-
-    async def change_checks(self) -> ChangeChecks:
-        """The gates of this call, in the project's environment, judged against each task's base."""
-        if self._checks is None:
-            resolution = await self.project_environment()
-            self._checks = ChangeChecks(
-                paths=self.paths,
-                config=self.config,
-                git=self.git,
-                environment=resolution.environment,
-                preparer=self.worktree_preparer,
-                admin_lock=self.worktree_admin_lock,
-            )
-        return self._checks
-
-    async def preflight(self) -> Preflight:
-        """Check, before any paid call, that the gates can do their work (``autodev.orchestrator.preflight``);
-        once per public call."""
-        if self._preflight is None:
-            resolution = await self.project_environment()
-            if resolution.environment is not None:
-                self.emit(ProgressEvent("note", f"project environment: {resolution.environment.summary()}"))
-            isolated = resolve_parallelism(self.config, self.adapter).isolated
-            self._preflight = await run_preflight(
-                await self.change_checks(), self.git, resolution, isolated=isolated
-            )
-        return self._preflight
-
-    async def project_block(self) -> str:
-        """What every task's roles are told about the project (``autodev.orchestrator.context``)."""
-        from autodev.orchestrator.context import project_context
-
-        preflight = await self.preflight()
-        resolution = await self.project_environment()
-        context = project_context(
-            self.plan_manager,
-            self.repo_root,
-            environment=resolution.environment,
-            baseline=preflight.baseline,
-            commit=preflight.commit,
-        )
-        return context.block()
+        return _while_running(self._knowledge)
 
     @contextmanager
     def _session(self) -> Iterator[None]:
         """Hold the run lock and open the ledger for one public call; always leave a checkpoint."""
         ensure_state_dir(self.paths)
         _log_like_the_cli(self.paths)
-        # Locks and limiters belong to one event loop; each public call may run in a new one. The project
-        # environment is looked up anew too: the user may have fixed it since the last call.
-        self._agent_slots = None
-        self.main_tree_lock = None
-        self._worktree_admin_lock = None
-        self._environment = None
-        self._checks = None
-        self._preflight = None
         with SessionLock(self.paths) as session:
             self.stopped_processes = session.stopped
             manager = PlanManager(self.repo_root, lock_timeout_s=self.config.lock_timeout_s)
@@ -287,16 +201,40 @@ class Orchestrator:
                 self._plan_manager = None
                 self._guardrails = None
 
-    async def _recover_from_a_killed_run(self) -> None:
+    def _context(self) -> RunContext:
+        """The context of one public call, inside its event loop (locks and limiters belong to one) and its
+        session. Everything found lazily (the project's environment: the user may have fixed it since the
+        last call) is found anew."""
+        return RunContext(
+            repo_root=self.repo_root,
+            paths=self.paths,
+            config=self.config,
+            git=self.git,
+            session_id=self.session_id,
+            platform_name=self.platform_name,
+            adapter=self.adapter,
+            registry=self.registry,
+            plan_manager=self.plan_manager,
+            guardrails=self.guardrails,
+            knowledge=self.knowledge,
+            agent_watch=self.agent_watch,
+            loop_detector=self.loop_detector,
+            listener=self.listener,
+            disable_impl_tournament=self.disable_impl_tournament,
+            delegation_policy=self.delegation_policy,
+            agent_slots=anyio.CapacityLimiter(self.config.max_concurrent_agents),
+        )
+
+    async def _recover_from_a_killed_run(self, session: RunContext) -> None:
         """Under the run lock (taking it stopped a killed run's children): clear git and temp-file debris."""
         _remove_dead_temp_files(self.paths.state_dir)
         cleared = await self.git.clear_stale_locks()
         if cleared:
             _log.warning("orchestrator.stale_git_locks_removed", paths=[str(path) for path in cleared])
-        await prune_stale_worktrees(self)
-        await self._prune_task_worktrees()
+        await prune_stale_worktrees(session)
+        await self._prune_task_worktrees(session)
         base = WorktreeManager(
-            self.repo_root, self.paths.baseline_worktree_dir, admin_lock=self.worktree_admin_lock
+            self.repo_root, self.paths.baseline_worktree_dir, admin_lock=session.worktree_admin_lock
         )
         await base.prune_stale()
 
@@ -306,18 +244,18 @@ class Orchestrator:
         subjects = {commit_message(task) for task in plans.tasks()} if plans.has_plan else set()
         await self.agent_watch.check_interrupted(subjects)
 
-    async def _prune_task_worktrees(self) -> None:
+    async def _prune_task_worktrees(self, session: RunContext) -> None:
         """Remove task worktrees and pinned task commits nothing in flight owns any more.
 
         A task interrupted mid-flight keeps its worktree (``resume`` continues it there), and its pinned
         commit when it was interrupted while merging.
         """
         plans = self.plan_manager
-        ids = plans.task_ids_with_status(*MID_FLIGHT) if plans.has_plan else []
+        ids = plans.task_ids_with_status(*IN_FLIGHT_STATUSES) if plans.has_plan else []
         in_flight = {task_id: plans.get_task(task_id) for task_id in ids}
         keep = [self.repo_root / task.worktree for task in in_flight.values() if task.worktree]
         tasks_dir = self.paths.task_worktrees_dir
-        worktrees = WorktreeManager(self.repo_root, tasks_dir, admin_lock=self.worktree_admin_lock)
+        worktrees = WorktreeManager(self.repo_root, tasks_dir, admin_lock=session.worktree_admin_lock)
         await worktrees.prune_stale(keep=keep)
         for ref in await self.git.refs_under(TASK_REF_PREFIX):
             task = in_flight.get(ref.removeprefix(TASK_REF_PREFIX))
@@ -327,17 +265,12 @@ class Orchestrator:
         # A blocked task's kept change matters until the task finishes one way or another.
         for ref in await self.git.refs_under(BLOCKED_REF_PREFIX):
             task_id = ref.removeprefix(BLOCKED_REF_PREFIX)
-            finished = plans.has_plan and plans.get_task_status(task_id) in ("complete", "skipped", None)
+            finished = plans.has_plan and plans.get_task_status(task_id) in {*DONE_STATUSES, None}
             if not plans.has_plan or finished:
                 await self.git.delete_ref(ref)
 
     def emit(self, event: ProgressEvent) -> None:
-        if self.listener is None:
-            return
-        try:
-            self.listener(event)
-        except Exception:
-            _log.exception("orchestrator.listener_failed", kind=event.kind)
+        deliver(self.listener, event)
 
     async def _require_git(self) -> None:
         await require_repository(self.git)
@@ -348,11 +281,12 @@ class Orchestrator:
         """Run the plan phase and save the plan."""
         await self._require_git()
         with self._session():
-            await self._recover_from_a_killed_run()
+            session = self._context()
+            await self._recover_from_a_killed_run(session)
             await self._check_interrupted_calls()
             self.emit(ProgressEvent("phase", f"plan phase on {self.platform_name}"))
             _log.info("orchestrator.plan.start", intent_bytes=len(intent.encode("utf-8")))
-            plan = await run_plan_phase(self, intent, replace=replace)
+            plan = await run_plan_phase(session, intent, replace=replace)
             clear_suspend_state(self.paths)
             _log.info("orchestrator.plan.done", plan_id=plan.plan_id, phases=len(plan.phases))
             return plan
@@ -363,12 +297,13 @@ class Orchestrator:
         A detached HEAD is refused unless ``allow_detached`` (the task commits would be on no branch).
         """
         await self._require_git()
-        await check_head(self, allow_detached=allow_detached)
+        await check_head(self.git, self.emit, allow_detached=allow_detached)
         with self._session():
-            await self._recover_from_a_killed_run()
+            session = self._context()
+            await self._recover_from_a_killed_run(session)
             await self._check_interrupted_calls()
-            await require_clean_tree(self)
-            tasks = await run_execute_phase(self, task_id)
+            await require_clean_tree(session)
+            tasks = await run_execute_phase(session, task_id, executor=self.executor)
             clear_suspend_state(self.paths)
             return tasks
 
@@ -377,18 +312,19 @@ class Orchestrator:
     ) -> RunOutcome:
         """Plan, then execute unless the plan must be approved first (``allow_detached``: see ``execute``)."""
         await self._require_git()
-        await check_head(self, allow_detached=allow_detached)
+        await check_head(self.git, self.emit, allow_detached=allow_detached)
         with self._session():
-            await self._recover_from_a_killed_run()
+            session = self._context()
+            await self._recover_from_a_killed_run(session)
             await self._check_interrupted_calls()
-            await require_clean_tree(self)
-            await self.preflight()
+            await require_clean_tree(session)
+            await session.preflight()
             self.emit(ProgressEvent("phase", f"plan phase on {self.platform_name}"))
-            plan = await run_plan_phase(self, intent, replace=replace, require_approval=confirm_plan)
+            plan = await run_plan_phase(session, intent, replace=replace, require_approval=confirm_plan)
             if plan.metadata.get("requires_approval"):
                 clear_suspend_state(self.paths)
                 return RunOutcome(plan, [], awaiting_approval=True)
-            tasks = await run_execute_phase(self)
+            tasks = await run_execute_phase(session, executor=self.executor)
             clear_suspend_state(self.paths)
             return RunOutcome(self.plan_manager.plan, tasks)
 
@@ -396,9 +332,10 @@ class Orchestrator:
         """Continue after an inline suspend, a crash, an approval or a budget stop (``allow_detached``: see
         ``execute``)."""
         await self._require_git()
-        await check_head(self, allow_detached=allow_detached)
+        await check_head(self.git, self.emit, allow_detached=allow_detached)
         with self._session():
-            await self._recover_from_a_killed_run()
+            session = self._context()
+            await self._recover_from_a_killed_run(session)
             await self._check_interrupted_calls()
             state = load_suspend_state(self.paths)
             if state is not None and not await anyio.Path(state.response_path).exists():
@@ -421,12 +358,12 @@ class Orchestrator:
                 )
             if not self.plan_manager.has_plan or self.plan_manager.plan_phase is not None:
                 intent = self._saved_intent()
-                await require_clean_tree(self)
-                await self.preflight()
-                await run_plan_phase(self, intent, replace=True)
+                await require_clean_tree(session)
+                await session.preflight()
+                await run_plan_phase(session, intent, replace=True)
             else:
-                await require_clean_tree(self)
-            tasks = await run_execute_phase(self)
+                await require_clean_tree(session)
+            tasks = await run_execute_phase(session, executor=self.executor)
             clear_suspend_state(self.paths)
             return tasks
 
@@ -436,7 +373,7 @@ class Orchestrator:
         Returns the pids of the leftover processes it stopped."""
         await self._require_git()
         with self._session():
-            await self._recover_from_a_killed_run()
+            await self._recover_from_a_killed_run(self._context())
             return list(self.stopped_processes)
 
     def retry(self, task_id: str, *, reset_attempts: bool = False) -> Task:
@@ -465,6 +402,26 @@ class Orchestrator:
             _log.info("orchestrator.task_skipped", task_id=task_id, blocked=blocked)
             return blocked
 
+    def plan_from_markdown(self, markdown_file: Path, *, replace: bool = False) -> Plan:
+        """Save a plan written by hand in the plan markdown (``autodev plan --from-markdown``), no agents.
+
+        Everything is checked before the run lock is taken and the ledger opened: a file that is no plan, a
+        task path outside the repository or inside a submodule is refused with the ledger untouched.
+        Replacing a plan holds the run lock too: a live run's tasks must not be pulled away from it.
+        """
+        markdown = read_plan_markdown(markdown_file)
+        spec = self.paths.spec
+        spec_hash = sha256_hex(spec.read_bytes() if spec.is_file() else markdown.encode("utf-8"))[:16]
+        parsed = parse_plan_markdown(markdown, spec_hash, source=str(markdown_file))
+        for task in parsed.iter_tasks():
+            for path in task.files:
+                normalize_repo_path(path, self.repo_root, context=f"{markdown_file}: task {task.id}")
+        refuse_submodule_files(parsed, self.repo_root, source=str(markdown_file))
+        with self._session():
+            saved = self.plan_manager.init_plan(parsed, session_id=self.session_id, replace=replace)
+            _log.info("orchestrator.plan_imported", plan_id=saved.plan_id, source=str(markdown_file))
+            return saved
+
     def approve(self) -> Plan:
         """Record the user's approval of the current plan (``autodev approve``)."""
         with self._session():
@@ -474,23 +431,6 @@ class Orchestrator:
     def status(self) -> dict[str, Any]:
         """The status object of ``autodev status --json`` (read-only; works beside a running writer)."""
         return read_status(self.repo_root)
-
-    # --- hooks filled by the tournament work ----------------------------------------------------------
-
-    async def plan_tournament_hook(self, plan: Plan, intent: str) -> Plan:
-        """Refine the architect's plan with a plan tournament when enabled; returns the winning plan."""
-        if not self.config.tournaments.plan.enabled:
-            return plan
-        return await run_plan_tournament(self, plan, intent)
-
-    async def impl_tournament_hook(self, task: Task, workspace: TaskWorkspace | None = None) -> None:
-        """Refine a tested implementation with an implementation tournament when enabled.
-
-        ``workspace`` is where the task's change lives (its own worktree when tasks run in parallel).
-        """
-        if self.config.tournaments.impl.enabled and not self.disable_impl_tournament:
-            tree = workspace or TaskWorkspace(self.repo_root, self.git)
-            await run_impl_tournament(self, task, tree.root, tree.git)
 
     # --- helpers ------------------------------------------------------------------------------------
 

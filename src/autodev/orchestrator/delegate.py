@@ -9,25 +9,27 @@ state before letting the signal through. Deciding *whether and where* a call run
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from autodev.adapters.base import AgentErrorKind, AgentInvocation, AgentResult, DelegationPendingSignal
 from autodev.agents.registry import get_spec
 from autodev.errors import EnvironmentFaultError
 from autodev.guardrails.errors import LoopDetectedError
 from autodev.logging import get_logger
-from autodev.orchestrator.delegation_envelope import DelegationEnvelope
+from autodev.orchestrator.delegation_policy import DelegationHeldError, DelegationRequest
 from autodev.orchestrator.events import ProgressEvent
-from autodev.orchestrator.git import GitRepo
 from autodev.orchestrator.inline_state import InlineSuspendState, write_suspend_state
+from autodev.workspace.git import GitRepo
 
 if TYPE_CHECKING:
-    from autodev.orchestrator.core import Orchestrator
+    from autodev.orchestrator.run_context import RunContext
 
-__all__ = ["DelegationRequest", "delegate", "landed_commits"]
+__all__ = [
+    "DelegationRequest",
+    "delegate",
+    "landed_commits",
+]  # DelegationRequest: re-exported for the callers
 
 _log = get_logger("autodev.delegate")
 _TOURNAMENT_ROLES = frozenset({"critic_t", "architect_b", "synthesizer", "judge"})
@@ -35,29 +37,9 @@ _TOURNAMENT_ROLES = frozenset({"critic_t", "architect_b", "synthesizer", "judge"
 _ENVIRONMENT_ERRORS: frozenset[AgentErrorKind] = frozenset({"cli_missing", "spawn_failed"})
 
 
-@dataclass(frozen=True, slots=True)
-class DelegationRequest:
-    """Where in the FSM a call is made: enough to resume exactly there after an inline suspend."""
-
-    role: str
-    envelope: DelegationEnvelope
-    phase: Literal["plan", "execute"]
-    step: str
-    task_id: str = "plan"
-    attempt: int = 1
-    retry_count: int = 0
-    last_issues: tuple[str, ...] = ()
-    cwd: Path | None = None
-    extra_context: str = ""
-    knowledge_query: str = ""
-    knowledge_files: tuple[str, ...] = ()
-    # A concrete model for this call only (tournaments.<kind>.model); None: the role's configured model.
-    model: str | None = None
-
-
-def landed_commits(orch: Orchestrator) -> dict[str, str]:
+def landed_commits(session: RunContext) -> dict[str, str]:
     """``{task id: commit}`` of every task recorded as landed."""
-    pm = orch.plan_manager
+    pm = session.plan_manager
     if not pm.has_plan:
         return {}
     return {task.id: task.commit for task in pm.tasks() if task.commit is not None}
@@ -72,72 +54,121 @@ def _build_prompt(system_prompt: str, request: DelegationRequest, knowledge_bloc
     return "\n".join(parts) + "\n"
 
 
-async def delegate(orch: Orchestrator, request: DelegationRequest) -> AgentResult:
-    """Run one agent call for ``request`` under every guardrail; see the module docstring."""
-    spec = get_spec(orch.registry, request.role)
-    settings = spec.effective(orch.config, orch.platform_name)
+def _ask_the_policy(session: RunContext, request: DelegationRequest) -> None:
+    """Stop before anything is started when the delegation policy does not let ``request`` run now."""
+    decision = session.delegation_policy.decide(request)
+    if decision.verdict == "execute":
+        return
+    _log.info("delegate.held", task_id=request.task_id, role=request.role, verdict=decision.verdict)
+    role = request.role.replace("_", " ")
+    raise DelegationHeldError(
+        f"the delegation policy did not let the {role} of {request.task_id} run "
+        f"({decision.verdict.replace('_', ' ')}{': ' + decision.reason if decision.reason else ''}); "
+        "nothing was started or counted; `autodev resume` asks it again"
+    )
+
+
+def _invocation(session: RunContext, request: DelegationRequest, timeout_s: float) -> AgentInvocation:
+    spec = get_spec(session.registry, request.role)
+    settings = spec.effective(session.config, session.platform_name)
     knowledge_block = ""
     if request.knowledge_query:
-        knowledge_block = orch.knowledge.inject_block(request.knowledge_query, request.knowledge_files)
-    # Plan-phase roles each get their own per-task limits: one shared "plan" budget would let the explorer
-    # use up what the architect needs.
-    budget_key = f"plan:{request.role}" if request.phase == "plan" else request.task_id
-    timeout_s = orch.guardrails.pre_invocation(
-        budget_key, request.role, orch.config.guardrails.max_duration_s_per_task
-    )
-    invocation = AgentInvocation(
+        knowledge_block = session.knowledge.inject_block(request.knowledge_query, request.knowledge_files)
+    return AgentInvocation(
         role=request.role,
         prompt=_build_prompt(spec.prompt, request, knowledge_block),
-        cwd=request.cwd or orch.repo_root,
+        cwd=request.cwd or session.repo_root,
         model=request.model or settings.model,
         tools=spec.tools,
         max_turns=settings.max_turns,
         timeout_s=timeout_s,
         task_id=request.task_id,
         attempt=request.attempt,
-        metadata={"step": request.step, "phase": request.phase, "session_id": orch.session_id},
+        metadata={"step": request.step, "phase": request.phase, "session_id": session.session_id},
     )
-    in_main = invocation.cwd.resolve() == orch.repo_root.resolve()
-    copy = orch.git if in_main else GitRepo(invocation.cwd, like=orch.git)
+
+
+def _suspend(session: RunContext, request: DelegationRequest, signal: DelegationPendingSignal) -> None:
+    """Record where an inline delegation stopped the run, so that ``autodev resume`` continues there."""
+    write_suspend_state(
+        session.paths,
+        InlineSuspendState(
+            session_id=session.session_id,
+            phase=request.phase,
+            pending_task_id=request.task_id,
+            pending_role=request.role,
+            delegation_path=str(signal.delegation_path),
+            response_path=str(signal.response_path),
+            orchestrator_step=request.step,
+            attempt=request.attempt,
+            retry_count=request.retry_count,
+            last_issues=list(request.last_issues),
+            created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        ),
+    )
+    _log.info("delegate.suspended", task_id=request.task_id, role=request.role, step=request.step)
+
+
+async def _watched_call(
+    session: RunContext, request: DelegationRequest, invocation: AgentInvocation
+) -> AgentResult:
+    """The agent call itself, with what the agent did besides its answer checked from git and the files
+    (``orchestrator.integrity``) and noted in the result."""
+    await session.prepare_workspace(invocation.cwd)
+    in_main = invocation.cwd.resolve() == session.repo_root.resolve()
+    copy = session.git if in_main else GitRepo(invocation.cwd, like=session.git)
     who = f"the {request.role.replace('_', ' ')}" + (
         f" of task {request.task_id}" if request.phase == "execute" else ""
     )
-    view = await orch.agent_watch.before(copy)
+    view = await session.agent_watch.before(copy)
     # Kept until the check below has run: a call the process does not live to check (a kill, an inline
     # wait) is checked by the next start.
-    record = orch.agent_watch.remember(view, copy, who)
+    record = session.agent_watch.remember(view, copy, who)
     try:
-        async with orch.agent_slots:
-            result = await orch.adapter.execute(invocation)
+        async with session.agent_slots:
+            result = await session.adapter.execute(invocation)
     except DelegationPendingSignal as signal:
-        write_suspend_state(
-            orch.paths,
-            InlineSuspendState(
-                session_id=orch.session_id,
-                phase=request.phase,
-                pending_task_id=request.task_id,
-                pending_role=request.role,
-                delegation_path=str(signal.delegation_path),
-                response_path=str(signal.response_path),
-                orchestrator_step=request.step,
-                attempt=request.attempt,
-                retry_count=request.retry_count,
-                last_issues=list(request.last_issues),
-                created_at=datetime.now(UTC).isoformat(timespec="seconds"),
-            ),
-        )
-        _log.info("delegate.suspended", task_id=request.task_id, role=request.role, step=request.step)
+        _suspend(session, request, signal)
         raise
     try:
-        report = await orch.agent_watch.after(view, copy, who=who, main_tree_lock=orch.main_tree_lock)
+        report = await session.agent_watch.after(view, copy, who=who, main_tree_lock=session.main_tree_lock)
     finally:
-        orch.agent_watch.forget(record)
-    await orch.agent_watch.check_landed(landed_commits(orch))
+        session.agent_watch.forget(record)
+    await session.agent_watch.check_landed(landed_commits(session))
     if report.notes:
         result = result.model_copy(update={"agent_actions": tuple(report.notes)})
         for note in report.notes:
-            orch.emit(ProgressEvent("note", f"{who}: {note}", request.task_id))
-    orch.guardrails.post_invocation(budget_key, request.role, result)
+            session.emit(ProgressEvent("note", f"{who}: {note}", request.task_id))
+    return result
+
+
+def _learn_from(session: RunContext, request: DelegationRequest, result: AgentResult) -> None:
+    """A successful answer feeds the loop detector and the knowledge store."""
+    # Tournament roles are many fresh calls whose identical answers (two judges agreeing) are no loop.
+    if request.role not in _TOURNAMENT_ROLES and session.loop_detector.observe(
+        request.task_id, request.role, result.text
+    ):
+        raise LoopDetectedError(
+            f"task {request.task_id}: {request.role} returned the same output "
+            f"{session.config.guardrails.loop_detection_threshold} times in a row",
+            task_id=request.task_id,
+            role=request.role,
+        )
+    # Every role may have learned something about the repository worth telling later prompts.
+    session.knowledge.add_from_text(result.text, role=request.role, task_id=request.task_id)
+
+
+async def delegate(session: RunContext, request: DelegationRequest) -> AgentResult:
+    """Run one agent call for ``request`` under every guardrail; see the module docstring."""
+    _ask_the_policy(session, request)
+    # Plan-phase roles each get their own per-task limits: one shared "plan" budget would let the explorer
+    # use up what the architect needs.
+    budget_key = f"plan:{request.role}" if request.phase == "plan" else request.task_id
+    timeout_s = session.guardrails.pre_invocation(
+        budget_key, request.role, session.config.guardrails.max_duration_s_per_task
+    )
+    result = await _watched_call(session, request, _invocation(session, request, timeout_s))
+    session.guardrails.post_invocation(budget_key, request.role, result)
     if result.error is not None and result.error.kind in _ENVIRONMENT_ERRORS:
         _log.warning("delegate.agent_unavailable", role=request.role, error=result.error.message)
         raise EnvironmentFaultError(
@@ -154,16 +185,5 @@ async def delegate(orch: Orchestrator, request: DelegationRequest) -> AgentResul
         error=result.error.kind if result.error else None,
     )
     if result.success:
-        # Tournament roles are many fresh calls whose identical answers (two judges agreeing) are no loop.
-        if request.role not in _TOURNAMENT_ROLES and orch.loop_detector.observe(
-            request.task_id, request.role, result.text
-        ):
-            raise LoopDetectedError(
-                f"task {request.task_id}: {request.role} returned the same output "
-                f"{orch.config.guardrails.loop_detection_threshold} times in a row",
-                task_id=request.task_id,
-                role=request.role,
-            )
-        # Every role may have learned something about the repository worth telling later prompts.
-        orch.knowledge.add_from_text(result.text, role=request.role, task_id=request.task_id)
+        _learn_from(session, request, result)
     return result

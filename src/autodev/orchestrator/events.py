@@ -10,7 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["EventKind", "ProgressEvent", "ProgressListener"]
+from autodev.logging import get_logger
+
+__all__ = ["EventKind", "ProgressEvent", "ProgressListener", "deliver"]
 
 EventKind = Literal[
     "phase",  # plan phase / execute phase started or finished
@@ -37,3 +39,16 @@ class ProgressEvent:
 
 
 ProgressListener = Callable[[ProgressEvent], None]
+
+
+_log = get_logger("autodev.orchestrator")
+
+
+def deliver(listener: ProgressListener | None, event: ProgressEvent) -> None:
+    """Hand ``event`` to ``listener``, if any; a failing listener is logged and never stops the run."""
+    if listener is None:
+        return
+    try:
+        listener(event)
+    except Exception:
+        _log.exception("orchestrator.listener_failed", kind=event.kind)

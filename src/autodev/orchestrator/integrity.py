@@ -47,9 +47,9 @@ import anyio
 from autodev.errors import EXIT_SUSPENDED, AutodevError, StateError
 from autodev.files import MAX_LEDGER_BYTES, MAX_STATE_FILE_BYTES, read_bounded
 from autodev.logging import get_logger
-from autodev.orchestrator.git import GitError, GitRepo, read_head_file
 from autodev.state.atomic import atomic_write_bytes, fsync_dir
 from autodev.state.ledger import Ledger, LedgerHead
+from autodev.workspace.git import GitError, GitRepo, read_head_file
 
 __all__ = [
     "AgentWatch",

@@ -17,16 +17,17 @@ from autodev.logging import get_logger
 from autodev.orchestrator.delegate import DelegationRequest, delegate
 from autodev.orchestrator.delegation_envelope import DelegationEnvelope
 from autodev.orchestrator.events import ProgressEvent
-from autodev.orchestrator.plan_parser import parse_plan_markdown
 from autodev.orchestrator.submodules import refuse_submodule_files
+from autodev.orchestrator.tournaments.plan import run_plan_tournament
 from autodev.state.atomic import atomic_write_text
 from autodev.state.evidence import read_evidence
 from autodev.state.hashing import sha256_hex
 from autodev.state.paths import normalize_repo_path
+from autodev.state.plan_markdown import parse_plan_markdown
 from autodev.state.schemas import ExploreEvidence, Plan, SMEEvidence
 
 if TYPE_CHECKING:
-    from autodev.orchestrator.core import Orchestrator
+    from autodev.orchestrator.run_context import RunContext
 
 __all__ = ["PlanPhaseError", "run_plan_phase", "spec_hash_of"]
 
@@ -61,14 +62,24 @@ def check_intent(intent: str) -> str:
     return cleaned
 
 
-async def _explore(orch: Orchestrator, intent: str) -> str:
-    progress = orch.plan_manager.plan_phase
-    done = progress.steps.get("explorer") if progress else None
-    if done is not None:
-        evidence = read_evidence(orch.repo_root / done.path)
-        assert isinstance(evidence, ExploreEvidence)
-        orch.emit(ProgressEvent("note", "explorer: reusing the findings recorded earlier", "plan", "explore"))
-        return evidence.findings
+def _recorded_earlier(session: RunContext, role: str, step: str, what: str) -> str | None:
+    """What ``role`` found in an earlier, interrupted plan phase of the same intent (None: it has not run):
+    a step recorded as done is never paid for twice."""
+    progress = session.plan_manager.plan_phase
+    done = progress.steps.get(role) if progress else None
+    if done is None:
+        return None
+    evidence = read_evidence(session.repo_root / done.path)
+    assert isinstance(evidence, ExploreEvidence | SMEEvidence)
+    label = role.replace("_", " ")
+    session.emit(ProgressEvent("note", f"{label}: reusing the {what} recorded earlier", "plan", step))
+    return evidence.findings
+
+
+async def _explore(session: RunContext, intent: str) -> str:
+    earlier = _recorded_earlier(session, "explorer", "explore", "findings")
+    if earlier is not None:
+        return earlier
     envelope = DelegationEnvelope(
         task_id="plan",
         target_agent="explorer",
@@ -76,31 +87,25 @@ async def _explore(orch: Orchestrator, intent: str) -> str:
         acceptance="Findings about the repository that the architect needs to plan this intent",
         context={"intent": intent},
     )
-    result = await _call(orch, "explorer", "explore", envelope)
-    path = orch.plan_manager.record_evidence(
+    result = await _call(session, "explorer", "explore", envelope)
+    path = session.plan_manager.record_evidence(
         ExploreEvidence(
             task_id="plan",
             role="explorer",
             findings=result.text,
-            files_referenced=_inside_repo(orch, parse_files(result.text)),
+            files_referenced=_inside_repo(session, parse_files(result.text)),
             cost_usd=result.cost_usd,
             session_id=result.session_id,
         )
     )
-    orch.plan_manager.record_plan_step("explorer", path)
+    session.plan_manager.record_plan_step("explorer", path)
     return result.text
 
 
-async def _consult(orch: Orchestrator, intent: str, findings: str) -> str:
-    progress = orch.plan_manager.plan_phase
-    done = progress.steps.get("domain_expert") if progress else None
-    if done is not None:
-        evidence = read_evidence(orch.repo_root / done.path)
-        assert isinstance(evidence, SMEEvidence)
-        orch.emit(
-            ProgressEvent("note", "domain expert: reusing the advice recorded earlier", "plan", "consult")
-        )
-        return evidence.findings
+async def _consult(session: RunContext, intent: str, findings: str) -> str:
+    earlier = _recorded_earlier(session, "domain_expert", "consult", "advice")
+    if earlier is not None:
+        return earlier
     envelope = DelegationEnvelope(
         task_id="plan",
         target_agent="domain_expert",
@@ -108,8 +113,8 @@ async def _consult(orch: Orchestrator, intent: str, findings: str) -> str:
         acceptance="Domain knowledge, risks and conventions that matter for this intent",
         context={"intent": intent, "explorer_findings": findings},
     )
-    result = await _call(orch, "domain_expert", "consult", envelope)
-    path = orch.plan_manager.record_evidence(
+    result = await _call(session, "domain_expert", "consult", envelope)
+    path = session.plan_manager.record_evidence(
         SMEEvidence(
             task_id="plan",
             role="domain_expert",
@@ -120,11 +125,11 @@ async def _consult(orch: Orchestrator, intent: str, findings: str) -> str:
             session_id=result.session_id,
         )
     )
-    orch.plan_manager.record_plan_step("domain_expert", path)
+    session.plan_manager.record_plan_step("domain_expert", path)
     return result.text
 
 
-async def _architect(orch: Orchestrator, intent: str, findings: str, advice: str, spec_hash: str) -> Plan:
+async def _architect(session: RunContext, intent: str, findings: str, advice: str, spec_hash: str) -> Plan:
     context: dict[str, object] = {
         "intent": intent,
         "explorer_findings": findings,
@@ -137,12 +142,12 @@ async def _architect(orch: Orchestrator, intent: str, findings: str, advice: str
         acceptance="A plan in the canonical plan markdown, nothing before '# Plan:'",
         context=context,
     )
-    result = await _call(orch, "architect", "architect", envelope)
+    result = await _call(session, "architect", "architect", envelope)
     try:
         return parse_plan_markdown(result.text, spec_hash, source="architect output")
     except PlanParseError as first:
         _log.warning("plan_phase.parse_failed_retrying", err=first.message)
-        orch.emit(
+        session.emit(
             ProgressEvent("retry", f"architect plan did not parse: {first.message}", "plan", "architect")
         )
         retry_envelope = envelope.model_copy(
@@ -155,24 +160,24 @@ async def _architect(orch: Orchestrator, intent: str, findings: str, advice: str
                 }
             }
         )
-        retried = await _call(orch, "architect", "architect-retry", retry_envelope, attempt=2)
+        retried = await _call(session, "architect", "architect-retry", retry_envelope, attempt=2)
         return parse_plan_markdown(retried.text, spec_hash, source="architect output (retry)")
 
 
 async def _call(
-    orch: Orchestrator, role: str, step: str, envelope: DelegationEnvelope, *, attempt: int = 1
+    session: RunContext, role: str, step: str, envelope: DelegationEnvelope, *, attempt: int = 1
 ) -> AgentResult:
     """One plan-phase agent call; a failed call ends the plan phase with the agent's reason."""
-    orch.emit(ProgressEvent("step_started", f"{role} working", "plan", step, attempt))
+    session.emit(ProgressEvent("step_started", f"{role} working", "plan", step, attempt))
     # Lessons earlier runs learned about this repository reach the planners too.
     intent = str(envelope.context.get("intent", ""))
     result = await delegate(
-        orch,
+        session,
         DelegationRequest(
             role=role, envelope=envelope, phase="plan", step=step, attempt=attempt, knowledge_query=intent
         ),
     )
-    orch.emit(
+    session.emit(
         ProgressEvent("step_finished", f"{role} done", "plan", step, attempt, result.success, result.cost_usd)
     )
     if not result.success:
@@ -182,27 +187,27 @@ async def _call(
     return result
 
 
-def _inside_repo(orch: Orchestrator, paths: list[str]) -> list[str]:
+def _inside_repo(session: RunContext, paths: list[str]) -> list[str]:
     kept = []
     for path in paths:
         try:
-            kept.append(normalize_repo_path(path, orch.repo_root))
+            kept.append(normalize_repo_path(path, session.repo_root))
         except AutodevError:
             continue
     return kept
 
 
-def _check_plan_paths(orch: Orchestrator, plan: Plan) -> None:
+def _check_plan_paths(session: RunContext, plan: Plan) -> None:
     for task in plan.iter_tasks():
         for path in task.files:
-            normalize_repo_path(path, orch.repo_root, context=f"architect plan: task {task.id}")
-    refuse_submodule_files(plan, orch.repo_root, source="architect plan")
+            normalize_repo_path(path, session.repo_root, context=f"architect plan: task {task.id}")
+    refuse_submodule_files(plan, session.repo_root, source="architect plan")
 
 
-def _refuse_to_replace_started_work(orch: Orchestrator) -> None:
-    if not orch.plan_manager.has_plan:
+def _refuse_to_replace_started_work(session: RunContext) -> None:
+    if not session.plan_manager.has_plan:
         return
-    current = orch.plan_manager.plan
+    current = session.plan_manager.plan
     started = [task.id for task in current.iter_tasks() if task.status != "pending"]
     if started:
         raise PlanExistsError(
@@ -212,7 +217,7 @@ def _refuse_to_replace_started_work(orch: Orchestrator) -> None:
 
 
 async def run_plan_phase(
-    orch: Orchestrator, intent: str, *, replace: bool = False, require_approval: bool = False
+    session: RunContext, intent: str, *, replace: bool = False, require_approval: bool = False
 ) -> Plan:
     """Drive the plan phase to a saved plan.
 
@@ -222,23 +227,24 @@ async def run_plan_phase(
     """
     intent = check_intent(intent)
     if not replace:
-        _refuse_to_replace_started_work(orch)
+        _refuse_to_replace_started_work(session)
     spec_hash = spec_hash_of(intent)
-    orch.plan_manager.record_session(orch.session_id)
-    atomic_write_text(orch.paths.spec, intent + "\n")
+    session.plan_manager.record_session(session.session_id)
+    atomic_write_text(session.paths.spec, intent + "\n")
     _log.info("plan_phase.spec_written", bytes=len(intent.encode("utf-8")))
-    orch.plan_manager.start_plan_phase(spec_hash, require_approval=require_approval)
-    progress = orch.plan_manager.plan_phase
+    session.plan_manager.start_plan_phase(spec_hash, require_approval=require_approval)
+    progress = session.plan_manager.plan_phase
     require_approval = require_approval or bool(progress and progress.require_approval)
-    findings = await _explore(orch, intent)
-    advice = await _consult(orch, intent, findings)
-    plan = await _architect(orch, intent, findings, advice, spec_hash)
-    _check_plan_paths(orch, plan)
-    plan = await orch.plan_tournament_hook(plan, intent)
-    if require_approval or orch.config.require_plan_approval:
+    findings = await _explore(session, intent)
+    advice = await _consult(session, intent, findings)
+    plan = await _architect(session, intent, findings, advice, spec_hash)
+    _check_plan_paths(session, plan)
+    if session.config.tournaments.plan.enabled:
+        plan = await run_plan_tournament(session, plan, intent)
+    if require_approval or session.config.require_plan_approval:
         plan = plan.model_copy(update={"metadata": {**plan.metadata, "requires_approval": True}})
-    saved = orch.plan_manager.init_plan(plan, session_id=orch.session_id, replace=True)
-    orch.plan_manager.checkpoint()
+    saved = session.plan_manager.init_plan(plan, session_id=session.session_id, replace=True)
+    session.plan_manager.checkpoint()
     tasks = sum(len(phase.tasks) for phase in saved.phases)
     _log.info("plan_phase.approved", plan_id=saved.plan_id, phases=len(saved.phases), tasks=tasks)
     return saved

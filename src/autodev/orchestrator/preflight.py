@@ -32,13 +32,13 @@ from autodev.config.schema import AutodevConfig
 from autodev.errors import EXIT_USAGE, AutodevError
 from autodev.logging import get_logger
 from autodev.orchestrator.checks import ChangeChecks
-from autodev.orchestrator.git import GitRepo
-from autodev.orchestrator.worktree_setup import ignored_project_files, missing_ignored_files
 from autodev.qa.baseline import TreeBaseline, cannot_run
 from autodev.qa.environment import EnvironmentResolution, resolve_environment
 from autodev.qa.gates import missing_requirements
 from autodev.qa.tools import probe_tools
 from autodev.state.plan_manager import BaselineGate, BaselineRecord
+from autodev.workspace.git import GitRepo
+from autodev.workspace.worktree_setup import ignored_project_files, missing_ignored_files
 
 __all__ = ["Diagnosis", "Preflight", "PreflightError", "diagnose", "run_preflight"]
 

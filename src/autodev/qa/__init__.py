@@ -1,4 +1,4 @@
-"""QA gates run through one check runner: syntax, lint, build, test, secretscan (issue 4).
+"""QA gates run through one check runner: syntax, lint, build, test, secretscan.
 
 ``run_gates`` checks a change with the repository's own tools for each language ``detect_languages``
 finds; every tool runs through ``run_check`` (argv, no shell, pinned cwd, deadline, bounded output, a

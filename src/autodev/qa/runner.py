@@ -1,7 +1,7 @@
 """The one check runner: every QA tool runs through ``run_check``.
 
 A check is an argv list run without a shell, in a pinned working directory, under a deadline, through
-``autodev.adapters.process.run_process`` (own process group, killed as a whole on deadline, bounded
+``autodev.process_runner.run_process`` (own process group, killed as a whole on deadline, bounded
 memory). What it leaves behind is a ``CheckResult`` fit for evidence: the argv, the exit status, how it
 ended, a bounded excerpt of what it printed and a digest of that output.
 
@@ -27,7 +27,7 @@ from typing import Literal, get_args
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field
 
-from autodev.adapters.process import ProcessOutcome, ProcessSpec, ProcessStartError, run_process
+from autodev.process_runner import ProcessOutcome, ProcessSpec, ProcessStartError, run_process
 
 __all__ = [
     "CHECK_STATUSES",

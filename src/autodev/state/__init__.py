@@ -7,7 +7,7 @@ pydantic and the models.
 
 from __future__ import annotations
 
-from importlib import import_module
+from importlib import import_module as _import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -35,8 +35,6 @@ if TYPE_CHECKING:
         PlanState,
     )
     from autodev.state.schemas import (
-        TASK_STATUSES,
-        TERMINAL_STATUSES,
         AcceptanceCriterion,
         CoderEvidence,
         CommandRun,
@@ -50,7 +48,6 @@ if TYPE_CHECKING:
         ReviewEvidence,
         SMEEvidence,
         Task,
-        TaskStatus,
         TestEvidence,
         TournamentEvidence,
     )
@@ -63,6 +60,7 @@ if TYPE_CHECKING:
         validate_dag,
         validate_plan,
     )
+    from autodev.state.vocabulary import TASK_STATUSES, TERMINAL_STATUSES, TaskStatus
 
 __all__ = [
     "GENESIS_HASH",
@@ -126,11 +124,11 @@ _LAZY: dict[str, str] = {
     "PlanState": "autodev.state.plan_manager",
     "ReviewEvidence": "autodev.state.schemas",
     "SMEEvidence": "autodev.state.schemas",
-    "TASK_STATUSES": "autodev.state.schemas",
+    "TASK_STATUSES": "autodev.state.vocabulary",
     "TASK_TRANSITIONS": "autodev.state.transitions",
-    "TERMINAL_STATUSES": "autodev.state.schemas",
+    "TERMINAL_STATUSES": "autodev.state.vocabulary",
     "Task": "autodev.state.schemas",
-    "TaskStatus": "autodev.state.schemas",
+    "TaskStatus": "autodev.state.vocabulary",
     "TestEvidence": "autodev.state.schemas",
     "TournamentEvidence": "autodev.state.schemas",
     "WrittenFile": "autodev.state.evidence",
@@ -151,7 +149,7 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'autodev.state' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
+    value = getattr(_import_module(module), name)
     globals()[name] = value
     return value
 

@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from autodev.errors import StateError
 from autodev.files import MAX_STATE_FILE_BYTES, led_by, read_bounded
 from autodev.logging import get_logger
+from autodev.markdown_text import unwrap_emphasis
 from autodev.state.atomic import atomic_write_text
 from autodev.state.paths import AutodevPaths, ensure_state_dir
 
@@ -49,7 +50,6 @@ _LESSON_LINE = re.compile(
     r"(?P<open>[*_`]{0,2})lesson(?P<close>[*_`]{0,2})[ \t]*:(?P<after>[*_`]{1,2}(?=\s|$))?(?P<text>.*)",
     re.IGNORECASE,
 )
-_WRAPPERS = ("**", "__", "`", "*", "_")
 _NONE_VALUES = frozenset({"", "-", "none", "(none)", "n/a", "na", "nothing"})
 _TOKEN = re.compile(r"[a-z0-9]+")
 # Words too common to make two texts related; short tokens (< 3 chars) are dropped as well.
@@ -93,26 +93,6 @@ class _KnowledgeFile(BaseModel):
 
 def _normalize(text: str) -> str:
     return " ".join(text.split()).casefold().rstrip(" .!;")
-
-
-def _unwrap(text: str) -> str:
-    """``text`` without decoration wrapped around all of it (bold, italics, backticks)."""
-    text = text.strip()
-    changed = True
-    while changed:
-        changed = False
-        for wrapper in _WRAPPERS:
-            inner = text[len(wrapper) : -len(wrapper)]
-            if (
-                len(text) > 2 * len(wrapper)
-                and text.startswith(wrapper)
-                and text.endswith(wrapper)
-                and wrapper not in inner
-            ):
-                text = inner.strip()
-                changed = True
-                break
-    return text
 
 
 def _tokens(texts: Iterable[str]) -> set[str]:
@@ -169,7 +149,7 @@ class KnowledgeStore:
             if opener and not match["close"] and not match["after"] and value.endswith(opener):
                 # The wrapper spans the whole line ("**LESSON: text**"): drop its closing half.
                 value = value[: -len(opener)]
-            lesson = " ".join(_unwrap(value).split())
+            lesson = " ".join(unwrap_emphasis(value).split())
             if lesson.rstrip(".").casefold() in _NONE_VALUES:
                 continue
             if len(lesson) > self.max_chars:

@@ -186,9 +186,6 @@ class Ledger:
         tail = self._read_range(end - _SUFFIX_LEN - 1, end - 1)
         return tail[len(_HASH_SUFFIX) : len(_HASH_SUFFIX) + 64].decode("ascii")
 
-    def offset_after(self, seq: int) -> int:
-        return 0 if seq == 0 else self._line_ends[seq - 1]
-
     # --- writing ------------------------------------------------------------------------------------
 
     def append(self, op: str, payload: dict[str, Any]) -> LedgerEntry:

@@ -103,7 +103,7 @@ class AutodevPaths:
 
     @property
     def children_dir(self) -> Path:
-        """Registrations of running agent CLIs and QA tools (see ``adapters.process.reap_orphans``)."""
+        """Registrations of running agent CLIs and QA tools (see ``process_runner.reap_orphans``)."""
         return self.state_dir / "children"
 
     @property

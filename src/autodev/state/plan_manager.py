@@ -40,19 +40,18 @@ from autodev.state.evidence import write_evidence, write_patch
 from autodev.state.hashing import plan_content_hash
 from autodev.state.ledger import Ledger, LedgerEntry, LedgerHead
 from autodev.state.paths import AutodevPaths, ensure_state_dir
+from autodev.state.scheduling import PlanOrder, TaskScheduler
 from autodev.state.schemas import (
-    TASK_STATUSES,
-    TERMINAL_STATUSES,
     Evidence,
     Phase,
     Plan,
     Task,
-    TaskStatus,
 )
 from autodev.state.snapshot import decode_snapshot, encode_snapshot, read_snapshot_bytes
 from autodev.state.status import status_from_state, waiting_for
 from autodev.state.transitions import TASK_TRANSITIONS, assert_transition
 from autodev.state.validation import validate_plan
+from autodev.state.vocabulary import DONE_STATUSES, TASK_STATUSES, TERMINAL_STATUSES, TaskStatus
 
 __all__ = [
     "BaselineGate",
@@ -77,7 +76,8 @@ _AUDIT_OPS = frozenset(
     }
 )
 # Tasks that can be re-queued by revert_task_to_pending; finished work is never silently undone.
-_REVERTIBLE = frozenset(TASK_STATUSES) - {"complete", "skipped"}
+_PLAN_ORDER = PlanOrder()
+_REVERTIBLE = frozenset(TASK_STATUSES) - DONE_STATUSES
 
 _log = get_logger("autodev.plan_manager")
 
@@ -223,7 +223,6 @@ class PlanManager:
         self._state = PlanState()
         self._tasks: dict[str, Task] = {}
         self._children: dict[str, list[str]] = {}
-        self._chain_order: list[Task] | None = None
         self._snapshot_seq = -1
         # Whether load() could use plan.json (False: missing, stale beyond repair, or corrupt).
         self.snapshot_usable = False
@@ -294,13 +293,6 @@ class PlanManager:
         self._require_writable()
         with self._locked():
             self._write_snapshot()
-
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
-        """Hold the file lock across several changes (one acquisition instead of one per change)."""
-        self._require_writable()
-        with self._locked():
-            yield
 
     def refresh(self) -> None:
         """Read-only managers: pick up what a writer appended since the last load or refresh."""
@@ -388,27 +380,29 @@ class PlanManager:
         in_flight: Collection[str] = (),
         *,
         phase_id: str | None = None,
-        longest_chain_first: bool = False,
+        scheduler: TaskScheduler | None = None,
     ) -> list[Task]:
-        """Up to ``limit`` pending tasks that may start now, in a deterministic order.
+        """Up to ``limit`` pending tasks that may start now, in the order ``scheduler`` offers them (plan
+        order by default; ``autodev.state.scheduling``).
 
         A task is ready when every dependency is complete or skipped, and its ``files`` overlap neither an
         in-flight task's files nor those of a task picked earlier in the same call. ``phase_id`` limits the
-        choice to one phase (the per-phase dispatcher). ``longest_chain_first`` offers first the tasks with
-        the longest chain of dependents (the critical path), for a dispatcher with more than one slot.
+        choice to one phase (the per-phase dispatcher).
         """
         busy_files: set[str] = set()
         for task_id in in_flight:
             busy_files.update(self._task(task_id).files)
         picked: list[Task] = []
-        for task in self._pick_order(longest_chain_first=longest_chain_first):
+        plan = self._require_plan()
+        offered = (scheduler or _PLAN_ORDER).order(plan.iter_tasks(), self._children)
+        for task in offered:
             if len(picked) >= limit:
                 break
             if task.status != "pending" or task.id in in_flight:
                 continue
             if phase_id is not None and task.phase_id != phase_id:
                 continue
-            if any(self._tasks[dep].status not in ("complete", "skipped") for dep in task.depends_on):
+            if any(self._tasks[dep].status not in DONE_STATUSES for dep in task.depends_on):
                 continue
             if busy_files.intersection(task.files):
                 continue
@@ -429,7 +423,7 @@ class PlanManager:
         for task_id in in_flight:
             busy_files.update(self._task(task_id).files)
         children = set(self._children.get(parent_id, ()))
-        for task in self._pick_order():
+        for task in self._require_plan().iter_tasks():
             if task.id not in children or task.id in in_flight or task.status != "pending":
                 continue
             if task.depends_on == [parent_id] and not busy_files.intersection(task.files):
@@ -615,9 +609,7 @@ class PlanManager:
                     f"task {task_id} is blocked because task {task.blocked_by} is; retry {task.blocked_by} "
                     "(the tasks blocked because of it come back with it)"
                 )
-            waiting = [
-                dep for dep in task.depends_on if self._tasks[dep].status not in ("complete", "skipped")
-            ]
+            waiting = [dep for dep in task.depends_on if self._tasks[dep].status not in DONE_STATUSES]
             if waiting:
                 raise AutodevError(
                     f"task {task_id} depends on unfinished task(s) {', '.join(waiting)}; finish or retry "
@@ -1190,7 +1182,6 @@ class PlanManager:
             for dep in task.depends_on:
                 children.setdefault(dep, []).append(task.id)
         self._children = children
-        self._chain_order = None
 
     def _require_plan(self) -> Plan:
         if self._state.plan is None:
@@ -1211,34 +1202,6 @@ class PlanManager:
         if task is None:
             raise TaskNotFoundError(task_id)
         return task
-
-    def _pick_order(self, *, longest_chain_first: bool = False) -> list[Task]:
-        """The order in which ready tasks are offered: plan order (phase, then position), or the tasks
-        heading the longest chains of dependents first (ties in plan order).
-
-        Kept in one place so a scheduling policy (priority, unblock-first) can replace it. The chain order
-        is computed once per plan: the graph does not change while statuses do.
-        """
-        plan = self._require_plan()
-        if not longest_chain_first:
-            return plan.iter_tasks()
-        if self._chain_order is None:
-            tasks = plan.iter_tasks()
-            chain: dict[str, int] = {}
-            for task in reversed(tasks):  # dependents come later in a valid plan's order...
-                below = [chain.get(child, 0) for child in self._children.get(task.id, ())]
-                chain[task.id] = 1 + max(below, default=0)
-            # ...but a cross-phase plan may point backwards: finish the longest paths by relaxation.
-            changed = True
-            while changed:
-                changed = False
-                for task in tasks:
-                    longest = 1 + max((chain[c] for c in self._children.get(task.id, ())), default=0)
-                    if longest > chain[task.id]:
-                        chain[task.id], changed = longest, True
-            position = {task.id: index for index, task in enumerate(tasks)}
-            self._chain_order = sorted(tasks, key=lambda task: (-chain[task.id], position[task.id]))
-        return self._chain_order
 
     def _relative(self, path: Path) -> str:
         try:

@@ -10,35 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-TaskStatus = Literal[
-    "pending",
-    "in_progress",
-    "coded",
-    "auto_gated",
-    "reviewed",
-    "tested",
-    "tournamented",
-    "complete",
-    "blocked",
-    "skipped",
-]
-
-TASK_STATUSES: tuple[TaskStatus, ...] = (
-    "pending",
-    "in_progress",
-    "coded",
-    "auto_gated",
-    "reviewed",
-    "tested",
-    "tournamented",
-    "complete",
-    "blocked",
-    "skipped",
-)
-
-# A task in one of these will never run again on its own; `blocked` is terminal for scheduling
-# (only an explicit resume moves it back to in_progress).
-TERMINAL_STATUSES: frozenset[TaskStatus] = frozenset({"complete", "skipped", "blocked"})
+from autodev.state.vocabulary import TaskStatus
 
 
 class _Persisted(BaseModel):

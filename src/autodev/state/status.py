@@ -1,7 +1,5 @@
-"""The status object of ``autodev status --json``, and a fast read-only path to it.
-
-``read_status`` answers from ``plan.json`` when it is verified and up to date with the ledger, without
-building pydantic models; otherwise it replays through a read-only ``PlanManager``.
+"""The status object of ``autodev status --json``: a pure function of the replayed state
+(``status_from_state``); ``autodev.state.status_reader`` finds that state on disk.
 
 Beyond the originally designed shape, the object says what runs in parallel and why the rest waits:
 
@@ -24,46 +22,24 @@ Beyond the originally designed shape, the object says what runs in parallel and 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
-from autodev.errors import InlineStateError, LedgerCorruptError
+from autodev.errors import InlineStateError
 from autodev.files import MAX_STATE_FILE_BYTES, led_by, read_bounded
-from autodev.state.ledger import Ledger
 from autodev.state.paths import AutodevPaths
-from autodev.state.snapshot import decode_snapshot, read_snapshot_bytes
+from autodev.state.vocabulary import DONE_STATUSES, IN_FLIGHT_STATUSES, TASK_STATUSES
 
 __all__ = [
-    "IN_FLIGHT_STATUS_NAMES",
-    "TASK_STATUS_NAMES",
-    "read_status",
     "status_from_state",
     "waiting_for",
 ]
 
-# The ten statuses in FSM order (kept in sync with schemas.TASK_STATUSES by a test).
-TASK_STATUS_NAMES = (
-    "pending",
-    "in_progress",
-    "coded",
-    "auto_gated",
-    "reviewed",
-    "tested",
-    "tournamented",
-    "complete",
-    "blocked",
-    "skipped",
-)
-
-
-# Started and not yet terminal: the task holds its files (and maybe a worktree) until it finishes.
-IN_FLIGHT_STATUS_NAMES = frozenset(TASK_STATUS_NAMES[1:7])
-_DONE = frozenset({"complete", "skipped"})
+_IN_FLIGHT = frozenset(IN_FLIGHT_STATUSES)
 
 
 def status_from_state(state: dict[str, Any]) -> dict[str, Any]:
     """The status object of a JSON-mode dump of ``PlanState``; its task dicts are annotated in place."""
-    totals: dict[str, int] = dict.fromkeys(TASK_STATUS_NAMES, 0)
+    totals: dict[str, int] = dict.fromkeys(TASK_STATUSES, 0)
     plan = state.get("plan")
     if plan is None:
         totals["total"] = 0
@@ -88,9 +64,9 @@ def status_from_state(state: dict[str, Any]) -> dict[str, Any]:
         worktree = task.setdefault("worktree", None)
         if status == "pending":
             pending.append(task)
-        elif status in _DONE:
+        elif status in DONE_STATUSES:
             done.add(task["id"])
-        elif status in IN_FLIGHT_STATUS_NAMES:
+        elif status in _IN_FLIGHT:
             in_flight.append({"id": task["id"], "status": status, "worktree": worktree})
             for path in task["files"]:
                 holders.setdefault(path, []).append(task["id"])
@@ -144,38 +120,3 @@ def waiting_for(paths: AutodevPaths) -> dict[str, Any] | None:
         }
     except (OSError, ValueError, KeyError, TypeError):
         return None
-
-
-def read_status(repo_root: Path) -> dict[str, Any]:
-    """The status object for ``repo_root``, read-only (safe beside a running writer)."""
-    status = _read_state_status(repo_root)
-    status.setdefault("waiting_for", waiting_for(AutodevPaths(repo_root)))
-    return status
-
-
-def _read_state_status(repo_root: Path) -> dict[str, Any]:
-    paths = AutodevPaths(repo_root)
-    ledger = Ledger(paths.ledger, readonly=True)
-    head = ledger.open()
-    try:
-        snapshot = decode_snapshot(read_snapshot_bytes(paths.snapshot))
-    except (OSError, ValueError):
-        snapshot = None
-    if snapshot is not None and snapshot.ledger_seq > head.seq:
-        raise LedgerCorruptError(
-            f"plan.json reflects entry {snapshot.ledger_seq} but the ledger ends at entry {head.seq} "
-            "(entries were lost)",
-            path=str(paths.ledger),
-        )
-    if head.seq == 0:
-        return status_from_state({})
-    if (
-        snapshot is not None
-        and snapshot.ledger_seq == head.seq
-        and snapshot.ledger_hash == head.hash
-        and snapshot.ledger_offset == head.offset
-    ):
-        return status_from_state(json.loads(snapshot.state_bytes))
-    from autodev.state.plan_manager import PlanManager
-
-    return PlanManager.open(repo_root, readonly=True).status()

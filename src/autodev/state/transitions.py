@@ -1,8 +1,7 @@
 """The task state machine: its transition table and its checks.
 
-It lives in the state layer because `PlanManager` (state) validates every status change with it and the
-dependency rule forbids state importing the orchestrator; `autodev.orchestrator.task_state` re-exports it
-under the module name the original design gave it.
+It lives in the state layer because `PlanManager` (state) validates every status change with it, and state
+imports nothing above it; `autodev.orchestrator` re-exports it beside the phases that drive it.
 """
 
 from __future__ import annotations
@@ -10,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from autodev.errors import InvalidTransitionError
-from autodev.state.schemas import TASK_STATUSES, TaskStatus
+from autodev.state.vocabulary import TASK_STATUSES, TaskStatus
 
 __all__ = ["TASK_TRANSITIONS", "assert_transition", "can_transition"]
 

@@ -1,4 +1,4 @@
-"""Plan and implementation tournaments: critic, revision, synthesis and Borda-counted judges (issue 5)."""
+"""Plan and implementation tournaments: critic, revision, synthesis and Borda-counted judges."""
 
 from autodev.tournament.artifacts import (
     TournamentArtifacts,

@@ -4,22 +4,31 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
-from support.orchestration import costing, demo_project, git_log, orchestrator, run, script_with
+from support.orchestration import config_for, costing, demo_project, git_log, orchestrator, run, script_with
 
+from autodev.adapters.scripted import ScriptedAdapter
 from autodev.guardrails import BudgetExceededError
+from autodev.orchestrator import Orchestrator
+from autodev.orchestrator.delegation_policy import DelegationDecision, DelegationHeldError, DelegationRequest
+from autodev.orchestrator.execute.executor import LocalExecutor
+from autodev.orchestrator.execute.task_flow import TaskContext
 from autodev.orchestrator.preflight import PreflightError
+from autodev.orchestrator.run_context import RunContext
 from autodev.state.plan_manager import PlanManager
+from autodev.state.schemas import Task
 
 # Gates that cost time without adding to what a test checks are switched off where they do not matter.
 CLEAN_SLUG = '"""Slugs."""\n\n\ndef slugify(text: str) -> str:\n    """Slug."""\n    return text\n'
 FAST_GATES = {"qa_gates.secretscan.enabled": False, "qa_gates.build.enabled": False}
 
 
-def _evidence(root: Path, name: str) -> dict[str, object]:
-    return json.loads((root / ".autodev" / "evidence" / name).read_text())
+def _evidence(root: Path, name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((root / ".autodev" / "evidence" / name).read_text())
+    return data
 
 
 def test_happy_path_with_one_review_retry_completes_commits_and_leaves_evidence(tmp_path: Path) -> None:
@@ -35,7 +44,7 @@ def test_happy_path_with_one_review_retry_completes_commits_and_leaves_evidence(
     assert (root / "textutils" / "slug.py").exists() and (root / "tests" / "test_exports.py").exists()
     gates = _evidence(root, "1.1-gates-2.json")
     assert gates["passed"] is True
-    assert {check["gate"] for check in gates["checks"]} == {"syntax", "lint", "build", "test", "secretscan"}  # type: ignore[union-attr, index]
+    assert {check["gate"] for check in gates["checks"]} == {"syntax", "lint", "build", "test", "secretscan"}
     test = _evidence(root, "1.2-test-1.json")
     assert (test["run_passed"], test["agrees"]) == (5, True)
     manager = PlanManager.open(root, readonly=True)
@@ -171,7 +180,7 @@ def test_a_gate_whose_tool_is_missing_stops_the_run_before_any_agent_call_unless
     orch, _ = orchestrator(other.repo_root, other.script, **skip)
     outcome = run(orch, other.intent)
     assert [t.status for t in outcome.tasks] == ["complete", "complete"]
-    lint = next(c for c in _evidence(other.repo_root, "1.2-gates-1.json")["checks"] if c["gate"] == "lint")  # type: ignore[union-attr]
+    lint = next(c for c in _evidence(other.repo_root, "1.2-gates-1.json")["checks"] if c["gate"] == "lint")
     assert lint["status"] == "skipped" and lint["skipped_by"] == "config:on_missing_tool=skip"
 
 
@@ -239,7 +248,7 @@ def test_loop_detection_blocks_with_loop_detected(tmp_path: Path) -> None:
 
 
 def test_uncommitted_user_changes_are_refused_before_any_task(tmp_path: Path) -> None:
-    from autodev.orchestrator.execute_phase import WorkingTreeDirtyError
+    from autodev.orchestrator.execute.task_flow import WorkingTreeDirtyError
 
     setup = demo_project(tmp_path)
     (setup.repo_root / "README.md").write_text("# edited by the user\n")
@@ -247,3 +256,68 @@ def test_uncommitted_user_changes_are_refused_before_any_task(tmp_path: Path) ->
     with pytest.raises(WorkingTreeDirtyError, match="commit or stash"):
         run(orch, setup.intent)
     assert adapter.calls == []  # refused before any agent was paid
+
+
+class _HoldTheReviewer:
+    """A policy that lets everything run but the reviewer's calls, and counts what it was asked."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, str]] = []
+
+    def decide(self, request: DelegationRequest) -> DelegationDecision:
+        self.asked.append((request.task_id, request.role))
+        if request.role == "reviewer":
+            return DelegationDecision("require_approval", "reviews need a person today")
+        return DelegationDecision("execute")
+
+
+def test_the_delegation_policy_is_asked_before_every_call_and_a_held_call_waits_resumably(
+    tmp_path: Path,
+) -> None:
+    setup = demo_project(tmp_path)
+    policy = _HoldTheReviewer()
+    adapter = ScriptedAdapter(script=setup.script)
+    config = config_for(setup.repo_root, **FAST_GATES)
+    orch = Orchestrator(setup.repo_root, config=config, adapter=adapter, delegation_policy=policy)
+
+    with pytest.raises(DelegationHeldError, match=r"reviewer of 1.1 run \(require approval: reviews need"):
+        run(orch, setup.intent)
+
+    assert policy.asked[:3] == [("plan", "explorer"), ("plan", "domain_expert"), ("plan", "architect")]
+    assert policy.asked[-2:] == [("1.1", "developer"), ("1.1", "reviewer")]
+    manager = PlanManager.open(setup.repo_root, readonly=True)
+    assert manager.get_task("1.1").status == "auto_gated"  # nothing counted: the review step waits
+    assert manager.get_task("1.1").retry_count == 0
+    resumed = Orchestrator(setup.repo_root, config=config, adapter=ScriptedAdapter(script=setup.script))
+    tasks = anyio.run(resumed.resume)
+    assert [task.status for task in tasks] == ["complete", "complete"]
+
+
+class _CountingExecutor:
+    """Runs the flow as the local executor does, noting where each task ran and from which base."""
+
+    def __init__(self) -> None:
+        self.ran: list[tuple[str, Path, str | None]] = []
+        self.local = LocalExecutor()
+
+    async def run_task(self, session: RunContext, task_id: str, context: TaskContext) -> Task:
+        base = session.plan_manager.get_task(task_id).base_commit
+        self.ran.append((task_id, context.workspace.root, base))
+        return await self.local.run_task(session, task_id, context)
+
+
+def test_every_task_flow_runs_through_the_executor_from_its_base_commit(tmp_path: Path) -> None:
+    setup = demo_project(tmp_path)
+    executor = _CountingExecutor()
+    adapter = ScriptedAdapter(script=setup.script)
+    config = config_for(setup.repo_root, **FAST_GATES)
+    orch = Orchestrator(setup.repo_root, config=config, adapter=adapter, executor=executor)
+
+    outcome = run(orch, setup.intent)
+
+    assert [task.status for task in outcome.tasks] == ["complete", "complete"]
+    assert [task_id for task_id, _, _ in executor.ran] == ["1.1", "1.2"]
+    first_commit = outcome.tasks[0].commit
+    assert executor.ran[1][2] == first_commit  # 1.2 starts where 1.1 landed
+    task_trees = setup.repo_root / ".autodev" / "task-worktrees"
+    assert all(root == setup.repo_root or root.is_relative_to(task_trees) for _, root, _ in executor.ran)

@@ -9,8 +9,8 @@ import pytest
 from support.projects import git, mini_project
 
 from autodev.gitsafety import missing_landed_commits
-from autodev.orchestrator.git import GitRepo, _without_drivers
 from autodev.orchestrator.integrity import AgentWatch, RepositoryChangedError
+from autodev.workspace.git import GitRepo, _without_drivers
 
 
 def _watch(root: Path) -> tuple[GitRepo, AgentWatch]:

@@ -19,7 +19,7 @@ from autodev.adapters.scripted import Script
 from autodev.errors import AutodevError, EnvironmentFaultError, InvalidTransitionError
 from autodev.orchestrator import ProgressEvent
 from autodev.state.plan_manager import PlanManager
-from autodev.state.status import read_status
+from autodev.state.status_reader import read_status
 
 FAST = {"qa_gates.build.enabled": False, "qa_gates.secretscan.enabled": False}
 REJECT = "VERDICT: NEEDS_CHANGES\nISSUES:\n- not yet (attempt {attempt})\n"
@@ -94,7 +94,7 @@ def test_skip_lets_dependents_run_unless_configured_otherwise(tmp_path: Path) ->
     plan_only = demo_project(tmp_path / "second")
     for root, satisfies in ((setup.repo_root, True), (plan_only.repo_root, False)):
         orch, _ = orchestrator(root, setup.script, skipped_dependency_satisfies=satisfies, **FAST)
-        anyio.run(lambda o=orch: o.plan(setup.intent))
+        anyio.run(orch.plan, setup.intent)
         blocked = orch.skip("1.1")
         assert _task(root, "1.1").status == "skipped"
         assert blocked == ([] if satisfies else ["1.2"])

@@ -185,10 +185,14 @@ def test_cross_phase_review_ranges_are_exact_while_the_next_phase_commits(tmp_pa
     adapter = WatchedAdapter(script=script_of(entries, latency_s=0.02))
     anyio.run(orchestrator(root, adapter, 3, cross_phase_parallelism_enabled=True).execute)
     manager = _manager(root)
-    commits = {t: manager.get_task(t).commit for t in ("1.1", "1.2", "2.1")}
+    commits: dict[str, str] = {}
+    for task_id in ("1.1", "1.2", "2.1"):
+        commit = manager.get_task(task_id).commit
+        assert commit is not None, task_id
+        commits[task_id] = commit
     history = git(root, "rev-list", "--reverse", "HEAD").split()
     # Phase 2 merged before phase 1 finished: its commit sits inside phase 1's range.
-    assert history.index(commits["2.1"] or "") < history.index(commits["1.2"] or "")
+    assert history.index(commits["2.1"]) < history.index(commits["1.2"])
     phase_one, phase_two = manager.plan.phases
     assert phase_one.end_checkpoint_commit == commits["1.2"]
     assert phase_two.end_checkpoint_commit == commits["2.1"]

@@ -7,11 +7,18 @@ import re
 from pathlib import Path
 
 import anyio
+import pytest
 from support.orchestration import demo_project, orchestrator, script_with
+from support.projects import PLAN as MINI_PLAN
+from support.projects import git, mini_project
 
 from autodev.adapters.base import AgentInvocation, AgentResult
 from autodev.adapters.scripted import ScriptedAdapter
+from autodev.orchestrator.delegation_policy import DelegationDecision, DelegationHeldError, DelegationRequest
+from autodev.orchestrator.tournaments.plan import PlanContentHandler, tournament_skip_reason
 from autodev.state.plan_manager import PlanManager
+from autodev.state.plan_markdown import parse_plan_markdown
+from autodev.tournament.engine import Candidate
 
 _SECTION = re.compile(r"^CANDIDATE (\w+):\n(.*?)(?=^CANDIDATE \w+:|^Rank all|\Z)", re.M | re.S)
 
@@ -83,7 +90,6 @@ def test_b_that_does_not_parse_cannot_win(tmp_path: Path) -> None:
 
 def test_inline_adapter_skips_with_a_logged_reason(tmp_path: Path) -> None:
     from autodev.adapters.inline import InlineAdapter
-    from autodev.orchestrator.plan_tournament_runner import tournament_skip_reason
 
     setup = demo_project(tmp_path)
     orch, _ = orchestrator(setup.repo_root, setup.script)
@@ -92,9 +98,44 @@ def test_inline_adapter_skips_with_a_logged_reason(tmp_path: Path) -> None:
 
 
 def test_auto_disable_for_models_skips(tmp_path: Path) -> None:
-    from autodev.orchestrator.plan_tournament_runner import tournament_skip_reason
-
     setup = demo_project(tmp_path)
     orch, _ = orchestrator(setup.repo_root, setup.script, **{"tournaments.plan.model": "claude-opus-4"})
     reason = tournament_skip_reason(orch, orch.config.tournaments.plan)
     assert reason is not None and "'opus'" in reason
+
+
+class _HoldTheCritic:
+    def decide(self, request: DelegationRequest) -> DelegationDecision:
+        if request.role == "critic_t":
+            return DelegationDecision("queue", "one critic at a time")
+        return DelegationDecision("execute")
+
+
+def test_what_stops_a_run_anywhere_stops_it_inside_a_tournament_too(tmp_path: Path) -> None:
+    # A tournament that fails for its own reasons keeps the architect's plan; one that meets what stops a run
+    # (a held call here; a moved ref or a full disk alike) must not be taken for a failed tournament.
+    setup = demo_project(tmp_path)
+    orch, _ = orchestrator(setup.repo_root, setup.script, **{"tournaments.plan.enabled": True})
+    orch.delegation_policy = _HoldTheCritic()
+
+    with pytest.raises(DelegationHeldError, match="critic t of plan run"):
+        anyio.run(orch.plan, setup.intent)
+
+    assert not PlanManager.open(setup.repo_root, readonly=True).has_plan
+
+
+def test_a_candidate_plan_that_edits_inside_a_submodule_is_disqualified(tmp_path: Path) -> None:
+    library = mini_project(tmp_path / "library", {"a.py": "A = 1\n"})
+    repo = mini_project(tmp_path / "repo")
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(library), "sub")
+    git(repo, "commit", "-qm", "add the submodule")
+    architect = parse_plan_markdown(MINI_PLAN, "spec")
+    handler = PlanContentHandler(repo, "spec", architect.created_at)
+    incumbent = Candidate(MINI_PLAN, architect, "A")
+
+    into_submodule = MINI_PLAN.replace("- Files: mini/core.py, tests/test_triple.py", "- Files: sub/a.py")
+    candidate = anyio.run(handler.realize, "B", 1, into_submodule, incumbent)
+    fine = anyio.run(handler.realize, "B", 1, MINI_PLAN, incumbent)
+
+    assert candidate.disqualified is not None and "submodule" in candidate.disqualified
+    assert fine.disqualified is None

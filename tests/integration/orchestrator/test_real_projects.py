@@ -16,7 +16,7 @@ from support.projects import TRIPLE, TRIPLE_TESTS, git, make_venv, mini_project,
 from autodev.errors import EXIT_SUSPENDED, EnvironmentFaultError
 from autodev.orchestrator.preflight import PreflightError
 from autodev.state.plan_manager import PlanManager
-from autodev.state.status import read_status
+from autodev.state.status_reader import read_status
 
 FAST = {"qa_gates.build.enabled": False}
 BROKEN_TEST = "def test_broken() -> None:\n    assert 1 == 2, 'broken before any task'\n"

@@ -12,9 +12,9 @@ from support.projects import mini_project, write_files
 
 from autodev.config.schema import GateSettings, QAGatesSettings
 from autodev.orchestrator.checks import GitTreeGuard
-from autodev.orchestrator.git import GitRepo
 from autodev.qa import GATE_NAMES, GateResult, run_gates
 from autodev.qa.gates import run_on_base_versions
+from autodev.workspace.git import GitRepo
 
 
 def _only(*gates: str) -> QAGatesSettings:

@@ -21,9 +21,9 @@ from autodev.adapters._cli import (
 )
 from autodev.adapters.base import AgentInvocation, AgentResult, ToolName
 from autodev.adapters.claude_code import ClaudeCodeAdapter, ClaudeStreamParser, build_argv
-from autodev.adapters.process import ProcessOutcome
 from autodev.config.schema import AutodevConfig, ModelPrice
 from autodev.errors import AutodevError
+from autodev.process_runner import ProcessOutcome
 from autodev.state.paths import AutodevPaths
 
 INIT = (

@@ -11,9 +11,9 @@ import pytest
 
 from autodev.adapters.base import AgentInvocation, AgentResult, ToolName
 from autodev.adapters.codex import CodexAdapter, CodexStreamParser, build_argv
-from autodev.adapters.process import ProcessOutcome
 from autodev.config.schema import AutodevConfig, ModelPrice
 from autodev.errors import ConfigError
+from autodev.process_runner import ProcessOutcome
 
 THREAD = '{"type":"thread.started","thread_id":"01a229b0-c422-7201-a711-d271ec6d1c05"}'
 TURN_STARTED = '{"type":"turn.started"}'
@@ -74,6 +74,16 @@ def _inv(tmp_path: Path, tools: tuple[ToolName, ...], **fields: Any) -> AgentInv
 
 
 # --- the stream ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("item_type", ["{}", "[]", "null", "7"])
+def test_an_item_whose_type_is_no_string_is_neither_a_tool_call_nor_a_crash(item_type: str) -> None:
+    odd = f'{{"type":"item.completed","item":{{"type":{item_type},"id":"x"}}}}'
+
+    result = _result(THREAD, TURN_STARTED, odd, MESSAGE, TURN_DONE)
+
+    assert result.success
+    assert result.tool_calls == 0
 
 
 def test_a_patch_then_a_completed_turn() -> None:

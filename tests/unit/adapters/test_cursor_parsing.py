@@ -12,7 +12,7 @@ import pytest
 
 from autodev.adapters.base import AgentInvocation, AgentResult, ToolName
 from autodev.adapters.cursor import CursorStreamParser, build_argv
-from autodev.adapters.process import ProcessOutcome
+from autodev.process_runner import ProcessOutcome
 
 SESSION = "c6b62c6f-7ead-4fd6-9922-e952131177ff"
 DOCUMENTED = [

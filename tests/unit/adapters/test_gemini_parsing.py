@@ -22,8 +22,8 @@ from autodev.adapters.gemini import (
     user_policies_dir,
     write_policy,
 )
-from autodev.adapters.process import ProcessOutcome
 from autodev.config.schema import AutodevConfig, ModelPrice
+from autodev.process_runner import ProcessOutcome
 from autodev.state.paths import AutodevPaths
 
 INIT = (

@@ -71,10 +71,10 @@ async def test_a_delegation_round_trip(adapter: InlineAdapter, paths: AutodevPat
     assert signal.response_path == paths.response_file("1.1", "developer")
     assert (signal.task_id, signal.role) == ("1.1", "developer")
     assert signal.response_path.parent.is_dir()
-    assert not adapter.has_pending_response("1.1", "developer")
+    assert not paths.response_file("1.1", "developer").is_file()
 
     response = _respond(paths, {"text": "Parser implemented.", "cost_usd": 0.5, "tool_calls": 4})
-    assert adapter.has_pending_response("1.1", "developer")
+    assert paths.response_file("1.1", "developer").is_file()
 
     result = adapter.collect_response("1.1", "developer", 1)
 
@@ -84,7 +84,7 @@ async def test_a_delegation_round_trip(adapter: InlineAdapter, paths: AutodevPat
     assert result.transcript_path == archive
     assert json.loads(archive.read_text())["text"] == "Parser implemented."
     assert not response.exists()
-    assert not adapter.has_pending_response("1.1", "developer")
+    assert not paths.response_file("1.1", "developer").is_file()
 
 
 @pytest.mark.asyncio
@@ -132,7 +132,7 @@ async def test_execute_returns_a_response_written_after_its_delegation(
 
     assert result.success
     assert result.text == "done"
-    assert not adapter.has_pending_response("1.1", "developer")
+    assert not paths.response_file("1.1", "developer").is_file()
 
 
 @pytest.mark.asyncio
@@ -161,7 +161,7 @@ async def test_a_response_to_an_earlier_attempt_is_never_reused(
     signal = await _delegate(adapter, _inv(repo, attempt=2))
 
     assert _front_matter(signal.delegation_path.read_text())["attempt"] == 2
-    assert not adapter.has_pending_response("1.1", "developer")
+    assert not paths.response_file("1.1", "developer").is_file()
     assert (paths.evidence_dir / "inline" / "1.1-developer-2-stale.json").exists()
 
 
@@ -175,7 +175,7 @@ async def test_a_response_without_any_delegation_is_stale(
     signal = await _delegate(adapter, _inv(repo))
 
     assert signal.delegation_path.exists()
-    assert not adapter.has_pending_response("1.1", "developer")
+    assert not paths.response_file("1.1", "developer").is_file()
 
 
 @pytest.mark.parametrize(
@@ -208,7 +208,7 @@ async def test_a_malformed_response_names_file_and_field_and_stays_in_place(
     if field is not None:
         assert f"field {field!r}" in message
     assert response.read_text() == body
-    assert adapter.has_pending_response("1.1", "developer")
+    assert paths.response_file("1.1", "developer").is_file()
     assert not (paths.evidence_dir / "inline").exists()
 
 
@@ -224,7 +224,7 @@ async def test_execute_with_a_malformed_response_raises_and_keeps_the_delegation
         await adapter.execute(_inv(repo))
 
     assert signal.delegation_path.read_text() == before
-    assert adapter.has_pending_response("1.1", "developer")
+    assert paths.response_file("1.1", "developer").is_file()
 
 
 def test_collecting_before_anyone_answered_is_a_typed_error(adapter: InlineAdapter) -> None:

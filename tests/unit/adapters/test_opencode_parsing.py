@@ -20,8 +20,8 @@ from autodev.adapters.opencode import (
     config_content,
     permission_table,
 )
-from autodev.adapters.process import ProcessOutcome
 from autodev.config.schema import AutodevConfig, ModelPrice
+from autodev.process_runner import ProcessOutcome
 
 SESSION = "ses_dd64e61d8ffeestIwLCe8t5ZHo"
 STEP_START = (

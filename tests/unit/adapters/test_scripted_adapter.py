@@ -284,11 +284,12 @@ async def test_cancelling_the_caller_interrupts_the_latency_before_any_edit(tmp_
 def test_a_negative_or_non_finite_latency_is_a_config_error_naming_the_field(
     where: str, key: str, value: float
 ) -> None:
-    script: dict[str, Any] = {
+    scripts: dict[str, dict[str, Any]] = {
         "script": {"latency_s": value, "entries": [{"role": "judge"}]},
         "entry": {"entries": [{"role": "judge", "latency_s": value}]},
         "response": {"entries": [{"role": "judge", "responses": [{"latency_s": value}]}]},
-    }[where]
+    }
+    script = scripts[where]
 
     with pytest.raises(ConfigError) as info:
         ScriptedAdapter(script=script)

@@ -21,7 +21,7 @@ from autodev.agents import (
 )
 from autodev.config.schema import ROLE_NAMES, AutodevConfig, Platform, RoleSettings, TierModels
 from autodev.errors import AutodevError
-from autodev.orchestrator.plan_parser import parse_plan_markdown
+from autodev.state.plan_markdown import parse_plan_markdown
 
 REGISTRY = build_registry()
 

@@ -9,8 +9,9 @@ import pytest
 from support import make_plan
 
 from autodev.cli.render import print_status
-from autodev.state.schemas import Task, TaskStatus
+from autodev.state.schemas import Task
 from autodev.state.status import status_from_state
+from autodev.state.vocabulary import TaskStatus
 
 WORKTREE = ".autodev/task-worktrees/task-1.2"
 
@@ -25,8 +26,8 @@ def _task(task_id: str, status: TaskStatus = "pending", **fields: Any) -> Task:
     return Task(id=task_id, phase_id="1", title=f"Title {task_id}", status=status, **fields)
 
 
-def _printed(data: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> str:
-    print_status(data, Path("/repo"))
+def _printed(data: dict[str, Any], capsys: pytest.CaptureFixture[str], *, show_all: bool = False) -> str:
+    print_status(data, Path("/repo"), show_all=show_all)
     return capsys.readouterr().out
 
 
@@ -73,4 +74,38 @@ def test_a_huge_plan_summarises_its_waiting_tasks_and_caps_long_waiting_lists(
     assert "waits on 1.1, 1.2, 1.3, 1.4, 1.5 (+3 more)" in out
     assert "Pending: 0 ready to start, 300 waiting; most waited on: 1.1 (300), " in out
     # The summary is one line, not a second list of the waiting tasks.
-    assert out.count("│ 2.299 ") == 1
+    assert out.count("│ 2.299 ") == 0
+    assert _printed(_status([*hub, *waiting]), capsys, show_all=True).count("│ 2.299 ") == 1
+
+
+def _phased(*phases: list[Task]) -> dict[str, Any]:
+    plan = make_plan(1, phases=len(phases))
+    for phase, tasks in zip(plan.phases, phases, strict=True):
+        phase.tasks = [task.model_copy(update={"phase_id": phase.id}) for task in tasks]
+    return status_from_state({"plan": plan.model_dump(mode="json"), "session_id": "sess-r"})
+
+
+def test_by_default_finished_phases_are_one_line_and_only_what_needs_a_look_is_listed(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    done = [[_task(f"{p}.{i}", "complete") for i in range(1, 41)] for p in (1, 2)]
+    current = [
+        _task("3.1", "complete"),
+        _task("3.2", "blocked", blocked_reason="the reviewer gave up"),
+        _task("3.3", "reviewed", files=["c.py"]),
+        *(_task(f"3.{i}") for i in range(4, 40)),
+    ]
+    later = [[_task(f"{p}.{i}") for i in range(1, 31)] for p in (4, 5, 6)]
+    out = _printed(_phased(*done, current, *later), capsys)
+
+    assert "Phases 1-2: 80 task(s), all complete" in out
+    assert "Phases 4-6: 90 task(s), all pending" in out
+    assert "Phase 3: 39 task(s): 36 pending, 1 reviewed, 1 complete, 1 blocked" in out
+    rows = {line.split()[1] for line in out.splitlines() if line.startswith("│ ")}
+    assert "3.2" in rows and "the reviewer gave up" in out  # blocked: always listed
+    assert "3.3" in rows  # in flight: listed with its step in the in-flight table
+    assert {f"3.{i}" for i in range(4, 14)} <= rows and "3.14" not in rows  # the next pending ones
+    assert not rows & {"1.1", "2.40", "4.1"}
+    assert "116 more task(s) not listed; `autodev status --all` lists every task" in out
+    everything = _printed(_phased(*done, current, *later), capsys, show_all=True)
+    assert all(f"│ {task_id} " in everything for task_id in ("1.1", "2.40", "3.39", "6.30"))

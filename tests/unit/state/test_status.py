@@ -8,12 +8,10 @@ from typing import Any
 from support import make_plan
 
 from autodev.state.plan_manager import PlanManager
-from autodev.state.schemas import TASK_STATUSES, Task, TaskStatus
-from autodev.state.status import TASK_STATUS_NAMES, read_status, status_from_state
-
-
-def test_status_names_follow_the_schema() -> None:
-    assert TASK_STATUS_NAMES == TASK_STATUSES
+from autodev.state.schemas import Task
+from autodev.state.status import status_from_state
+from autodev.state.status_reader import read_status
+from autodev.state.vocabulary import TASK_STATUSES, TaskStatus
 
 
 def test_no_ledger_means_an_empty_status(repo: Path) -> None:
@@ -120,7 +118,7 @@ def test_in_flight_tasks_are_listed_in_plan_order_with_their_worktrees_and_count
     ]
     assert data["totals"]["in_flight"] == 2
     assert data["totals"]["total"] == 5
-    assert sum(data["totals"][name] for name in TASK_STATUS_NAMES) == 5
+    assert sum(data["totals"][name] for name in TASK_STATUSES) == 5
     assert [task["worktree"] for task in data["tasks"]] == [worktree, None, None, None, None]
 
 

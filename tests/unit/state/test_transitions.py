@@ -7,8 +7,8 @@ import itertools
 import pytest
 
 from autodev.errors import InvalidTransitionError
-from autodev.orchestrator.task_state import TASK_TRANSITIONS, assert_transition, can_transition
-from autodev.state.schemas import TASK_STATUSES
+from autodev.state.transitions import TASK_TRANSITIONS, assert_transition, can_transition
+from autodev.state.vocabulary import TASK_STATUSES
 
 SEED_TABLE = {
     "pending": {"in_progress", "skipped", "blocked"},

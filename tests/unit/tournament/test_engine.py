@@ -132,7 +132,12 @@ def test_inconclusive_pass_neither_counts_nor_replaces_a() -> None:
 
 def test_invalid_rankings_are_excluded_and_recorded() -> None:
     def judge(p: int, j: int) -> list[str] | str | None:
-        return {1: ["B", "A", "AB"], 2: ["B", "AB", "A"], 3: "RANKING: X > X > Y"}[j]
+        answers: dict[int, list[str] | str] = {
+            1: ["B", "A", "AB"],
+            2: ["B", "AB", "A"],
+            3: "RANKING: X > X > Y",
+        }
+        return answers[j]
 
     result = _run(judge_client := FakeClient(judge), max_rounds=1)
     first = result.passes[0]

@@ -22,16 +22,12 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from autodev.errors import AutodevError
 from autodev.logging import get_logger
-from autodev.orchestrator.git import GitRepo
 from autodev.state.paths import AutodevPaths
 from autodev.state.schemas import Task
-
-if TYPE_CHECKING:
-    from autodev.orchestrator.core import Orchestrator
+from autodev.workspace.git import GitRepo
 
 __all__ = [
     "BLOCKED_REF_PREFIX",
@@ -174,9 +170,8 @@ async def commit_task(workspace: TaskWorkspace, task: Task, *, resumed: bool) ->
     raise AutodevError(f"task {task.id}: its worktree holds no change to merge")
 
 
-async def _land_on_main(orch: Orchestrator, commit: str, head: str) -> None:
+async def _land_on_main(main: GitRepo, commit: str, head: str) -> None:
     """Fast-forward the main tree from ``head`` to ``commit``, repairing a fast-forward a kill cut short."""
-    main = orch.git
     if await main.fast_forward(commit):
         return
     dirty = await main.dirty_paths()
@@ -185,30 +180,30 @@ async def _land_on_main(orch: Orchestrator, commit: str, head: str) -> None:
     if foreign or not dirty:
         detail = f" ({', '.join(foreign[:5])}{'...' if len(foreign) > 5 else ''})" if foreign else ""
         raise MainTreeChangedError(
-            f"{orch.repo_root} has changes AutoDev did not make{detail}, so task commit {commit[:10]} "
+            f"{main.root} has changes AutoDev did not make{detail}, so task commit {commit[:10]} "
             "cannot be fast-forwarded onto it; commit or stash them, then run `autodev resume`"
         )
     # Only paths this fast-forward writes are dirty: what a killed fast-forward left half done.
     _log.warning("workspace.repair_interrupted_merge", paths=sorted(dirty))
     await main.restore_paths(head, sorted(dirty))
     if not await main.fast_forward(commit):
-        raise MainTreeChangedError(f"the fast-forward of {orch.repo_root} to {commit[:10]} failed twice")
+        raise MainTreeChangedError(f"the fast-forward of {main.root} to {commit[:10]} failed twice")
 
 
 async def integrate(
-    orch: Orchestrator, workspace: TaskWorkspace, task: Task, change: TaskCommit
+    main: GitRepo, workspace: TaskWorkspace, task: Task, change: TaskCommit
 ) -> Integrated | IntegrationConflict:
-    """Bring an isolated task's committed change onto the main tree (see the module docstring).
+    """Bring an isolated task's committed change onto the main tree ``main`` (see the module docstring).
 
     The caller holds the integration lock: the main tree's HEAD does not move underneath.
     """
     git = workspace.git
     commit, pinned = change.commit, change.pinned
-    head = await orch.git.ensure_base_commit()
+    head = await main.ensure_base_commit()
     message = commit_message(task)
     if change.parent is None and task.base_commit is not None:
         # A commit made before a kill may have landed already (replayed or not): its subject is unique.
-        landed = await orch.git.find_subject(task.base_commit, head, message)
+        landed = await main.find_subject(task.base_commit, head, message)
         if landed is not None:
             return Integrated(landed, pinned)
     parent = change.parent or await git.resolve(f"{commit}^")
@@ -217,7 +212,7 @@ async def integrate(
         if isinstance(replayed, list):
             return IntegrationConflict(head, tuple(replayed), commit)
         commit = replayed
-    await _land_on_main(orch, commit, head)
+    await _land_on_main(main, commit, head)
     return Integrated(commit, pinned)
 
 

@@ -22,7 +22,7 @@ from autodev.orchestrator.text import clip
 from autodev.state.schemas import Phase, PhaseReviewEvidence
 
 if TYPE_CHECKING:
-    from autodev.orchestrator.core import Orchestrator
+    from autodev.orchestrator.run_context import RunContext
 
 __all__ = ["PHASE_REVIEW_PROMPT_CHARS", "build_phase_review", "review_finished_phases"]
 
@@ -30,21 +30,21 @@ PHASE_REVIEW_PROMPT_CHARS = 60_000
 _log = get_logger("autodev.phase_review")
 
 
-def _reviewed_positions(orch: Orchestrator) -> set[int]:
-    return {ref.attempt for ref in orch.plan_manager.evidence_for("plan") if ref.kind == "phase_review"}
+def _reviewed_positions(session: RunContext) -> set[int]:
+    return {ref.attempt for ref in session.plan_manager.evidence_for("plan") if ref.kind == "phase_review"}
 
 
-async def review_finished_phases(orch: Orchestrator) -> None:
+async def review_finished_phases(session: RunContext) -> None:
     """Record the review of every phase that has an end checkpoint and no review yet (idempotent)."""
-    done = _reviewed_positions(orch)
-    for position, progress in enumerate(orch.plan_manager.phase_progress(), start=1):
+    done = _reviewed_positions(session)
+    for position, progress in enumerate(session.plan_manager.phase_progress(), start=1):
         if progress.end_checkpoint_commit is None or position in done:
             continue
-        phase = orch.plan_manager.phase(progress.phase_id)
-        evidence = await build_phase_review(orch, phase, position)
-        if orch.config.phase_review_enabled and evidence.commits:
-            evidence = await _ask_reviewer(orch, phase, evidence)
-        orch.plan_manager.record_evidence(evidence)
+        phase = session.plan_manager.phase(progress.phase_id)
+        evidence = await build_phase_review(session, phase, position)
+        if session.config.phase_review_enabled and evidence.commits:
+            evidence = await _ask_reviewer(session, phase, evidence)
+        session.plan_manager.record_evidence(evidence)
         _log.info(
             "phase_review.recorded",
             phase_id=phase.id,
@@ -53,7 +53,7 @@ async def review_finished_phases(orch: Orchestrator) -> None:
             verdict=evidence.verdict,
         )
         verdict = f", reviewer: {evidence.verdict}" if evidence.verdict else ""
-        orch.emit(
+        session.emit(
             ProgressEvent(
                 "note",
                 f"phase {phase.id} finished: {len(evidence.commits)} commit(s), "
@@ -64,12 +64,12 @@ async def review_finished_phases(orch: Orchestrator) -> None:
         )
 
 
-async def build_phase_review(orch: Orchestrator, phase: Phase, position: int) -> PhaseReviewEvidence:
+async def build_phase_review(session: RunContext, phase: Phase, position: int) -> PhaseReviewEvidence:
     """The phase's range, own and foreign commits, changed files and diff (no agent involved)."""
     end = phase.end_checkpoint_commit
     if end is None:
         raise ValueError(f"phase {phase.id} has no end checkpoint yet")
-    git = orch.git
+    git = session.git
     own = {task.commit for task in phase.tasks if task.status == "complete" and task.commit}
     in_range = await git.commits_since(phase.baseline_commit, end) if phase.baseline_commit else []
     commits = [commit for commit in in_range if commit in own]
@@ -94,7 +94,7 @@ async def build_phase_review(orch: Orchestrator, phase: Phase, position: int) ->
 
 
 async def _ask_reviewer(
-    orch: Orchestrator, phase: Phase, evidence: PhaseReviewEvidence
+    session: RunContext, phase: Phase, evidence: PhaseReviewEvidence
 ) -> PhaseReviewEvidence:
     envelope = DelegationEnvelope(
         task_id="plan",
@@ -117,7 +117,7 @@ async def _ask_reviewer(
             + clip(evidence.diff, PHASE_REVIEW_PROMPT_CHARS)
         ),
     )
-    result = await delegate(orch, request)
+    result = await delegate(session, request)
     if not result.success:
         message = result.error.message if result.error else "failed"
         return evidence.model_copy(update={"issues": [f"the reviewer could not review the phase: {message}"]})

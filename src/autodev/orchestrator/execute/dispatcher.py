@@ -29,43 +29,48 @@ from typing import TYPE_CHECKING
 import anyio
 
 from autodev.adapters.base import DelegationPendingSignal
+from autodev.adapters.inline import InvalidResponseError
 from autodev.errors import EnvironmentFaultError, LockHeldError, PlanParseError, StateError
 from autodev.faults import environment_fault
 from autodev.guardrails.errors import BudgetExceededError
 from autodev.logging import get_logger
+from autodev.orchestrator.delegation_policy import DelegationHeldError
 from autodev.orchestrator.events import ProgressEvent
-from autodev.orchestrator.execute_phase import (
-    MID_FLIGHT,
+from autodev.orchestrator.execute.executor import LocalExecutor, TaskExecutor
+from autodev.orchestrator.execute.parallelism import Parallelism, resolve_parallelism
+from autodev.orchestrator.execute.phase_review import review_finished_phases
+from autodev.orchestrator.execute.task_flow import (
     TaskContext,
     block_task,
-    execute_task,
 )
-from autodev.orchestrator.git import GitRepo
 from autodev.orchestrator.integrity import RepositoryChangedError
-from autodev.orchestrator.parallelism import Parallelism, resolve_parallelism
-from autodev.orchestrator.phase_review import review_finished_phases
-from autodev.orchestrator.workspace import (
+from autodev.state.scheduling import scheduler_for
+from autodev.state.schemas import Plan, Task
+from autodev.state.validation import validate_dag
+from autodev.state.vocabulary import DONE_STATUSES, IN_FLIGHT_STATUSES, TASK_STATUSES, TERMINAL_STATUSES
+from autodev.workspace.git import GitRepo
+from autodev.workspace.integration import (
     MainTreeChangedError,
     TaskWorkspace,
     park_change,
     task_ref,
     unpark_change,
 )
-from autodev.orchestrator.worktree import Worktree, WorktreeManager
-from autodev.orchestrator.worktree_pool import WorktreePool
-from autodev.state.schemas import TASK_STATUSES, TERMINAL_STATUSES, Plan, Task
-from autodev.state.validation import validate_dag
+from autodev.workspace.worktree import WorkspaceProvider, Worktree, WorktreeManager
+from autodev.workspace.worktree_pool import WorktreePool
 
 if TYPE_CHECKING:
-    from autodev.orchestrator.core import Orchestrator
+    from autodev.orchestrator.run_context import RunContext
 
 __all__ = ["Dispatcher", "validate_dispatch_order"]
 
 _log = get_logger("autodev.dispatcher")
-_DONE = ("complete", "skipped")
 # What stops the whole run instead of blocking one task (see the module docstring).
 _RUN_FATAL: tuple[type[BaseException], ...] = (
     DelegationPendingSignal,
+    # An inline answer that is not a valid response: the user fixes the file, the task is not to blame.
+    InvalidResponseError,
+    DelegationHeldError,
     BudgetExceededError,
     StateError,
     LockHeldError,
@@ -137,20 +142,23 @@ class _Worker:
 class Dispatcher:
     """Run every runnable task of the current plan (or only ``only_task``) to a terminal status."""
 
-    def __init__(self, orch: Orchestrator, *, only_task: str | None = None) -> None:
-        self.orch = orch
-        self.pm = orch.plan_manager
+    def __init__(
+        self, session: RunContext, *, only_task: str | None = None, executor: TaskExecutor | None = None
+    ) -> None:
+        self.session = session
+        self.executor: TaskExecutor = executor or LocalExecutor()
+        self.pm = session.plan_manager
         self.only_task = only_task
-        config = orch.config
+        config = session.config
         self.parallelism: Parallelism = (
             Parallelism(1, "a single task was asked for")
             if only_task is not None
-            else resolve_parallelism(config, orch.adapter)
+            else resolve_parallelism(config, session.adapter)
         )
         self.cross_phase = config.cross_phase_parallelism_enabled
+        self.scheduler = scheduler_for(self.parallelism.workers)
         self.speculative = config.speculative_execution_enabled and self.parallelism.isolated
-        self.lock = anyio.Lock()
-        orch.main_tree_lock = self.lock
+        self.lock = session.main_tree_lock
         self.workers: dict[str, _Worker] = {}
         self.speculating: dict[str, str] = {}  # child -> parent
         self.rolling_back: dict[str, str] = {}  # child -> reason
@@ -161,16 +169,16 @@ class Dispatcher:
         self._main_head: str | None = None
         self._task_group: anyio.abc.TaskGroup | None = None
         self._project_block = ""
-        self.worktrees: WorktreeManager | WorktreePool = self._worktree_provider()
+        self.worktrees: WorkspaceProvider = self._worktree_provider()
 
-    def _worktree_provider(self) -> WorktreeManager | WorktreePool:
+    def _worktree_provider(self) -> WorkspaceProvider:
         root, tree, lock = (
-            self.orch.repo_root,
-            self.orch.paths.task_worktrees_dir,
-            self.orch.worktree_admin_lock,
+            self.session.repo_root,
+            self.session.paths.task_worktrees_dir,
+            self.session.worktree_admin_lock,
         )
-        preparer = self.orch.worktree_preparer
-        if self.orch.config.worktree_pool_enabled and self.parallelism.isolated:
+        preparer = self.session.worktree_preparer
+        if self.session.config.worktree_pool_enabled and self.parallelism.isolated:
             return WorktreePool(root, tree, self.parallelism.workers, admin_lock=lock, preparer=preparer)
         return WorktreeManager(root, tree, admin_lock=lock, preparer=preparer)
 
@@ -185,13 +193,15 @@ class Dispatcher:
             reason=self.parallelism.reason,
             cross_phase=self.cross_phase,
             speculative=self.speculative,
-            pool=isinstance(self.worktrees, WorktreePool),
+            pool=self.worktrees.recycles,
         )
-        self._project_block = await self.orch.project_block()
+        self._project_block = await self.session.project_block()
         if self.parallelism.isolated:
-            self.orch.emit(ProgressEvent("note", f"running up to {self.parallelism.workers} tasks at once"))
-        if isinstance(self.worktrees, WorktreePool):
-            await self.worktrees.cold_start(self.parallelism.workers)
+            self.session.emit(
+                ProgressEvent("note", f"running up to {self.parallelism.workers} tasks at once")
+            )
+        if self.parallelism.isolated:
+            await self.worktrees.warm_up(self.parallelism.workers)
         self._adopt_speculations()
         try:
             async with anyio.create_task_group() as group:
@@ -231,7 +241,9 @@ class Dispatcher:
             if task.id not in self.workers and task.status not in TERMINAL_STATUSES:
                 self._start(task.id)
             return
-        mid_flight = [tid for tid in self.pm.task_ids_with_status(*MID_FLIGHT) if tid not in self.workers]
+        mid_flight = [
+            tid for tid in self.pm.task_ids_with_status(*IN_FLIGHT_STATUSES) if tid not in self.workers
+        ]
         # In the main tree mid-flight: started there (a retried task, with no base yet, starts anew anywhere).
         in_place = [
             tid
@@ -250,9 +262,8 @@ class Dispatcher:
         if free <= 0:
             return
         phase = None if self.cross_phase else self._current_phase()
-        chains_first = self.parallelism.isolated
         for task in self.pm.next_pending_tasks(
-            free, list(self.workers), phase_id=phase, longest_chain_first=chains_first
+            free, list(self.workers), phase_id=phase, scheduler=self.scheduler
         ):
             self._start(task.id)
         free = self.parallelism.workers - len(self.workers)
@@ -283,7 +294,7 @@ class Dispatcher:
                 workspace = worker.workspace = await self._open_workspace(task_id, worker, isolated)
                 if workspace is not None:
                     context = self._context(task_id, workspace, resumed=worker.resumed)
-                    await execute_task(self.orch, task_id, context)
+                    await self.executor.run_task(self.session, task_id, context)
         except _RUN_FATAL as exc:
             # State that cannot be written for the machine's reasons (a full disk) pauses the run resumably.
             fault = self._fault(task_id, exc) if isinstance(exc, StateError) else None
@@ -299,7 +310,7 @@ class Dispatcher:
             _log.exception("dispatcher.worker_failed", task_id=task_id)
             if task.status not in TERMINAL_STATUSES:
                 reason = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
-                block_task(self.orch, task_id, f"internal error: {reason}")
+                block_task(self.session, task_id, f"internal error: {reason}")
                 self._check_speculation()
                 if worker.workspace is not None:
                     with anyio.CancelScope(shield=True):
@@ -315,12 +326,12 @@ class Dispatcher:
         except Exception:  # the state itself may be what failed
             status = "in_progress"
         step = f"task {task_id} ({_STEP_NAMES.get(status, status)})"
-        watched = (self.orch.repo_root, self.orch.paths.state_dir, Path(tempfile.gettempdir()))
+        watched = (self.session.repo_root, self.session.paths.state_dir, Path(tempfile.gettempdir()))
         return environment_fault(exc, step, watched=watched)
 
     async def _park(self, workspace: TaskWorkspace, task: Task) -> None:
         try:
-            await park_change(workspace, task, self.orch.git)
+            await park_change(workspace, task, self.session.git)
         except Exception:  # best effort: its change is in evidence/<task>.developer.patch as well
             _log.exception("dispatcher.park_failed", task_id=task.id)
 
@@ -335,7 +346,7 @@ class Dispatcher:
         release = rollback is None and status in TERMINAL_STATUSES and worker.worktree is not None
         # A pooled worktree is recycled in a reset: done before the slot frees, the next task reuses it.
         # Removing a plain worktree takes longer: dependents start while it goes.
-        pooled = isinstance(self.worktrees, WorktreePool)
+        pooled = self.worktrees.recycles
         if release and pooled:
             await self._release(task_id, status, worker)
         self.workers.pop(task_id, None)  # gone already when it completed (see _after_complete)
@@ -345,7 +356,7 @@ class Dispatcher:
 
     async def _release(self, task_id: str, status: str, worker: _Worker) -> None:
         if status != "complete":  # a completed task's pinned commit went with its merge
-            await self.orch.git.delete_ref(task_ref(task_id))
+            await self.session.git.delete_ref(task_ref(task_id))
         if worker.worktree is not None:
             await self.worktrees.release(worker.worktree)
 
@@ -356,9 +367,9 @@ class Dispatcher:
         starting = task.status == "pending" or task.base_commit is None
         worker.resumed = not starting
         if not isolated:
-            workspace = TaskWorkspace(self.orch.repo_root, self.orch.git)
+            workspace = TaskWorkspace(self.session.repo_root, self.session.git)
             if starting:
-                base = await self.orch.git.ensure_base_commit()
+                base = await self.session.git.ensure_base_commit()
                 self._record_start(task, base, None)
                 await self._unpark(workspace, task_id)
             return workspace
@@ -366,7 +377,7 @@ class Dispatcher:
             # The branch moves only by our own merges: the last one known is the current base (and if
             # someone else moved it, the merge replays onto whatever HEAD really is).
             if self._main_head is None:
-                self._main_head = await self.orch.git.ensure_base_commit()
+                self._main_head = await self.session.git.ensure_base_commit()
             base = self._main_head
             worker.worktree = await self.worktrees.claim(task_id, base)
             self._record_start(task, base, worker.worktree.path)
@@ -374,7 +385,7 @@ class Dispatcher:
             worker.worktree = await self._resumed_worktree(task)
             if worker.worktree is None:
                 return None
-        git = GitRepo(worker.worktree.path, like=self.orch.git)
+        git = GitRepo(worker.worktree.path, like=self.session.git)
         workspace = TaskWorkspace(worker.worktree.path, git, isolated=True)
         if starting:
             await self._unpark(workspace, task_id)
@@ -382,18 +393,18 @@ class Dispatcher:
 
     async def _unpark(self, workspace: TaskWorkspace, task_id: str) -> None:
         """A task retried after a block continues from its last change, kept when it was blocked."""
-        applied = await unpark_change(workspace, task_id, self.orch.git)
+        applied = await unpark_change(workspace, task_id, self.session.git)
         if applied is not None:
             how = "" if applied else " (with conflict markers where the code moved on)"
-            self.orch.emit(ProgressEvent("note", f"continuing from its last change{how}", task_id))
+            self.session.emit(ProgressEvent("note", f"continuing from its last change{how}", task_id))
 
     def _record_start(self, task: Task, base: str, worktree: Path | None) -> None:
-        relative = self.orch.paths.relative(worktree) if worktree else None
+        relative = self.session.paths.relative(worktree) if worktree else None
         self.pm.update_task_status(task.id, "in_progress", base_commit=base, worktree=relative)
         self.pm.record_phase_baseline(task.phase_id, base)
         if self.speculative:
             self._changed.set()  # an in-flight parent is what a speculative child waits for
-        self.orch.emit(
+        self.session.emit(
             ProgressEvent(
                 "task_started",
                 f"started {task.title}",
@@ -406,18 +417,18 @@ class Dispatcher:
 
     async def _resumed_worktree(self, task: Task) -> Worktree | None:
         """The worktree a resumed task recorded; a vanished one re-queues the task (nothing merged yet)."""
-        path = self.orch.repo_root / task.worktree if task.worktree else None
+        path = self.session.repo_root / task.worktree if task.worktree else None
         if path is not None and task.base_commit is not None and (path / ".git").exists():
             return self.worktrees.adopt(path, task.base_commit)
         self.pm.revert_task_to_pending(task.id, "its worktree was lost; the task starts again")
-        self.orch.emit(ProgressEvent("note", "worktree lost: the task starts again", task.id))
+        self.session.emit(ProgressEvent("note", "worktree lost: the task starts again", task.id))
         return None
 
     async def _review_phases(self) -> None:
         """Review phases that reached their end checkpoint (from the loop only: it may call an agent)."""
         if self._review_due:
             self._review_due = False
-            await review_finished_phases(self.orch)
+            await review_finished_phases(self.session)
 
     def _context(self, task_id: str, workspace: TaskWorkspace, *, resumed: bool) -> TaskContext:
         async def wait_for_parent() -> None:
@@ -441,7 +452,7 @@ class Dispatcher:
         if task.commit is not None:
             self._main_head = task.commit
         await self._checkpoint_phases()
-        if not isinstance(self.worktrees, WorktreePool):  # a pooled worktree is recycled first (quick)
+        if not self.worktrees.recycles:  # a pooled worktree is recycled first (quick)
             self.workers.pop(task.id, None)
             self._notify(task.id)
 
@@ -455,7 +466,7 @@ class Dispatcher:
         for phase in self.pm.phase_progress():
             if phase.end_checkpoint_commit is not None or not phase.finished:
                 continue
-            head = head or await self.orch.git.ensure_base_commit()
+            head = head or await self.session.git.ensure_base_commit()
             if self.pm.record_phase_checkpoint(phase.phase_id, head):
                 self._review_due = True
                 _log.info("dispatcher.phase_checkpoint", phase_id=phase.phase_id, commit=head)
@@ -464,9 +475,9 @@ class Dispatcher:
 
     def _adopt_speculations(self) -> None:
         """After a resume: an in-flight task whose parent is unfinished was started speculatively."""
-        for task_id in self.pm.task_ids_with_status(*MID_FLIGHT):
+        for task_id in self.pm.task_ids_with_status(*IN_FLIGHT_STATUSES):
             task = self.pm.get_task(task_id)
-            unfinished = [dep for dep in task.depends_on if self.pm.get_task(dep).status not in _DONE]
+            unfinished = [dep for dep in task.depends_on if self.pm.get_task(dep).status not in DONE_STATUSES]
             if unfinished:
                 self.speculating[task_id] = unfinished[0]
 
@@ -484,7 +495,9 @@ class Dispatcher:
                 continue
             self.pm.record_event("speculative_started", {"task_id": child.id, "parent_task_id": parent})
             _log.info("dispatcher.speculative_started", task_id=child.id, parent=parent)
-            self.orch.emit(ProgressEvent("note", f"started speculatively before {parent} finished", child.id))
+            self.session.emit(
+                ProgressEvent("note", f"started speculatively before {parent} finished", child.id)
+            )
             self.speculating[child.id] = parent
             busy_phases.add(child.phase_id)
             self._start(child.id)
@@ -493,7 +506,7 @@ class Dispatcher:
         """Confirm speculations whose parent completed; roll back those whose parent failed an attempt."""
         for child, parent_id in list(self.speculating.items()):
             parent = self.pm.get_task(parent_id)
-            if parent.status in _DONE:
+            if parent.status in DONE_STATUSES:
                 del self.speculating[child]
                 self.pm.record_event("speculative_committed", {"task_id": child, "parent_task_id": parent_id})
                 _log.info("dispatcher.speculative_committed", task_id=child, parent=parent_id)
@@ -512,7 +525,7 @@ class Dispatcher:
     async def _roll_back(self, child: str, reason: str, worker: _Worker) -> None:
         """Discard a cancelled speculative child's work and re-queue it (best effort, idempotent)."""
         try:
-            await self.orch.git.delete_ref(task_ref(child))
+            await self.session.git.delete_ref(task_ref(child))
             if worker.worktree is not None:
                 await self.worktrees.release(worker.worktree)
         except Exception:
@@ -525,7 +538,7 @@ class Dispatcher:
             "speculative_rolled_back", {"task_id": child, "parent_task_id": parent, "reason": reason}
         )
         _log.warning("dispatcher.speculative_rolled_back", task_id=child, parent=parent, reason=reason)
-        self.orch.emit(ProgressEvent("note", f"speculation rolled back: {reason}", child, ok=False))
+        self.session.emit(ProgressEvent("note", f"speculation rolled back: {reason}", child, ok=False))
 
     def _in_plan_order(self, task_ids: Iterable[str]) -> list[str]:
         wanted = set(task_ids)

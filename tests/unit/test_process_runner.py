@@ -10,7 +10,7 @@ import anyio
 import pytest
 from support.processes import live_group_members
 
-from autodev.adapters.process import ProcessSpec, ProcessStartError, run_process
+from autodev.process_runner import ProcessSpec, ProcessStartError, run_process
 
 
 def _spec(code: str, tmp_path: Path, **kwargs: object) -> ProcessSpec:

@@ -62,7 +62,10 @@ async def run_git(
 
     A thread rather than an event-loop subprocess: the loop stays free while many tasks run git at once
     (measured about a third faster here), and a cancelled caller waits for the short git command to end
-    instead of killing it half way through writing its index or a ref. ``timeout_s`` still kills it.
+    instead of killing it half way through writing its index or a ref. ``timeout_s`` still kills it. For the
+    same reason git runs in a process group of its own: the Ctrl-C a terminal sends to AutoDev's group
+    reaches AutoDev, which stops in order, and not git half way through a write (it died of the SIGINT, and
+    the task it worked for was blocked for "git failed").
     """
     command = ["git", *HARDENED_CONFIG, *_without_drivers(args)]
 
@@ -76,6 +79,7 @@ async def run_git(
             capture_output=True,
             timeout=timeout_s,
             check=False,
+            process_group=0,
         )
 
     try:

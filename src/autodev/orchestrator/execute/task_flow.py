@@ -48,13 +48,30 @@ from autodev.errors import (
 )
 from autodev.guardrails.errors import LoopDetectedError
 from autodev.logging import get_logger
-from autodev.orchestrator.delegate import DelegationRequest, delegate, landed_commits
+from autodev.orchestrator.delegate import DelegationRequest, delegate
 from autodev.orchestrator.delegation_envelope import DelegationAction, DelegationEnvelope
 from autodev.orchestrator.events import ProgressEvent
-from autodev.orchestrator.git import GitRepo, WorkingDiff
 from autodev.orchestrator.submodules import submodules_touched
 from autodev.orchestrator.text import clip
-from autodev.orchestrator.workspace import (
+from autodev.orchestrator.tournaments.impl import run_impl_tournament
+from autodev.qa import GateResult
+from autodev.qa.gates import GateName, GateRun
+from autodev.state.evidence import read_evidence
+from autodev.state.schemas import (
+    CoderEvidence,
+    CommandRun,
+    CriticEvidence,
+    Evidence,
+    GateCheck,
+    GateEvidence,
+    ReviewEvidence,
+    Task,
+    TestEvidence,
+    TestRunCounts,
+)
+from autodev.state.vocabulary import IN_FLIGHT_STATUSES, TERMINAL_STATUSES
+from autodev.workspace.git import GitRepo, WorkingDiff
+from autodev.workspace.integration import (
     Integrated,
     TaskWorkspace,
     commit_message,
@@ -64,29 +81,11 @@ from autodev.orchestrator.workspace import (
     rebase_after_conflict,
     task_ref,
 )
-from autodev.qa import GateResult
-from autodev.qa.gates import GateName, GateRun
-from autodev.state.evidence import read_evidence
-from autodev.state.schemas import (
-    TERMINAL_STATUSES,
-    CoderEvidence,
-    CommandRun,
-    CriticEvidence,
-    Evidence,
-    GateCheck,
-    GateEvidence,
-    ReviewEvidence,
-    Task,
-    TaskStatus,
-    TestEvidence,
-    TestRunCounts,
-)
 
 if TYPE_CHECKING:
-    from autodev.orchestrator.core import Orchestrator
+    from autodev.orchestrator.run_context import RunContext
 
 __all__ = [
-    "MID_FLIGHT",
     "PlanNotApprovedError",
     "TaskContext",
     "WorkingTreeDirtyError",
@@ -94,7 +93,6 @@ __all__ = [
     "block_task",
     "check_working_tree",
     "execute_task",
-    "run_execute_phase",
 ]
 
 _log = get_logger("autodev.execute_phase")
@@ -102,14 +100,6 @@ _log = get_logger("autodev.execute_phase")
 # How much of a diff or of tool output goes into an agent's prompt; the evidence files keep everything.
 PROMPT_DIFF_CHARS = 60_000
 PROMPT_OUTPUT_CHARS = 4_000
-MID_FLIGHT: tuple[TaskStatus, ...] = (
-    "in_progress",
-    "coded",
-    "auto_gated",
-    "reviewed",
-    "tested",
-    "tournamented",
-)
 _FILE_GATES: tuple[GateName, ...] = ("syntax", "lint", "secretscan")
 
 
@@ -180,74 +170,25 @@ def _agent_failure(role: str, result: AgentResult, *, own: bool = False) -> Step
     return StepFailure((f"{label} call failed ({kind}): {message}",), role=role if own else None)
 
 
-# --- entry point -----------------------------------------------------------------------------------------
-
-
-async def run_execute_phase(orch: Orchestrator, task_id: str | None = None) -> list[Task]:
-    """Process every runnable task in dependency order (or only ``task_id``); return their final states."""
-    from autodev.orchestrator.dispatcher import Dispatcher
-
-    pm = orch.plan_manager
-    plan = pm.plan
-    if plan.metadata.get("requires_approval") and not pm.plan_approved:
-        raise PlanNotApprovedError(
-            f"plan {plan.plan_id} waits for approval; review it with `autodev status`, then run "
-            "`autodev approve` and `autodev execute`"
-        )
-    await check_working_tree(orch)
-    # A run resumed after an agent (or anyone) rewrote the branch must not build on top of it unnoticed.
-    await orch.agent_watch.check_landed(landed_commits(orch))
-    if task_id is not None:
-        _check_runnable(orch, task_id)
-    preflight = await orch.preflight()
-    pm.record_session(orch.session_id)
-    record = preflight.record()
-    if record is not None and pm.record_baseline(record) and preflight.preexisting_failures():
-        failing = preflight.preexisting_failures()
-        orch.emit(
-            ProgressEvent(
-                "note",
-                f"{len(failing)} check(s) fail on the base commit already; not blamed on any task",
-                details=tuple(failing[:20]),
-            )
-        )
-    _cascade_existing_blocks(orch)
-    orch.emit(ProgressEvent("phase", f"execute phase: {plan.title or plan.plan_id}"))
-    _log.info("orchestrator.execute.start", task_id=task_id)
-    try:
-        processed = await Dispatcher(orch, only_task=task_id).run()
-    finally:
-        await (await orch.change_checks()).close()
-    pm.checkpoint()
-    final = [pm.get_task(tid) for tid in processed]
-    _log.info(
-        "orchestrator.execute.done",
-        processed=len(final),
-        complete=sum(t.status == "complete" for t in final),
-        blocked=sum(t.status == "blocked" for t in final),
-    )
-    return final
-
-
-async def check_working_tree(orch: Orchestrator) -> None:
+async def check_working_tree(session: RunContext) -> None:
     """Refuse to start on uncommitted user changes (they would end up in the first task's commit)."""
-    manager = orch.plan_manager
+    manager = session.plan_manager
     if manager.has_plan and any(
         (task := manager.get_task(tid)).worktree is None and task.base_commit is not None
-        for tid in manager.task_ids_with_status(*MID_FLIGHT)
+        for tid in manager.task_ids_with_status(*IN_FLIGHT_STATUSES)
     ):
         return  # a task is mid-flight in the main tree: the uncommitted changes are its own work
-    if not await orch.git.is_clean() and not await _only_a_merge_cut_short(orch):
+    if not await session.git.is_clean() and not await _only_a_merge_cut_short(session):
         raise WorkingTreeDirtyError(
-            f"{orch.repo_root} has uncommitted changes; commit or stash them first, so that each task's "
+            f"{session.repo_root} has uncommitted changes; commit or stash them first, so that each task's "
             "change and commit contain only that task's work"
         )
 
 
-async def _only_a_merge_cut_short(orch: Orchestrator) -> bool:
+async def _only_a_merge_cut_short(session: RunContext) -> bool:
     """Whether every uncommitted change in the main tree is a file a task at its merge step changes: what a
     fast-forward stopped half way (a kill, a full disk) leaves behind, and the merge repairs."""
-    manager = orch.plan_manager
+    manager = session.plan_manager
     if not manager.has_plan:
         return False
     merged: set[str] = set()
@@ -255,48 +196,22 @@ async def _only_a_merge_cut_short(orch: Orchestrator) -> bool:
         task = manager.get_task(task_id)
         if task.worktree is None or task.base_commit is None:
             continue
-        if not await anyio.Path(orch.repo_root / task.worktree).is_dir():
+        if not await anyio.Path(session.repo_root / task.worktree).is_dir():
             continue
-        copy = GitRepo(orch.repo_root / task.worktree, like=orch.git)
+        copy = GitRepo(session.repo_root / task.worktree, like=session.git)
         head = await copy.head()
         if head is not None and head != task.base_commit:
             merged.update(await copy.changed_paths(task.base_commit, head))
-    return bool(merged) and set(await orch.git.dirty_paths()) <= merged
-
-
-def _cascade_existing_blocks(orch: Orchestrator) -> None:
-    """Block dependents of tasks already blocked (a run killed mid-escalation may have left them pending)."""
-    pm = orch.plan_manager
-    for blocked_id in pm.task_ids_with_status("blocked"):
-        reason = pm.get_task(blocked_id).blocked_reason or "blocked"
-        pm.mark_blocked_descendants(blocked_id, reason)
-
-
-def _check_runnable(orch: Orchestrator, task_id: str) -> None:
-    task = orch.plan_manager.get_task(task_id)
-    if task.status == "blocked":
-        raise AutodevError(
-            f"task {task_id} is blocked ({task.blocked_reason}); fix the cause, then "
-            f"`autodev retry {task_id}`"
-        )
-    waiting = [
-        dep
-        for dep in task.depends_on
-        if orch.plan_manager.get_task(dep).status not in ("complete", "skipped")
-    ]
-    if waiting and task.status == "pending":
-        raise AutodevError(
-            f"task {task_id} depends on unfinished task(s) {', '.join(waiting)}; run those first"
-        )
+    return bool(merged) and set(await session.git.dirty_paths()) <= merged
 
 
 # --- one task --------------------------------------------------------------------------------------------
 
 
-async def execute_task(orch: Orchestrator, task_id: str, ctx: TaskContext) -> None:
+async def execute_task(session: RunContext, task_id: str, ctx: TaskContext) -> None:
     """Run one started task (status past pending) from its recorded step until it is terminal."""
-    pm = orch.plan_manager
-    steps: dict[str, Callable[[Orchestrator, Task, TaskContext], Awaitable[StepFailure | None]]] = {
+    pm = session.plan_manager
+    steps: dict[str, Callable[[RunContext, Task, TaskContext], Awaitable[StepFailure | None]]] = {
         "in_progress": _developer_step,
         "coded": _gates_step,
         "auto_gated": _review_step,
@@ -304,21 +219,21 @@ async def execute_task(orch: Orchestrator, task_id: str, ctx: TaskContext) -> No
         "tested": _tournament_step,
         "tournamented": _complete_step,
     }
-    limit = orch.config.qa_retry_limit
+    limit = session.config.qa_retry_limit
     while True:
         task = pm.get_task(task_id)
         if task.status in TERMINAL_STATUSES:
             return
         if task.retry_count >= limit:
-            await _escalate(orch, task, ctx)
+            await _escalate(session, task, ctx)
             return
         try:
-            failure = await steps[task.status](orch, task, ctx)
+            failure = await steps[task.status](session, task, ctx)
         except LoopDetectedError as exc:
-            await block_and_park(orch, task_id, f"loop_detected: {exc.message}", ctx)
+            await block_and_park(session, task_id, f"loop_detected: {exc.message}", ctx)
             return
         except GuardrailExceededError as exc:
-            await block_and_park(orch, task_id, f"guardrail: {exc.message}", ctx)
+            await block_and_park(session, task_id, f"guardrail: {exc.message}", ctx)
             return
         if failure is None:
             continue
@@ -337,7 +252,7 @@ async def execute_task(orch: Orchestrator, task_id: str, ctx: TaskContext) -> No
             "execute_phase.retry", task_id=task_id, retry=count, reason=failure.summary, role=failure.role
         )
         again = f"; the {failure.role.replace('_', ' ')} tries again" if failure.role else ""
-        orch.emit(
+        session.emit(
             ProgressEvent(
                 "retry",
                 f"attempt {count} failed: {failure.summary}{again}",
@@ -355,42 +270,42 @@ def count_below(task: Task, limit: int) -> bool:
     return task.retry_count + 1 < limit
 
 
-def block_task(orch: Orchestrator, task_id: str, reason: str, ctx: TaskContext | None = None) -> None:
+def block_task(session: RunContext, task_id: str, reason: str, ctx: TaskContext | None = None) -> None:
     """Block ``task_id`` and every task depending on it, with ``reason``."""
-    pm = orch.plan_manager
+    pm = session.plan_manager
     pm.update_task_status(task_id, "blocked", reason=reason)
     blocked = pm.mark_blocked_descendants(task_id, reason)
     if ctx is not None:
         ctx.on_change(task_id)
     _log.warning("execute_phase.task_blocked", task_id=task_id, reason=reason, descendants=blocked)
-    orch.emit(ProgressEvent("task_finished", f"blocked: {reason}", task_id, "blocked", ok=False))
+    session.emit(ProgressEvent("task_finished", f"blocked: {reason}", task_id, "blocked", ok=False))
     for child in blocked:
-        orch.emit(
+        session.emit(
             ProgressEvent("task_finished", f"blocked: depends on {task_id}", child, "blocked", ok=False)
         )
 
 
-async def block_and_park(orch: Orchestrator, task_id: str, reason: str, ctx: TaskContext) -> None:
+async def block_and_park(session: RunContext, task_id: str, reason: str, ctx: TaskContext) -> None:
     """Block the task (and its dependents), then keep its last change aside (``workspace.park_change``)."""
-    task = orch.plan_manager.get_task(task_id)
-    block_task(orch, task_id, reason, ctx)
+    task = session.plan_manager.get_task(task_id)
+    block_task(session, task_id, reason, ctx)
     oversized: list[str] = []
     if task.base_commit is not None:
         added = await ctx.workspace.git.added_bytes(task.base_commit)
-        limit = orch.config.guardrails.max_file_bytes
+        limit = session.config.guardrails.max_file_bytes
         oversized = sorted(path for path, size in added.items() if size > limit)
-    kept = await park_change(ctx.workspace, task, orch.git, set_aside=oversized)
+    kept = await park_change(ctx.workspace, task, session.git, set_aside=oversized)
     if oversized:
-        orch.emit(
+        session.emit(
             ProgressEvent(
                 "note",
                 f"files over guardrails.max_file_bytes are not kept in git but moved to "
-                f"{orch.paths.state_dir / 'oversized' / task_id}: {', '.join(oversized[:5])}",
+                f"{session.paths.state_dir / 'oversized' / task_id}: {', '.join(oversized[:5])}",
                 task_id,
             )
         )
     if kept is not None:
-        orch.emit(
+        session.emit(
             ProgressEvent(
                 "note", f"its last change is kept: git show {kept[:10]} (autodev retry {task_id})", task_id
             )
@@ -433,12 +348,12 @@ def _request(
     )
 
 
-async def _agent(orch: Orchestrator, task: Task, request: DelegationRequest) -> AgentResult:
-    orch.emit(
+async def _agent(session: RunContext, task: Task, request: DelegationRequest) -> AgentResult:
+    session.emit(
         ProgressEvent("step_started", f"{request.role} working", task.id, request.step, request.attempt)
     )
-    result = await delegate(orch, request)
-    orch.emit(
+    result = await delegate(session, request)
+    session.emit(
         ProgressEvent(
             "step_finished",
             f"{request.role} {'done' if result.success else 'failed'}",
@@ -452,10 +367,10 @@ async def _agent(orch: Orchestrator, task: Task, request: DelegationRequest) -> 
     return result
 
 
-async def _oversized(orch: Orchestrator, task: Task, ctx: TaskContext) -> str | None:
+async def _oversized(session: RunContext, task: Task, ctx: TaskContext) -> str | None:
     """Why the working copy's change is too big to stage at all (None when it is not)."""
     assert task.base_commit is not None
-    return orch.guardrails.change_size_problem(await ctx.workspace.git.added_bytes(task.base_commit))
+    return session.guardrails.change_size_problem(await ctx.workspace.git.added_bytes(task.base_commit))
 
 
 async def _current_diff(task: Task, ctx: TaskContext) -> WorkingDiff:
@@ -464,17 +379,17 @@ async def _current_diff(task: Task, ctx: TaskContext) -> WorkingDiff:
     return await ctx.workspace.git.diff_against(task.base_commit)
 
 
-def _recorded(orch: Orchestrator, task_id: str, kind: str, attempt: int | None = None) -> Evidence | None:
+def _recorded(session: RunContext, task_id: str, kind: str, attempt: int | None = None) -> Evidence | None:
     """The latest evidence of ``kind`` recorded for the task (of ``attempt`` only, when given)."""
     refs = [
         ref
-        for ref in orch.plan_manager.evidence_for(task_id)
+        for ref in session.plan_manager.evidence_for(task_id)
         if ref.kind == kind and (attempt is None or ref.attempt == attempt)
     ]
     if not refs:
         return None
     try:
-        return read_evidence(orch.repo_root / refs[-1].path)
+        return read_evidence(session.repo_root / refs[-1].path)
     except EvidenceError:
         return None
 
@@ -513,13 +428,13 @@ def _repair_instruction(problem: str, previous: str) -> str:
 # --- the steps -------------------------------------------------------------------------------------------
 
 
-async def _developer_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> StepFailure | None:
+async def _developer_step(session: RunContext, task: Task, ctx: TaskContext) -> StepFailure | None:
     issues = _own_issues(task, "developer")
     extra = _issues_block("THE PREVIOUS ATTEMPT FAILED. Fix these problems first:", issues) if issues else ""
     request = _request(task, "developer", "develop", _envelope(task, "developer", "implement"), ctx, extra)
-    result = await _agent(orch, task, request)
-    pm = orch.plan_manager
-    refused = await _oversized(orch, task, ctx)
+    result = await _agent(session, task, request)
+    pm = session.plan_manager
+    refused = await _oversized(session, task, ctx)
     touched = submodules_touched(ctx.workspace.root, await ctx.workspace.git.dirty_paths())
     if touched:
         # git shows the parent repository no change for files edited inside a submodule: refuse, never drop.
@@ -544,7 +459,7 @@ async def _developer_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> S
         )
         return StepFailure((refused,))
     diff = await _current_diff(task, ctx)
-    orch.guardrails.check_diff(task.id, diff.size_bytes)
+    session.guardrails.check_diff(task.id, diff.size_bytes)
     pm.record_evidence(
         CoderEvidence(
             task_id=task.id,
@@ -650,16 +565,16 @@ def _gate_evidence(task: Task, attempt: int, run: GateRun, files: Sequence[str])
     )
 
 
-async def _gates_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> StepFailure | None:
+async def _gates_step(session: RunContext, task: Task, ctx: TaskContext) -> StepFailure | None:
     diff = ctx.developer_diff or await _current_diff(task, ctx)
     attempt = task.retry_count + 1
-    orch.emit(ProgressEvent("step_started", "QA gates running", task.id, "gates", attempt))
-    checks = await orch.change_checks()
+    session.emit(ProgressEvent("step_started", "QA gates running", task.id, "gates", attempt))
+    checks = await session.change_checks()
     assert task.base_commit is not None  # _current_diff checked it
     run = await checks.check(ctx.workspace.root, ctx.workspace.git, task.base_commit, diff.files)
     evidence = _gate_evidence(task, attempt, run, diff.files)
-    orch.plan_manager.record_evidence(evidence)
-    orch.emit(
+    session.plan_manager.record_evidence(evidence)
+    session.emit(
         ProgressEvent(
             "step_finished",
             "QA gates " + ", ".join(f"{r.gate}={r.status}" for r in run.results),
@@ -672,13 +587,13 @@ async def _gates_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> StepF
     _stop_on_environment(task, run.results)
     if not evidence.passed:
         return StepFailure(tuple(_gate_issue(result) for result in run.results if not result.acceptable))
-    orch.plan_manager.update_task_status(task.id, "auto_gated")
+    session.plan_manager.update_task_status(task.id, "auto_gated")
     return None
 
 
-async def _review_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> StepFailure | None:
+async def _review_step(session: RunContext, task: Task, ctx: TaskContext) -> StepFailure | None:
     attempt = task.retry_count + 1
-    prior = _recorded(orch, task.id, "review", attempt)
+    prior = _recorded(session, task.id, "review", attempt)
     repair_of = None
     if isinstance(prior, ReviewEvidence) and prior.problem and prior.repair_of is None:
         repair_of = prior.problem  # a malformed first reply was recorded: this call is its repair turn
@@ -692,19 +607,19 @@ async def _review_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> Step
             "skip, xfail or deselect tests, or change how they are collected or how they end, unless the "
             "task asks for exactly that."
         )
-    extra += await _since_last_review(orch, task, ctx, tree)
+    extra += await _since_last_review(session, task, ctx, tree)
     previous = prior.output_text if isinstance(prior, ReviewEvidence) else ""
     extra += _own_failures(
         task, "reviewer", "YOUR PREVIOUS REVIEW OF THIS TASK COULD NOT BE USED:", repair_of, previous
     )
     step = "review-repair" if repair_of else "review"
     request = _request(task, "reviewer", step, _envelope(task, "reviewer", "review"), ctx, extra)
-    result = await _agent(orch, task, request)
+    result = await _agent(session, task, request)
     if not result.success:
         return _agent_failure("reviewer", result, own=True)
     parsed = parse_review_verdict(result.text)
     problem = None if parsed else review_problem(result.text)
-    orch.plan_manager.record_evidence(
+    session.plan_manager.record_evidence(
         ReviewEvidence(
             task_id=task.id,
             attempt=request.attempt,
@@ -723,10 +638,10 @@ async def _review_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> Step
     )
     if parsed is None:
         if repair_of is None:
-            orch.emit(
+            session.emit(
                 ProgressEvent("note", "the reviewer's reply has no VERDICT line: one repair turn", task.id)
             )
-            return await _review_step(orch, orch.plan_manager.get_task(task.id), ctx)
+            return await _review_step(session, session.plan_manager.get_task(task.id), ctx)
         return StepFailure(
             (f"the reviewer's reply has no 'VERDICT:' line, also after a repair turn ({repair_of})",),
             role="reviewer",
@@ -735,18 +650,18 @@ async def _review_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> Step
         issues = parsed.issues or (f"the reviewer said {parsed.verdict} without listing issues",)
         return StepFailure(tuple(f"reviewer ({parsed.verdict}): {issue}" for issue in issues))
     ctx.developer_diff = None  # the test engineer adds files next: the diff is no longer the tree's
-    orch.plan_manager.update_task_status(task.id, "reviewed")
+    session.plan_manager.update_task_status(task.id, "reviewed")
     return None
 
 
-async def _since_last_review(orch: Orchestrator, task: Task, ctx: TaskContext, tree: str) -> str:
+async def _since_last_review(session: RunContext, task: Task, ctx: TaskContext, tree: str) -> str:
     """On a later attempt: the reviewer's own earlier issues and what changed since it last looked."""
     attempt = task.retry_count + 1
     earlier = next(
         (
             evidence
             for number in range(attempt - 1, 0, -1)
-            if isinstance(evidence := _recorded(orch, task.id, "review", number), ReviewEvidence)
+            if isinstance(evidence := _recorded(session, task.id, "review", number), ReviewEvidence)
             and evidence.verdict is not None
         ),
         None,
@@ -793,19 +708,19 @@ def _test_run_instruction(argv: Sequence[str], cwd: str) -> str:
     )
 
 
-async def _test_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> StepFailure | None:
-    pm = orch.plan_manager
+async def _test_step(session: RunContext, task: Task, ctx: TaskContext) -> StepFailure | None:
+    pm = session.plan_manager
     attempt = task.retry_count + 1
-    prior = _recorded(orch, task.id, "test", attempt)
+    prior = _recorded(session, task.id, "test", attempt)
     repair_of = None
     if isinstance(prior, TestEvidence) and prior.problem and prior.repair_of is None:
         repair_of = prior.problem
-    checks = await orch.change_checks()
+    checks = await session.change_checks()
     assert task.base_commit is not None
     root, git = ctx.workspace.root, ctx.workspace.git
-    gates = _recorded(orch, task.id, "gates")
+    gates = _recorded(session, task.id, "gates")
     developer_tree = gates.tree if isinstance(gates, GateEvidence) else None
-    planned = _planned_test_argv(orch, checks.environment)
+    planned = _planned_test_argv(session, checks.environment)
     extra = _test_run_instruction(planned, str(root))
     previous = prior.output_text if isinstance(prior, TestEvidence) else ""
     extra += _own_failures(
@@ -813,18 +728,18 @@ async def _test_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> StepFa
     )
     step = "test-repair" if repair_of else "test"
     request = _request(task, "test_engineer", step, _envelope(task, "test_engineer", "test"), ctx, extra)
-    result = await _agent(orch, task, request)
+    result = await _agent(session, task, request)
     if not result.success:
         return _agent_failure("test_engineer", result, own=True)
     claim = parse_test_results(result.text)
-    too_big = await _oversized(orch, task, ctx)
+    too_big = await _oversized(session, task, ctx)
     if too_big is not None:
         return StepFailure((too_big,), role="test_engineer")
     diff = await _current_diff(task, ctx)
-    orch.guardrails.check_diff(task.id, diff.size_bytes)
+    session.guardrails.check_diff(task.id, diff.size_bytes)
     now = await git.snapshot_tree()
     added = await git.changed_between(developer_tree, now) if developer_tree else list(diff.files)
-    orch.emit(ProgressEvent("step_started", "AutoDev checks the tests itself", task.id, "verify", attempt))
+    session.emit(ProgressEvent("step_started", "AutoDev checks the tests itself", task.id, "verify", attempt))
     run = await checks.check(root, git, task.base_commit, added, only=(*_FILE_GATES, "test"))
     tests = next((r for r in run.results if r.gate == "test"), None)
     counts = TestRunCounts.model_validate(tests.counts.model_dump()) if tests and tests.counts else None
@@ -867,7 +782,7 @@ async def _test_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> StepFa
     pm.record_evidence(evidence)
     _stop_on_environment(task, run.results)
     if outside:
-        orch.emit(
+        session.emit(
             ProgressEvent(
                 "note",
                 f"the test engineer changed files outside the task: {', '.join(outside[:10])}",
@@ -880,10 +795,10 @@ async def _test_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> StepFa
         return StepFailure((f"the tests do not pass when AutoDev runs them ({status}): {detail}",))
     if problem is not None:
         if repair_of is None:
-            orch.emit(
+            session.emit(
                 ProgressEvent("note", f"the test engineer's reply: {problem}; one repair turn", task.id)
             )
-            return await _test_step(orch, pm.get_task(task.id), ctx)
+            return await _test_step(session, pm.get_task(task.id), ctx)
         return StepFailure(
             (f"the test engineer's reply could not be used, also after a repair turn: {problem}",),
             role="test_engineer",
@@ -892,11 +807,11 @@ async def _test_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> StepFa
     return None
 
 
-def _planned_test_argv(orch: Orchestrator, environment: object) -> list[str]:
+def _planned_test_argv(session: RunContext, environment: object) -> list[str]:
     """The test command the gate will run, for the test engineer's prompt (the evidence has the real one)."""
     from autodev.qa.environment import ProjectEnvironment
 
-    configured = orch.config.qa_gates.test.command
+    configured = session.config.qa_gates.test.command
     if configured is not None:
         return list(configured)
     if isinstance(environment, ProjectEnvironment):
@@ -904,16 +819,17 @@ def _planned_test_argv(orch: Orchestrator, environment: object) -> list[str]:
     return []
 
 
-async def _tournament_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> StepFailure | None:
-    await orch.impl_tournament_hook(task, ctx.workspace)
+async def _tournament_step(session: RunContext, task: Task, ctx: TaskContext) -> StepFailure | None:
+    if session.config.tournaments.impl.enabled and not session.disable_impl_tournament:
+        await run_impl_tournament(session, task, ctx.workspace.root, ctx.workspace.git)
     checked = task.checked_tree
-    if checked is not None and orch.config.tournaments.impl.enabled:
+    if checked is not None and session.config.tournaments.impl.enabled:
         now = await ctx.workspace.git.snapshot_tree()
         if now != checked:
             # A variant won and replaced the change: it is checked like any change before it is committed.
             assert task.base_commit is not None
             diff = await _current_diff(task, ctx)
-            checks = await orch.change_checks()
+            checks = await session.change_checks()
             run = await checks.check(ctx.workspace.root, ctx.workspace.git, task.base_commit, diff.files)
             _stop_on_environment(task, run.results)
             failing = [result for result in run.results if not result.acceptable]
@@ -921,7 +837,7 @@ async def _tournament_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> 
                 issues = tuple(_gate_issue(result) for result in failing)
                 return StepFailure(("the tournament's winning change fails the gates", *issues))
             checked = run.tree
-    orch.plan_manager.update_task_status(task.id, "tournamented", checked_tree=checked)
+    session.plan_manager.update_task_status(task.id, "tournamented", checked_tree=checked)
     return None
 
 
@@ -939,13 +855,13 @@ async def _unchecked_changes(task: Task, ctx: TaskContext, tree: str) -> StepFai
     )
 
 
-async def _complete_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> StepFailure | None:
+async def _complete_step(session: RunContext, task: Task, ctx: TaskContext) -> StepFailure | None:
     git = ctx.workspace.git
-    pm = orch.plan_manager
+    pm = session.plan_manager
     assert task.base_commit is not None
     if ctx.workspace.isolated:
         await ctx.before_integration()
-        orch.emit(ProgressEvent("step_started", "merging", task.id, "merge", task.retry_count + 1))
+        session.emit(ProgressEvent("step_started", "merging", task.id, "merge", task.retry_count + 1))
         change = await commit_task(ctx.workspace, task, resumed=ctx.resumed)
         unchecked = await _unchecked_changes(task, ctx, await git.tree_of(change.commit))
         if unchecked is not None:
@@ -954,12 +870,12 @@ async def _complete_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> St
             await git.delete_ref(task_ref(task.id))
             return unchecked
         async with ctx.integration_lock:
-            outcome = await integrate(orch, ctx.workspace, task, change)
+            outcome = await integrate(session.git, ctx.workspace, task, change)
             if isinstance(outcome, Integrated):
                 pm.record_patch(
-                    task.id, await orch.git.commit_patch(outcome.commit), attempt=task.retry_count + 1
+                    task.id, await session.git.commit_patch(outcome.commit), attempt=task.retry_count + 1
                 )
-                await _record_complete(orch, task, outcome.commit, ctx, pinned=outcome.pinned)
+                await _record_complete(session, task, outcome.commit, ctx, pinned=outcome.pinned)
                 return None
         applied = await rebase_after_conflict(ctx.workspace, task, outcome)
         old_patch = await git.commit_patch(outcome.commit)
@@ -981,8 +897,8 @@ async def _complete_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> St
         unchecked = await _unchecked_changes(task, ctx, await git.snapshot_tree())
         if unchecked is not None:
             return unchecked
-    if orch.config.auto_commit:
-        orch.emit(ProgressEvent("step_started", "committing", task.id, "commit", task.retry_count + 1))
+    if session.config.auto_commit:
+        session.emit(ProgressEvent("step_started", "committing", task.id, "commit", task.retry_count + 1))
         async with ctx.integration_lock:
             commit = await git.commit_all(message)
             if commit is None and committed_before:
@@ -991,26 +907,26 @@ async def _complete_step(orch: Orchestrator, task: Task, ctx: TaskContext) -> St
             if commit is not None:
                 patch = await git.range_patch(task.base_commit, commit)
                 pm.record_patch(task.id, patch, attempt=task.retry_count + 1)
-            await _record_complete(orch, task, commit, ctx)
+            await _record_complete(session, task, commit, ctx)
         return None
     async with ctx.integration_lock:
         diff = await _current_diff(task, ctx)
         pm.record_patch(task.id, diff.patch, attempt=task.retry_count + 1)
-        await _record_complete(orch, task, None, ctx)
+        await _record_complete(session, task, None, ctx)
     return None
 
 
 async def _record_complete(
-    orch: Orchestrator, task: Task, commit: str | None, ctx: TaskContext, *, pinned: bool = False
+    session: RunContext, task: Task, commit: str | None, ctx: TaskContext, *, pinned: bool = False
 ) -> None:
     """Record the task complete (under the integration lock, so a phase checkpoint taken next is exact)."""
-    orch.plan_manager.update_task_status(task.id, "complete", commit=commit)
+    session.plan_manager.update_task_status(task.id, "complete", commit=commit)
     if pinned:
-        await orch.git.delete_ref(task_ref(task.id))
+        await session.git.delete_ref(task_ref(task.id))
     if ctx.after_complete is not None:
-        await ctx.after_complete(orch.plan_manager.get_task(task.id))
+        await ctx.after_complete(session.plan_manager.get_task(task.id))
     _log.info("execute_phase.task_complete", task_id=task.id, commit=commit)
-    orch.emit(
+    session.emit(
         ProgressEvent(
             "task_finished",
             "complete" + (f" ({commit[:10]})" if commit else ""),
@@ -1021,7 +937,7 @@ async def _record_complete(
     )
 
 
-async def _escalate(orch: Orchestrator, task: Task, ctx: TaskContext) -> None:
+async def _escalate(session: RunContext, task: Task, ctx: TaskContext) -> None:
     """Retries are used up: ask the critic sounding board why, then block the task and its dependents."""
     issues: Sequence[str] = task.last_issues or ("no failure details were recorded",)
     envelope = _envelope(task, "critic_sounding_board", "critique", failures="\n".join(issues))
@@ -1036,11 +952,11 @@ async def _escalate(orch: Orchestrator, task: Task, ctx: TaskContext) -> None:
     )
     reason = f"retries exhausted after {task.retry_count} attempt(s): {issues[0].splitlines()[0]}"
     try:
-        result = await _agent(orch, task, request)
+        result = await _agent(session, task, request)
     except (GuardrailExceededError, LoopDetectedError) as exc:
         result = AgentResult.failure("is_error", exc.message)
     parsed = parse_critic_verdict(result.text) if result.success else None
-    orch.plan_manager.record_evidence(
+    session.plan_manager.record_evidence(
         CriticEvidence(
             task_id=task.id,
             attempt=request.attempt,
@@ -1059,5 +975,5 @@ async def _escalate(orch: Orchestrator, task: Task, ctx: TaskContext) -> None:
     elif not result.success:
         reason += f"; critic unavailable ({result.error.message if result.error else 'failed'})"
     _log.warning("execute_phase.retry_exhausted", task_id=task.id, retry=task.retry_count, reason=reason)
-    orch.plan_manager.mark_escalated(task.id, reason)
-    await block_and_park(orch, task.id, reason, ctx)
+    session.plan_manager.mark_escalated(task.id, reason)
+    await block_and_park(session, task.id, reason, ctx)

@@ -7,7 +7,7 @@ from pathlib import Path
 from autodev.adapters.inline import InlineAdapter
 from autodev.adapters.scripted import ScriptedAdapter
 from autodev.config import load_config
-from autodev.orchestrator.parallelism import (
+from autodev.orchestrator.execute.parallelism import (
     MEMORY_PER_AGENT_BYTES,
     available_memory_bytes,
     resolve_parallelism,

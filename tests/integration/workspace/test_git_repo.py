@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from autodev.orchestrator.git import GitError, GitRepo
 from autodev.state.paths import AutodevPaths, ensure_state_dir
+from autodev.workspace.git import GitError, GitRepo, run_git
 
 
 def _git(root: Path, *args: str) -> str:
@@ -75,3 +76,16 @@ async def test_not_a_repository_is_a_clear_error(tmp_path: Path) -> None:
     assert not await repo.is_repository()
     with pytest.raises(GitError, match="git rev-parse"):
         await repo.diff_against("HEAD")
+
+
+@pytest.mark.asyncio
+async def test_git_runs_in_a_process_group_of_its_own_so_a_terminals_ctrl_c_does_not_kill_it(
+    tmp_path: Path,
+) -> None:
+    # The alias's shell is git's child, in git's process group: its group is git's.
+    found = await run_git(
+        ["-c", "alias.group=!ps -o pgid= -p $$", "group"], cwd=tmp_path, env=os.environ, timeout_s=30
+    )
+
+    assert found.returncode == 0, found.stderr
+    assert int(found.stdout.strip()) != os.getpgrp()

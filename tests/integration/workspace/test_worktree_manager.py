@@ -8,8 +8,8 @@ import anyio
 import pytest
 from support.parallel import git as _git
 
-from autodev.orchestrator.git import GitRepo
-from autodev.orchestrator.worktree import WorktreeError, WorktreeManager
+from autodev.workspace.git import GitRepo
+from autodev.workspace.worktree import WorktreeError, WorktreeManager
 
 
 def _repo(tmp_path: Path) -> tuple[Path, str]:

@@ -7,7 +7,8 @@ its worktrees behind; ``prune_stale`` finds the ones under the manager's root an
 
 The parallel execute phase gives each in-flight task a worktree of its own: ``claim`` one at the task's base
 commit, ``release`` it when the task ends, and ``adopt`` the worktree a resumed task recorded in the ledger.
-``WorktreePool`` (``worktree_pool.py``) offers the same calls with recycled worktrees.
+``WorktreePool`` (``worktree_pool.py``) offers the same calls with recycled worktrees; both are a
+``WorkspaceProvider``, all the dispatcher knows of them.
 """
 
 from __future__ import annotations
@@ -17,13 +18,14 @@ import shutil
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import anyio
 
 from autodev.errors import AutodevError
 from autodev.logging import get_logger
-from autodev.orchestrator.git import GitError, GitRepo, WorkingDiff, run_git
-from autodev.orchestrator.worktree_setup import WorktreePreparer
+from autodev.workspace.git import GitError, GitRepo, WorkingDiff, run_git
+from autodev.workspace.worktree_setup import WorktreePreparer
 
 __all__ = ["Worktree", "WorktreeError", "WorktreeManager"]
 
@@ -55,8 +57,40 @@ def _encode(patch: str) -> bytes:
     return patch.encode("utf-8", errors="surrogateescape")
 
 
+class WorkspaceProvider(Protocol):
+    """Where parallel tasks get their worktrees: one per task (``WorktreeManager``) or a pool of them
+    recycled between tasks (``WorktreePool``). The dispatcher sees only this."""
+
+    @property
+    def recycles(self) -> bool:
+        """Whether a released worktree is reset for the next task (quick) instead of removed (slower)."""
+        ...
+
+    async def warm_up(self, workers: int) -> None:
+        """Make ready what ``workers`` tasks at once will claim, before the first starts."""
+        ...
+
+    async def claim(self, task_id: str, base: str) -> Worktree:
+        """A worktree for ``task_id`` at commit ``base``, set up as the repository's working copies are."""
+        ...
+
+    async def release(self, worktree: Worktree) -> None:
+        """The task is done with ``worktree``."""
+        ...
+
+    def adopt(self, path: Path, base: str) -> Worktree:
+        """Take over a worktree a killed run left at ``path`` (its task resumes there)."""
+        ...
+
+    async def cleanup_all(self) -> None:
+        """Remove every worktree this provider holds (the run is over)."""
+        ...
+
+
 class WorktreeManager:
     """Create, diff, apply and remove detached worktrees of ``main_repo`` under ``root_dir``."""
+
+    recycles = False
 
     def __init__(
         self,
@@ -134,6 +168,9 @@ class WorktreeManager:
             raise
         _log.info("worktree.created", name=name, base=base, patch_bytes=len(patch))
         return worktree
+
+    async def warm_up(self, workers: int) -> None:
+        """Nothing to prepare: each task's worktree is made when it is claimed."""
 
     async def claim(self, task_id: str, base: str) -> Worktree:
         """A clean detached worktree ``task-<task_id>`` at ``base`` for one task.

@@ -31,8 +31,8 @@ import anyio
 from autodev.config.schema import WorktreeSetupSettings
 from autodev.errors import EnvironmentFaultError
 from autodev.logging import get_logger
-from autodev.orchestrator.git import run_git
 from autodev.qa.runner import CheckSpec, run_check
+from autodev.workspace.git import run_git
 
 __all__ = ["WorktreePreparer", "WorktreeSetupError", "ignored_project_files", "missing_ignored_files"]
 

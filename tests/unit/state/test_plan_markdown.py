@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from autodev.errors import PlanParseError
-from autodev.orchestrator.plan_parser import (
+from autodev.state.plan_markdown import (
     compute_content_hash,
     parse_plan_markdown,
     render_plan_markdown,

@@ -10,8 +10,8 @@ import anyio
 import pytest
 from support.parallel import git as _git
 
-from autodev.orchestrator.worktree import Worktree, WorktreeError, WorktreeManager
-from autodev.orchestrator.worktree_pool import WorktreePool
+from autodev.workspace.worktree import Worktree, WorktreeError, WorktreeManager
+from autodev.workspace.worktree_pool import WorktreePool
 
 
 def _commit(root: Path, message: str) -> str:

@@ -20,14 +20,15 @@ from typing import TYPE_CHECKING, Literal
 import anyio
 
 from autodev.agents.parsing import parse_test_results
-from autodev.errors import AutodevError, GuardrailExceededError
-from autodev.guardrails.errors import BudgetExceededError, LoopDetectedError
+from autodev.errors import AutodevError
+from autodev.guardrails.errors import LoopDetectedError
 from autodev.logging import get_logger
 from autodev.orchestrator.delegate import DelegationRequest, delegate
 from autodev.orchestrator.delegation_envelope import DelegationEnvelope
 from autodev.orchestrator.events import ProgressEvent
-from autodev.orchestrator.git import GitRepo
-from autodev.orchestrator.plan_tournament_runner import (
+from autodev.orchestrator.text import clip
+from autodev.orchestrator.tournaments.plan import (
+    STOPS_THE_RUN,
     DelegateRoleClient,
     new_tournament_id,
     skip,
@@ -35,16 +36,16 @@ from autodev.orchestrator.plan_tournament_runner import (
     tournament_skip_reason,
     tournament_summary,
 )
-from autodev.orchestrator.text import clip
-from autodev.orchestrator.worktree import Worktree, WorktreeError, WorktreeManager
 from autodev.state.atomic import atomic_write_bytes
 from autodev.state.schemas import Task, TournamentEvidence
 from autodev.tournament import Candidate, EngineSettings, TournamentArtifacts, TournamentEngine
+from autodev.workspace.git import GitRepo
+from autodev.workspace.worktree import Worktree, WorktreeError, WorktreeManager
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from autodev.orchestrator.core import Orchestrator
+    from autodev.orchestrator.run_context import RunContext
 
 __all__ = ["ImplContentHandler", "prune_stale_worktrees", "run_impl_tournament"]
 
@@ -63,9 +64,9 @@ class ImplContentHandler:
     """Implements a direction in a fresh worktree and reports the variant's diff and test results."""
 
     def __init__(
-        self, orch: Orchestrator, task: Task, manager: WorktreeManager, base: str, tournament_id: str
+        self, session: RunContext, task: Task, manager: WorktreeManager, base: str, tournament_id: str
     ) -> None:
-        self.orch = orch
+        self.session = session
         self.task = task
         self.manager = manager
         self.base = base
@@ -111,13 +112,15 @@ class ImplContentHandler:
     async def _implement(
         self, variant: str, worktree: Worktree, direction: str, incumbent: Candidate[str]
     ) -> Candidate[str]:
-        self.orch.emit(ProgressEvent("note", f"tournament: developer builds variant {variant}", self.task.id))
+        self.session.emit(
+            ProgressEvent("note", f"tournament: developer builds variant {variant}", self.task.id)
+        )
         extra = (
             "THE WORKING DIRECTORY ALREADY HOLDS THE CURRENT IMPLEMENTATION OF THIS TASK. Revise it "
             f"following this direction:\n{direction.strip()}"
         )
         try:
-            developer = await delegate(self.orch, self._request("developer", worktree, extra))
+            developer = await delegate(self.session, self._request("developer", worktree, extra))
         except LoopDetectedError as exc:
             return Candidate("", incumbent.payload, variant, disqualified=f"developer: {exc.message}")
         diff = await self.manager.diff(worktree)
@@ -129,13 +132,13 @@ class ImplContentHandler:
         if diff.is_empty:
             return Candidate("(no change)", diff.patch, variant, "no change against the task's base commit")
         try:
-            tester = await delegate(self.orch, self._request("test_engineer", worktree, ""))
+            tester = await delegate(self.session, self._request("test_engineer", worktree, ""))
         except LoopDetectedError as exc:
             return Candidate(describe_variant(diff.patch, "not run"), diff.patch, variant, exc.message)
         diff = await self.manager.diff(worktree)
         claim = parse_test_results(tester.text) if tester.success else None
-        checks = await self.orch.change_checks()
-        git = GitRepo(worktree.path, like=self.orch.git)
+        checks = await self.session.change_checks()
+        git = GitRepo(worktree.path, like=self.session.git)
         checked = await checks.check(worktree.path, git, self.base, diff.files, only=("test",))
         run = next((gate for gate in checked.results if gate.gate == "test"), None)
         lines = [
@@ -160,48 +163,51 @@ class ImplContentHandler:
         return Candidate(text, diff.patch, variant)
 
 
-async def run_impl_tournament(orch: Orchestrator, task: Task, tree: Path, git: GitRepo) -> None:
+async def run_impl_tournament(session: RunContext, task: Task, tree: Path, git: GitRepo) -> None:
     """Refine the tested change of ``task`` living in ``tree``; the winner's change is left there.
 
     ``tree`` is the main working tree, or the task's own worktree when tasks run in parallel.
     """
-    settings = orch.config.tournaments.impl
-    reason = tournament_skip_reason(orch, settings)
+    settings = session.config.tournaments.impl
+    reason = tournament_skip_reason(session, settings)
     if reason is None and task.base_commit is None:
         reason = "the task has no recorded base commit"
     if reason is not None or task.base_commit is None:
-        skip(orch, "impl", task.id, reason or "no base commit")
+        skip(session, "impl", task.id, reason or "no base commit")
         return
     base = task.base_commit
     a_diff = await git.diff_against(base)
     if a_diff.is_empty:
-        skip(orch, "impl", task.id, "the task's change is empty")
+        skip(session, "impl", task.id, "the task's change is empty")
         return
     # Worktrees a crashed run left are pruned at start; here other tasks' tournaments may be running.
     manager = WorktreeManager(
-        tree, orch.paths.worktrees_dir, admin_lock=orch.worktree_admin_lock, preparer=orch.worktree_preparer
+        tree,
+        session.paths.worktrees_dir,
+        admin_lock=session.worktree_admin_lock,
+        preparer=session.worktree_preparer,
     )
     tournament_id = new_tournament_id("impl", task.id)
-    artifacts = TournamentArtifacts(orch.paths.tournaments_dir, tournament_id)
+    artifacts = TournamentArtifacts(session.paths.tournaments_dir, tournament_id)
     # A's change is saved before anything else happens, so it can always be recovered by hand.
     atomic_write_bytes(artifacts.dir / "a-original.patch", a_diff.patch.encode("utf-8", "surrogateescape"))
-    handler = ImplContentHandler(orch, task, manager, base, tournament_id)
+    handler = ImplContentHandler(session, task, manager, base, tournament_id)
     acceptance = "; ".join(c.description for c in task.acceptance) or None
     engine: TournamentEngine[str] = TournamentEngine(
         tournament_id=tournament_id,
         kind="impl",
         client=DelegateRoleClient(
-            orch,
+            session,
             tournament_id=tournament_id,
             phase="execute",
             task_id=task.id,
             attempt=task.retry_count + 1,
             files=tuple(task.files),
             acceptance=acceptance,
-            model=tournament_model(orch, orch.config.tournaments.impl),
+            model=tournament_model(session, session.config.tournaments.impl),
         ),
         handler=handler,
-        settings=EngineSettings.from_config(settings, orch.config.tournaments),
+        settings=EngineSettings.from_config(settings, session.config.tournaments),
         artifacts=artifacts,
     )
     criteria = "\n".join(f"- {c.description}" for c in task.acceptance) or "- (none given)"
@@ -211,13 +217,13 @@ async def run_impl_tournament(orch: Orchestrator, task: Task, tree: Path, git: G
         a_diff.patch,
         "A",
     )
-    orch.emit(ProgressEvent("note", f"implementation tournament {tournament_id} started", task.id))
+    session.emit(ProgressEvent("note", f"implementation tournament {tournament_id} started", task.id))
     try:
         result = await engine.run(task_prompt, initial)
-    except (GuardrailExceededError, BudgetExceededError):
-        raise  # the task is blocked or the run suspends, as for any other call
+    except STOPS_THE_RUN:
+        raise  # the task is blocked or the run stops, as for any other call
     except AutodevError as exc:
-        skip(orch, "impl", task.id, f"it failed and the tested change is kept ({exc.message})")
+        skip(session, "impl", task.id, f"it failed and the tested change is kept ({exc.message})")
         return
     finally:
         with anyio.CancelScope(shield=True):
@@ -228,14 +234,14 @@ async def run_impl_tournament(orch: Orchestrator, task: Task, tree: Path, git: G
         try:
             await _adopt(git, manager, base, a_diff.patch, result.winner.payload)
             applied = True
-            orch.plan_manager.record_patch(task.id, result.winner.payload, attempt=task.retry_count + 1)
+            session.plan_manager.record_patch(task.id, result.winner.payload, attempt=task.retry_count + 1)
         except AutodevError as exc:
             note = (
                 f"{result.stop_reason}; the winner was not applied, the tested change is kept: {exc.message}"
             )
             _log.warning("impl_tournament.not_applied", task_id=task.id, reason=exc.message)
     winner = result.winner.origin if applied or not result.replaced else "A"
-    orch.plan_manager.record_event(
+    session.plan_manager.record_event(
         "impl_tournament_complete",
         {
             "tournament_id": tournament_id,
@@ -246,10 +252,10 @@ async def run_impl_tournament(orch: Orchestrator, task: Task, tree: Path, git: G
             "converged": result.converged,
             "stop_reason": note,
             "seed": result.seed,
-            "artifact_dir": orch.paths.relative(artifacts.dir),
+            "artifact_dir": session.paths.relative(artifacts.dir),
         },
     )
-    orch.plan_manager.record_evidence(
+    session.plan_manager.record_evidence(
         TournamentEvidence(
             task_id=task.id,
             attempt=task.retry_count + 1,
@@ -262,14 +268,16 @@ async def run_impl_tournament(orch: Orchestrator, task: Task, tree: Path, git: G
         )
     )
     _log.info("impl_tournament.done", task_id=task.id, tournament_id=tournament_id, winner=winner)
-    orch.emit(
+    session.emit(
         ProgressEvent("note", f"implementation tournament {tournament_id}: winner {winner} ({note})", task.id)
     )
 
 
-async def prune_stale_worktrees(orch: Orchestrator) -> list[Path]:
+async def prune_stale_worktrees(session: RunContext) -> list[Path]:
     """Remove the tournament worktrees a crashed run left in ``.autodev/worktrees/`` (hold the run lock)."""
-    manager = WorktreeManager(orch.repo_root, orch.paths.worktrees_dir, admin_lock=orch.worktree_admin_lock)
+    manager = WorktreeManager(
+        session.repo_root, session.paths.worktrees_dir, admin_lock=session.worktree_admin_lock
+    )
     return await manager.prune_stale()
 
 

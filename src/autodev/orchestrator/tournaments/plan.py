@@ -13,20 +13,32 @@ of ``tournaments.auto_disable_for_models``.
 from __future__ import annotations
 
 import secrets
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from autodev.adapters.base import PlatformAdapter
 from autodev.adapters.inline import InlineAdapter
 from autodev.agents.registry import get_spec
-from autodev.agents.spec import AgentAction
-from autodev.config.schema import TournamentSettings
-from autodev.errors import AutodevError, GuardrailExceededError
+from autodev.agents.spec import AgentAction, AgentSpec
+from autodev.config import AutodevConfig
+from autodev.config.schema import Platform, TournamentSettings
+from autodev.errors import (
+    AutodevError,
+    EnvironmentFaultError,
+    GuardrailExceededError,
+    LockHeldError,
+    StateError,
+)
 from autodev.guardrails.errors import BudgetExceededError, LoopDetectedError
 from autodev.logging import get_logger
 from autodev.orchestrator.delegate import DelegationRequest, delegate
 from autodev.orchestrator.delegation_envelope import DelegationEnvelope
+from autodev.orchestrator.delegation_policy import DelegationHeldError
 from autodev.orchestrator.events import ProgressEvent
-from autodev.orchestrator.plan_parser import parse_plan_markdown, render_plan_markdown
+from autodev.orchestrator.integrity import RepositoryChangedError
+from autodev.orchestrator.submodules import refuse_submodule_files
 from autodev.state.paths import normalize_repo_path
+from autodev.state.plan_markdown import parse_plan_markdown, render_plan_markdown
 from autodev.state.schemas import Plan, TournamentEvidence
 from autodev.tournament import (
     Candidate,
@@ -42,7 +54,7 @@ from autodev.tournament import (
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from autodev.orchestrator.core import Orchestrator
+    from autodev.orchestrator.run_context import RunContext
 
 __all__ = [
     "DelegateRoleClient",
@@ -63,24 +75,41 @@ _ACTIONS: dict[str, AgentAction] = {
 }
 
 
-def tournament_skip_reason(orch: Orchestrator, settings: TournamentSettings) -> str | None:
+class AgentSetup(Protocol):
+    """What deciding about a tournament reads: the platform, its adapter, the roles and the configuration
+    (a ``RunContext`` has them, and so has the ``Orchestrator`` before any call)."""
+
+    @property
+    def adapter(self) -> PlatformAdapter: ...
+
+    @property
+    def config(self) -> AutodevConfig: ...
+
+    @property
+    def registry(self) -> Mapping[str, AgentSpec]: ...
+
+    @property
+    def platform_name(self) -> Platform: ...
+
+
+def tournament_skip_reason(session: AgentSetup, settings: TournamentSettings) -> str | None:
     """Why a tournament must not run here, or None when it may."""
-    if isinstance(orch.adapter, InlineAdapter):
+    if isinstance(session.adapter, InlineAdapter):
         return "the inline adapter cannot run tournaments (judges must be independent agent calls)"
-    model = tournament_model(orch, settings)
+    model = tournament_model(session, settings)
     if model is None:
-        model = get_spec(orch.registry, "judge").effective(orch.config, orch.platform_name).model
+        model = get_spec(session.registry, "judge").effective(session.config, session.platform_name).model
     if model:
         lowered = model.casefold()
-        for needle in orch.config.tournaments.auto_disable_for_models:
+        for needle in session.config.tournaments.auto_disable_for_models:
             if needle.casefold() in lowered:
                 return f"model {model!r} matches tournaments.auto_disable_for_models entry {needle!r}"
     return None
 
 
-def tournament_model(orch: Orchestrator, settings: TournamentSettings) -> str | None:
+def tournament_model(session: AgentSetup, settings: TournamentSettings) -> str | None:
     """``tournaments.<kind>.model`` as this platform's model name (a tier resolves per platform)."""
-    return orch.config.resolve_model(orch.platform_name, settings.model) if settings.model else None
+    return session.config.resolve_model(session.platform_name, settings.model) if settings.model else None
 
 
 class DelegateRoleClient:
@@ -92,7 +121,7 @@ class DelegateRoleClient:
 
     def __init__(
         self,
-        orch: Orchestrator,
+        session: RunContext,
         *,
         tournament_id: str,
         phase: Literal["plan", "execute"],
@@ -102,7 +131,7 @@ class DelegateRoleClient:
         acceptance: str | None = None,
         model: str | None = None,
     ) -> None:
-        self.orch = orch
+        self.session = session
         self.model = model
         self.tournament_id = tournament_id
         self.phase: Literal["plan", "execute"] = phase
@@ -134,7 +163,7 @@ class DelegateRoleClient:
             model=self.model,
         )
         try:
-            result = await delegate(self.orch, request)
+            result = await delegate(self.session, request)
         except LoopDetectedError as exc:
             return RoleReply(False, error=f"loop detected: {exc.message}")
         if not result.success:
@@ -160,9 +189,24 @@ class PlanContentHandler:
             for task in plan.iter_tasks():
                 for path in task.files:
                     normalize_repo_path(path, self.repo_root, context=f"{source}: task {task.id}")
-        except AutodevError as exc:  # PlanParseError, or PathEscapeError for a file outside the repo
+            refuse_submodule_files(plan, self.repo_root, source=source)
+        except AutodevError as exc:  # PlanParseError (a file inside a submodule too), or PathEscapeError
             return Candidate(reply, incumbent.payload, variant, disqualified=f"does not parse: {exc}")
         return Candidate(reply, plan, variant)
+
+
+# What stops the whole run wherever it happens: a tournament that meets one stops too, instead of keeping A
+# and going on (an agent that moved a ref would otherwise go unnoticed, and a full disk would be "a failed
+# tournament").
+STOPS_THE_RUN: tuple[type[AutodevError], ...] = (
+    GuardrailExceededError,
+    BudgetExceededError,
+    RepositoryChangedError,
+    EnvironmentFaultError,
+    DelegationHeldError,
+    StateError,
+    LockHeldError,
+)
 
 
 def new_tournament_id(kind: TournamentKind, subject: str) -> str:
@@ -175,33 +219,33 @@ def tournament_summary(result: TournamentResult[Any]) -> list[dict[str, object]]
     return [dict(p.summary()) for p in result.passes]
 
 
-def skip(orch: Orchestrator, kind: TournamentKind, subject: str, reason: str) -> None:
+def skip(session: RunContext, kind: TournamentKind, subject: str, reason: str) -> None:
     """Log and show that a tournament did not run, and why."""
     _log.info(f"{kind}_tournament.skipped", subject=subject, reason=reason)
     label = "plan" if kind == "plan" else "implementation"
-    orch.emit(ProgressEvent("note", f"{label} tournament skipped: {reason}", subject))
+    session.emit(ProgressEvent("note", f"{label} tournament skipped: {reason}", subject))
 
 
-async def run_plan_tournament(orch: Orchestrator, plan: Plan, intent: str) -> Plan:
+async def run_plan_tournament(session: RunContext, plan: Plan, intent: str) -> Plan:
     """Refine ``plan`` in a plan tournament; returns the winning plan (``plan`` itself when A wins)."""
-    settings = orch.config.tournaments.plan
-    reason = tournament_skip_reason(orch, settings)
+    settings = session.config.tournaments.plan
+    reason = tournament_skip_reason(session, settings)
     if reason is not None:
-        skip(orch, "plan", "plan", reason)
+        skip(session, "plan", "plan", reason)
         return plan
     tournament_id = new_tournament_id("plan", plan.plan_id.removeprefix("plan-"))
-    artifacts = TournamentArtifacts(orch.paths.tournaments_dir, tournament_id)
+    artifacts = TournamentArtifacts(session.paths.tournaments_dir, tournament_id)
     engine: TournamentEngine[Plan] = TournamentEngine(
         tournament_id=tournament_id,
         kind="plan",
         client=DelegateRoleClient(
-            orch, tournament_id=tournament_id, phase="plan", model=tournament_model(orch, settings)
+            session, tournament_id=tournament_id, phase="plan", model=tournament_model(session, settings)
         ),
-        handler=PlanContentHandler(orch.repo_root, plan.spec_hash, plan.created_at),
-        settings=EngineSettings.from_config(settings, orch.config.tournaments),
+        handler=PlanContentHandler(session.repo_root, plan.spec_hash, plan.created_at),
+        settings=EngineSettings.from_config(settings, session.config.tournaments),
         artifacts=artifacts,
     )
-    orch.emit(ProgressEvent("note", f"plan tournament {tournament_id} started", "plan"))
+    session.emit(ProgressEvent("note", f"plan tournament {tournament_id} started", "plan"))
     task_prompt = (
         f"THE USER'S INTENT:\n{intent.strip()}\n\nACCEPTANCE: the plan covers the whole intent and "
         "nothing more, in small tasks with testable acceptance criteria, correct dependencies and "
@@ -209,16 +253,16 @@ async def run_plan_tournament(orch: Orchestrator, plan: Plan, intent: str) -> Pl
     )
     try:
         result = await engine.run(task_prompt, Candidate(render_plan_markdown(plan), plan, "A"))
-    except (GuardrailExceededError, BudgetExceededError):
-        raise  # a spent budget or a breached limit stops the run as it would anywhere else
+    except STOPS_THE_RUN:
+        raise  # as it would anywhere else
     except AutodevError as exc:
-        skip(orch, "plan", "plan", f"it failed and the architect's plan is kept ({exc.message})")
+        skip(session, "plan", "plan", f"it failed and the architect's plan is kept ({exc.message})")
         return plan
     winner = plan
     if result.replaced:
         winner = result.winner.payload.model_copy(update={"metadata": dict(plan.metadata)})
     history = tournament_summary(result)
-    orch.plan_manager.record_event(
+    session.plan_manager.record_event(
         "plan_tournament_complete",
         {
             "tournament_id": tournament_id,
@@ -227,10 +271,10 @@ async def run_plan_tournament(orch: Orchestrator, plan: Plan, intent: str) -> Pl
             "converged": result.converged,
             "stop_reason": result.stop_reason,
             "seed": result.seed,
-            "artifact_dir": orch.paths.relative(artifacts.dir),
+            "artifact_dir": session.paths.relative(artifacts.dir),
         },
     )
-    orch.plan_manager.record_evidence(
+    session.plan_manager.record_evidence(
         TournamentEvidence(
             task_id="plan",
             tournament_id=tournament_id,
@@ -242,7 +286,7 @@ async def run_plan_tournament(orch: Orchestrator, plan: Plan, intent: str) -> Pl
         )
     )
     _log.info("plan_tournament.done", tournament_id=tournament_id, winner=result.winner.origin)
-    orch.emit(
+    session.emit(
         ProgressEvent(
             "note",
             f"plan tournament {tournament_id}: winner {result.winner.origin} ({result.stop_reason})",

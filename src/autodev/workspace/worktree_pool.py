@@ -22,9 +22,9 @@ import anyio
 
 from autodev.errors import AutodevError
 from autodev.logging import get_logger
-from autodev.orchestrator.git import GitRepo, WorkingDiff
-from autodev.orchestrator.worktree import Worktree, WorktreeError, WorktreeManager
-from autodev.orchestrator.worktree_setup import WorktreePreparer
+from autodev.workspace.git import GitRepo, WorkingDiff
+from autodev.workspace.worktree import Worktree, WorktreeError, WorktreeManager
+from autodev.workspace.worktree_setup import WorktreePreparer
 
 __all__ = ["WorktreePool"]
 
@@ -36,6 +36,8 @@ _COLD_START_CONCURRENCY = 4
 
 class WorktreePool:
     """Pre-created worktrees ``pool-0..pool-(size-1)`` under ``root_dir``, recycled between tasks."""
+
+    recycles = True
 
     def __init__(
         self,
@@ -113,6 +115,10 @@ class WorktreePool:
                 group.start_soon(start, name)
         _log.info("worktree_pool.started", size=len(created), wanted=count, baseline=baseline)
         return created
+
+    async def warm_up(self, workers: int) -> None:
+        """Create the pool's worktrees (``cold_start``) for ``workers`` tasks at once."""
+        await self.cold_start(workers)
 
     async def claim(self, task_id: str, base: str | None = None) -> Worktree:
         """A worktree exactly clean at ``base`` (default: the baseline) for task ``task_id``.

@@ -1,0 +1,90 @@
+"""The execute phase's entry: check that the plan may run, take the baseline, then hand the tasks to the
+dispatcher (``autodev.orchestrator.execute.dispatcher``), which runs each task's flow (``execute_phase``)."""
+
+from __future__ import annotations
+
+from autodev.errors import AutodevError
+from autodev.logging import get_logger
+from autodev.orchestrator.delegate import landed_commits
+from autodev.orchestrator.events import ProgressEvent
+from autodev.orchestrator.execute.dispatcher import Dispatcher
+from autodev.orchestrator.execute.executor import TaskExecutor
+from autodev.orchestrator.execute.task_flow import PlanNotApprovedError, check_working_tree
+from autodev.orchestrator.run_context import RunContext
+from autodev.state.schemas import Task
+from autodev.state.vocabulary import DONE_STATUSES
+
+__all__ = ["run_execute_phase"]
+
+_log = get_logger("autodev.execute_phase")
+
+
+async def run_execute_phase(
+    session: RunContext, task_id: str | None = None, *, executor: TaskExecutor | None = None
+) -> list[Task]:
+    """Process every runnable task in dependency order (or only ``task_id``); return their final states.
+    Each task's flow runs in ``executor`` (``autodev.orchestrator.execute.executor``; here by default)."""
+    pm = session.plan_manager
+    plan = pm.plan
+    if plan.metadata.get("requires_approval") and not pm.plan_approved:
+        raise PlanNotApprovedError(
+            f"plan {plan.plan_id} waits for approval; review it with `autodev status`, then run "
+            "`autodev approve` and `autodev execute`"
+        )
+    await check_working_tree(session)
+    # A run resumed after an agent (or anyone) rewrote the branch must not build on top of it unnoticed.
+    await session.agent_watch.check_landed(landed_commits(session))
+    if task_id is not None:
+        _check_runnable(session, task_id)
+    preflight = await session.preflight()
+    pm.record_session(session.session_id)
+    record = preflight.record()
+    if record is not None and pm.record_baseline(record) and preflight.preexisting_failures():
+        failing = preflight.preexisting_failures()
+        session.emit(
+            ProgressEvent(
+                "note",
+                f"{len(failing)} check(s) fail on the base commit already; not blamed on any task",
+                details=tuple(failing[:20]),
+            )
+        )
+    _cascade_existing_blocks(session)
+    session.emit(ProgressEvent("phase", f"execute phase: {plan.title or plan.plan_id}"))
+    _log.info("orchestrator.execute.start", task_id=task_id)
+    try:
+        processed = await Dispatcher(session, only_task=task_id, executor=executor).run()
+    finally:
+        await (await session.change_checks()).close()
+    pm.checkpoint()
+    final = [pm.get_task(tid) for tid in processed]
+    _log.info(
+        "orchestrator.execute.done",
+        processed=len(final),
+        complete=sum(t.status == "complete" for t in final),
+        blocked=sum(t.status == "blocked" for t in final),
+    )
+    return final
+
+
+def _cascade_existing_blocks(session: RunContext) -> None:
+    """Block dependents of tasks already blocked (a run killed mid-escalation may have left them pending)."""
+    pm = session.plan_manager
+    for blocked_id in pm.task_ids_with_status("blocked"):
+        reason = pm.get_task(blocked_id).blocked_reason or "blocked"
+        pm.mark_blocked_descendants(blocked_id, reason)
+
+
+def _check_runnable(session: RunContext, task_id: str) -> None:
+    task = session.plan_manager.get_task(task_id)
+    if task.status == "blocked":
+        raise AutodevError(
+            f"task {task_id} is blocked ({task.blocked_reason}); fix the cause, then "
+            f"`autodev retry {task_id}`"
+        )
+    waiting = [
+        dep for dep in task.depends_on if session.plan_manager.get_task(dep).status not in DONE_STATUSES
+    ]
+    if waiting and task.status == "pending":
+        raise AutodevError(
+            f"task {task_id} depends on unfinished task(s) {', '.join(waiting)}; run those first"
+        )

@@ -1,0 +1,157 @@
+"""``RunContext``: what one public call of the facade hands the phases, the steps and the dispatcher.
+
+The facade (``Orchestrator``) builds one for each of ``plan``, ``execute``, ``run``, ``resume`` and
+``clean``, inside the event loop of that call and under its run lock, and passes it down; nothing below the
+facade sees the ``Orchestrator`` itself. The context is frozen: which plan manager, git repository, adapter
+and locks a call works with cannot change half way. What it finds out lazily and once per call (the
+project's environment, the gates, the preflight) is kept in a cache it owns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+
+from autodev.adapters.base import PlatformAdapter
+from autodev.agents.spec import AgentSpec
+from autodev.config import AutodevConfig
+from autodev.config.schema import Platform
+from autodev.guardrails import GuardrailEnforcer, LoopDetector
+from autodev.logging import get_logger
+from autodev.orchestrator.checks import ChangeChecks
+from autodev.orchestrator.context import project_context
+from autodev.orchestrator.delegation_policy import DelegationPolicy, ExecuteEverything
+from autodev.orchestrator.events import ProgressEvent, ProgressListener, deliver
+from autodev.orchestrator.execute.parallelism import resolve_parallelism
+from autodev.orchestrator.integrity import AgentWatch
+from autodev.orchestrator.preflight import Preflight, run_preflight
+from autodev.qa.environment import EnvironmentResolution, resolve_environment
+from autodev.state.knowledge import KnowledgeStore
+from autodev.state.paths import AutodevPaths
+from autodev.state.plan_manager import PlanManager
+from autodev.workspace.git import GitRepo
+from autodev.workspace.worktree_setup import WorktreePreparer
+
+__all__ = ["RunContext"]
+
+_log = get_logger("autodev.orchestrator")
+
+
+@dataclass(slots=True)
+class _Found:
+    """What a call finds out once, on first use."""
+
+    environment: EnvironmentResolution | None = None
+    checks: ChangeChecks | None = None
+    preflight: Preflight | None = None
+    prepared: set[Path] = field(default_factory=set)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunContext:
+    """Everything the phases of one public call work with (see the module docstring)."""
+
+    repo_root: Path
+    paths: AutodevPaths
+    config: AutodevConfig
+    git: GitRepo
+    session_id: str
+    platform_name: Platform
+    adapter: PlatformAdapter
+    registry: Mapping[str, AgentSpec]
+    plan_manager: PlanManager
+    guardrails: GuardrailEnforcer
+    knowledge: KnowledgeStore
+    agent_watch: AgentWatch
+    loop_detector: LoopDetector
+    listener: ProgressListener | None = None
+    disable_impl_tournament: bool = False
+    # Asked before every agent call (``autodev.orchestrator.delegation_policy``).
+    delegation_policy: DelegationPolicy = field(default_factory=ExecuteEverything)
+    # At most ``max_concurrent_agents`` agent calls at once, however many tasks are in flight.
+    agent_slots: anyio.CapacityLimiter
+    # One lock for ``git worktree add/remove/list/prune``: concurrent ones read each other's half-written
+    # admin files and fail.
+    worktree_admin_lock: anyio.Lock = field(default_factory=anyio.Lock)
+    # Held while AutoDev changes the main checkout (merging a parallel task), so that the check after an
+    # agent call never looks at it half way through a merge.
+    main_tree_lock: anyio.Lock = field(default_factory=anyio.Lock)
+    _found: _Found = field(default_factory=_Found)
+
+    def emit(self, event: ProgressEvent) -> None:
+        """Tell the listener (a live display); a failing listener never stops the run."""
+        deliver(self.listener, event)
+
+    async def prepare_workspace(self, cwd: Path) -> None:
+        """Let the platform prepare ``cwd`` for its agents (``PlatformAdapter.init_workspace``), once per
+        directory and call: before the first agent works there."""
+        if cwd not in self._found.prepared:
+            await self.adapter.init_workspace(cwd, list(self.registry.values()))
+            self._found.prepared.add(cwd)
+
+    async def project_environment(self) -> EnvironmentResolution:
+        """The project's environment (``autodev.qa.environment``), found once per call."""
+        if self._found.environment is None:
+            resolution = await resolve_environment(self.repo_root, self.config.environment)
+            self._found.environment = resolution
+            _log.info(
+                "orchestrator.environment",
+                chosen=resolution.environment.summary() if resolution.environment else None,
+                problem=resolution.problem,
+            )
+        return self._found.environment
+
+    @property
+    def worktree_preparer(self) -> WorktreePreparer:
+        """The repository's worktree setup, for every worktree the run makes (tasks, pool, baseline)."""
+        resolution = self._found.environment
+        environment = resolution.environment if resolution is not None else None
+        return WorktreePreparer(
+            self.repo_root,
+            self.config.worktree_setup,
+            env=environment.env if environment is not None else None,
+            children_dir=self.paths.children_dir,
+        )
+
+    async def change_checks(self) -> ChangeChecks:
+        """The gates of this call, in the project's environment, judged against each task's base."""
+        if self._found.checks is None:
+            resolution = await self.project_environment()
+            self._found.checks = ChangeChecks(
+                paths=self.paths,
+                config=self.config,
+                git=self.git,
+                environment=resolution.environment,
+                preparer=self.worktree_preparer,
+                admin_lock=self.worktree_admin_lock,
+            )
+        return self._found.checks
+
+    async def preflight(self) -> Preflight:
+        """Check, before any paid call, that the gates can do their work (``autodev.orchestrator.preflight``);
+        once per call."""
+        if self._found.preflight is None:
+            resolution = await self.project_environment()
+            if resolution.environment is not None:
+                self.emit(ProgressEvent("note", f"project environment: {resolution.environment.summary()}"))
+            isolated = resolve_parallelism(self.config, self.adapter).isolated
+            self._found.preflight = await run_preflight(
+                await self.change_checks(), self.git, resolution, isolated=isolated
+            )
+        return self._found.preflight
+
+    async def project_block(self) -> str:
+        """What every task's roles are told about the project (``autodev.orchestrator.context``)."""
+        preflight = await self.preflight()
+        resolution = await self.project_environment()
+        context = project_context(
+            self.plan_manager,
+            self.repo_root,
+            environment=resolution.environment,
+            baseline=preflight.baseline,
+            commit=preflight.commit,
+        )
+        return context.block()

@@ -1,0 +1,79 @@
+"""Which ready tasks start first: the scheduler seam.
+
+The plan manager knows which pending tasks *may* start (every dependency done, no file held by a task in
+flight); a ``TaskScheduler`` says in which order they are offered, so that a task that would take the files
+of a better one is not picked first. Today's two policies:
+
+- ``PlanOrder``: phase, then position in the phase: what one worker does, and what a reader of the plan
+  expects;
+- ``LongestChainFirst``: the tasks heading the longest chains of dependents first (the critical path, ties
+  in plan order): with several workers the run ends soonest when the longest chain never waits.
+
+``scheduler_for`` picks between them. Lanes and other policies are further implementations of the protocol.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Protocol
+
+from autodev.state.schemas import Task
+
+__all__ = ["LongestChainFirst", "PlanOrder", "TaskScheduler", "scheduler_for"]
+
+
+class TaskScheduler(Protocol):
+    """Orders a plan's tasks for picking; must not change them."""
+
+    def order(self, tasks: Sequence[Task], children: Mapping[str, Sequence[str]]) -> Sequence[Task]:
+        """``tasks`` (every task of the plan, in plan order) in the order they are offered to start.
+        ``children`` maps a task id to the ids of the tasks that depend on it."""
+        ...
+
+
+class PlanOrder:
+    """Phase, then position in the phase."""
+
+    def order(self, tasks: Sequence[Task], children: Mapping[str, Sequence[str]]) -> Sequence[Task]:
+        return tasks
+
+
+class LongestChainFirst:
+    """The heads of the longest chains of dependents first, ties in plan order.
+
+    The order is computed once per plan graph (statuses change while the graph does not) and reused while
+    the same task objects are asked about.
+    """
+
+    def __init__(self) -> None:
+        self._graph: tuple[tuple[str, tuple[str, ...]], ...] | None = None
+        self._order: list[str] = []
+
+    def order(self, tasks: Sequence[Task], children: Mapping[str, Sequence[str]]) -> Sequence[Task]:
+        graph = tuple((task.id, tuple(task.depends_on)) for task in tasks)
+        if graph != self._graph:
+            self._graph, self._order = graph, _by_chain_length(tasks, children)
+        by_id = {task.id: task for task in tasks}
+        return [by_id[task_id] for task_id in self._order]
+
+
+def _by_chain_length(tasks: Sequence[Task], children: Mapping[str, Sequence[str]]) -> list[str]:
+    chain: dict[str, int] = {}
+    for task in reversed(tasks):  # dependents come later in a valid plan's order...
+        below = [chain.get(child, 0) for child in children.get(task.id, ())]
+        chain[task.id] = 1 + max(below, default=0)
+    # ...but a cross-phase plan may point backwards: finish the longest paths by relaxation.
+    changed = True
+    while changed:
+        changed = False
+        for task in tasks:
+            longest = 1 + max((chain[child] for child in children.get(task.id, ())), default=0)
+            if longest > chain[task.id]:
+                chain[task.id], changed = longest, True
+    position = {task.id: index for index, task in enumerate(tasks)}
+    return sorted(position, key=lambda task_id: (-chain[task_id], position[task_id]))
+
+
+def scheduler_for(workers: int) -> TaskScheduler:
+    """Plan order for one worker; with more, the longest chain first."""
+    return LongestChainFirst() if workers > 1 else PlanOrder()
