@@ -130,10 +130,10 @@ async def _watched_call(
     except DelegationPendingSignal as signal:
         _suspend(session, request, signal)
         raise
-    try:
-        report = await session.agent_watch.after(view, copy, who=who, main_tree_lock=session.main_tree_lock)
-    finally:
-        session.agent_watch.forget(record)
+    report = await session.agent_watch.after(view, copy, who=who, main_tree_lock=session.main_tree_lock)
+    # Only once the check passed: a stop it raised must survive a kill before its message is shown (the
+    # next start then names the same changes again, unless the user has put them back meanwhile).
+    session.agent_watch.forget(record)
     await session.agent_watch.check_landed(landed_commits(session))
     if report.notes:
         result = result.model_copy(update={"agent_actions": tuple(report.notes)})
