@@ -278,14 +278,8 @@ def test_no_process_an_agent_starts_outlives_the_run(tmp_path: Path, escape: str
     assert beat.stat().st_size == size, "a process the developer started is still running"
 
 
-def test_autodev_clean_stops_what_a_killed_run_left_running_and_says_so(tmp_path: Path) -> None:
-    repo = _project(tmp_path)
-    beat = tmp_path / "still-alive"
-    script = tmp_path / "beat.sh"
-    script.write_text(f"while true; do echo x >> {beat}; sleep 0.1; done\n")
-    steps = default_steps()
-    steps["developer"][0]["shell"] = f"setsid /bin/sh {script} </dev/null >/dev/null 2>&1 & sleep 600"
-    agent = HostileAgent(tmp_path / "agent", repo, steps)
+def _kill_execute_once(repo: Path, agent: HostileAgent, *, when: Path) -> None:
+    """Start ``autodev execute`` with the fake agent and SIGKILL it as soon as ``when`` exists."""
     exe = Path(sys.executable).with_name("autodev")
     env = {k: v for k, v in os.environ.items() if not k.startswith("AUTODEV_")}
     env.update(agent.env())
@@ -297,12 +291,23 @@ def test_autodev_clean_stops_what_a_killed_run_left_running_and_says_so(tmp_path
     )
     try:
         deadline = time.monotonic() + 120
-        while not beat.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert beat.exists()
+        while not when.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert when.exists()
     finally:
         run.kill()
         run.wait()
+
+
+def test_autodev_clean_stops_what_a_killed_run_left_running_and_says_so(tmp_path: Path) -> None:
+    repo = _project(tmp_path)
+    beat = tmp_path / "still-alive"
+    script = tmp_path / "beat.sh"
+    script.write_text(f"while true; do echo x >> {beat}; sleep 0.1; done\n")
+    steps = default_steps()
+    steps["developer"][0]["shell"] = f"setsid /bin/sh {script} </dev/null >/dev/null 2>&1 & sleep 600"
+    agent = HostileAgent(tmp_path / "agent", repo, steps)
+    _kill_execute_once(repo, agent, when=beat)
 
     cleaned = run_autodev(repo, agent, "clean")
 
@@ -325,23 +330,7 @@ def test_what_an_agent_did_before_its_run_was_killed_is_named_by_the_next_start(
     )
     steps["developer"] = [{**steps["developer"][0], "shell": hostile}, steps["developer"][0]]
     agent = HostileAgent(tmp_path / "agent", repo, steps)
-    exe = Path(sys.executable).with_name("autodev")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AUTODEV_")}
-    env.update(agent.env())
-    run = subprocess.Popen(
-        [str(exe), "-C", str(repo), "execute", "--platform", "cursor", "--no-tournament"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while not ready.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert ready.exists()
-    finally:
-        run.kill()  # before AutoDev's check after the call
-        run.wait()
+    _kill_execute_once(repo, agent, when=ready)  # before AutoDev's check after the call
 
     stopped = run_autodev(repo, agent, "resume", "--platform", "cursor")
 

@@ -374,7 +374,9 @@ class AgentWatch:
         }
         self.calls_dir.mkdir(parents=True, exist_ok=True)
         path = self.calls_dir / f"{secrets.token_hex(8)}.json"
-        atomic_write_bytes(path, json.dumps(record).encode("utf-8"))
+        # Not fsync'd: what it guards against is a killed process, whose writes the page cache keeps, and
+        # it costs every agent call (a record lost with the machine only means one check fewer).
+        atomic_write_bytes(path, json.dumps(record).encode("utf-8"), durable=False)
         return path
 
     @staticmethod

@@ -41,23 +41,22 @@ class PlanOrder:
 class LongestChainFirst:
     """The heads of the longest chains of dependents first, ties in plan order.
 
-    The order is computed once per plan graph (statuses change while the graph does not) and reused while
-    the same task objects are asked about.
+    Statuses change while the graph does not: the order (as positions in plan order) is computed once per
+    ``children`` mapping, which the plan manager builds anew for each plan, and then only indexed.
     """
 
     def __init__(self) -> None:
-        self._graph: tuple[tuple[str, tuple[str, ...]], ...] | None = None
-        self._order: list[str] = []
+        self._children: Mapping[str, Sequence[str]] | None = None
+        self._positions: list[int] = []
 
     def order(self, tasks: Sequence[Task], children: Mapping[str, Sequence[str]]) -> Sequence[Task]:
-        graph = tuple((task.id, tuple(task.depends_on)) for task in tasks)
-        if graph != self._graph:
-            self._graph, self._order = graph, _by_chain_length(tasks, children)
-        by_id = {task.id: task for task in tasks}
-        return [by_id[task_id] for task_id in self._order]
+        if children is not self._children or len(self._positions) != len(tasks):
+            self._children, self._positions = children, _by_chain_length(tasks, children)
+        return [tasks[position] for position in self._positions]
 
 
-def _by_chain_length(tasks: Sequence[Task], children: Mapping[str, Sequence[str]]) -> list[str]:
+def _by_chain_length(tasks: Sequence[Task], children: Mapping[str, Sequence[str]]) -> list[int]:
+    """Positions in ``tasks``, longest chain of dependents first, ties in plan order."""
     chain: dict[str, int] = {}
     for task in reversed(tasks):  # dependents come later in a valid plan's order...
         below = [chain.get(child, 0) for child in children.get(task.id, ())]
@@ -70,8 +69,7 @@ def _by_chain_length(tasks: Sequence[Task], children: Mapping[str, Sequence[str]
             longest = 1 + max((chain[child] for child in children.get(task.id, ())), default=0)
             if longest > chain[task.id]:
                 chain[task.id], changed = longest, True
-    position = {task.id: index for index, task in enumerate(tasks)}
-    return sorted(position, key=lambda task_id: (-chain[task_id], position[task_id]))
+    return sorted(range(len(tasks)), key=lambda index: (-chain[tasks[index].id], index))
 
 
 def scheduler_for(workers: int) -> TaskScheduler:
