@@ -398,7 +398,10 @@ class AgentWatch:
         folded: list[str] = []
         for path in sorted(self.calls_dir.glob("*.json")):
             record = _load_record(path)
-            if record is not None:
+            if record is None:
+                # Something damaged what the check needs: that is no "nothing changed".
+                findings.append(f"{path.name} cannot be read, so what its call did could not be checked")
+            else:
                 changed, record_folded = await self._interrupted_changes(record, task_subjects)
                 if changed:
                     findings.append(f"{record['who']}: {_shown(changed)}")

@@ -154,3 +154,16 @@ def test_after_an_interrupted_call_autodevs_own_commits_pass_and_the_agents_are_
     anyio.run(watch.check_interrupted, {"autodev: 1.1 Add triple"})
     assert git(root, "rev-parse", "HEAD").strip() == landed  # the agent's commit is folded
     assert "18.py" in git(root, "status", "--porcelain")
+
+
+def test_a_damaged_record_of_an_interrupted_call_is_no_all_clear(tmp_path: Path) -> None:
+    root = mini_project(tmp_path / "repo")
+    calls = root / ".autodev" / "calls"
+    calls.mkdir(parents=True)
+    (calls / "0123abcd.json").write_text("{not json")
+    _, watch = _watch_with_records(root)
+
+    with pytest.raises(RepositoryChangedError, match=r"0123abcd.json cannot be read, so what its call did"):
+        anyio.run(watch.check_interrupted, set())
+
+    anyio.run(watch.check_interrupted, set())  # named once
