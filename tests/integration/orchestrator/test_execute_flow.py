@@ -20,6 +20,7 @@ from autodev.orchestrator.preflight import PreflightError
 from autodev.orchestrator.run_context import RunContext
 from autodev.state.plan_manager import PlanManager
 from autodev.state.schemas import Task
+from autodev.workspace.git import GitError
 
 # Gates that cost time without adding to what a test checks are switched off where they do not matter.
 CLEAN_SLUG = '"""Slugs."""\n\n\ndef slugify(text: str) -> str:\n    """Slug."""\n    return text\n'
@@ -321,3 +322,39 @@ def test_every_task_flow_runs_through_the_executor_from_its_base_commit(tmp_path
     assert executor.ran[1][2] == first_commit  # 1.2 starts where 1.1 landed
     task_trees = setup.repo_root / ".autodev" / "task-worktrees"
     assert all(root == setup.repo_root or root.is_relative_to(task_trees) for _, root, _ in executor.ran)
+
+
+class _CutShortByTheStop:
+    """Task 1.2's flow: a git call the stop of the run cuts short (as a Ctrl-C kills a git being started)."""
+
+    def __init__(self) -> None:
+        self.started = anyio.Event()
+        self.local = LocalExecutor()
+
+    async def run_task(self, session: RunContext, task_id: str, context: TaskContext) -> Task:
+        if task_id != "1.2":
+            return await self.local.run_task(session, task_id, context)
+        self.started.set()
+        with anyio.CancelScope(shield=True):  # git runs to its end in a thread whatever is cancelled
+            await anyio.sleep(0.2)
+        raise GitError("git status --porcelain -z failed: exit code -2")
+
+
+def test_a_call_cut_short_by_the_runs_stop_blocks_no_task(tmp_path: Path) -> None:
+    setup = demo_project(tmp_path)
+    executor = _CutShortByTheStop()
+    config = config_for(setup.repo_root, **FAST_GATES)
+    orch = Orchestrator(
+        setup.repo_root, config=config, adapter=ScriptedAdapter(script=setup.script), executor=executor
+    )
+
+    async def interrupted() -> None:
+        async with anyio.create_task_group() as group:
+            group.start_soon(orch.run, setup.intent)
+            await executor.started.wait()
+            group.cancel_scope.cancel()
+
+    anyio.run(interrupted)
+
+    task = PlanManager.open(setup.repo_root, readonly=True).get_task("1.2")
+    assert task.status == "in_progress" and task.blocked_reason is None

@@ -20,6 +20,7 @@ completes. If the parent completes, the speculation is confirmed (``speculative_
 
 from __future__ import annotations
 
+import math
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -302,6 +303,11 @@ class Dispatcher:
                 raise fault from exc
             raise
         except Exception as exc:  # failure isolation: this task (and what depends on it) only
+            if anyio.current_effective_deadline() == -math.inf:
+                # The run is being stopped (Ctrl-C, another task's stop): a git or tool call cut short by
+                # the same stop is no failure of this task, which stays at its step for the resume.
+                _log.warning("dispatcher.failed_while_stopping", task_id=task_id, error=str(exc))
+                return
             task = self.pm.get_task(task_id)
             fault = self._fault(task_id, exc)
             if fault is not None:
