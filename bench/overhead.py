@@ -1,37 +1,45 @@
 """Orchestrator overhead: N independent tasks, zero-latency scripted agents, QA gates off.
 
-Prints JSON: wall time per task (median over the run's tasks, from the ledger's timestamps), ledger ops
-per task, and the cost of one state transition (median ``update_task_status`` inside the run, measured by
-timing the PlanManager calls the run makes). What remains per task is git: a diff and a commit per task.
+Prints JSON, one entry per plan size: the time per task (median of the intervals between consecutive task
+completions in the ledger, which with zero-latency agents is the orchestrator's own work per task at the
+run's parallelism), the same median over the first and the last tenth of the run and their ratio (flat in
+plan size means a ratio near 1), ledger ops per task, and the cost of one state transition (median
+``update_task_status`` inside the run). ``--repo-files`` first commits a generated tree of that many files
+(nested directories of 20 files, like a real source tree), to show what the size of the repository costs.
 
-    python bench/overhead.py [--tasks 200]
+    python bench/overhead.py [--tasks 100,1000,5000] [--repo-files 0] [--workers N] [--pool on|off]
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
-from datetime import datetime
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 import anyio
 
 sys.path.insert(0, str(Path(__file__).parent))
-import itertools
+from _scenario import bench_config, git_repo, independent_plan, succeeding_script
 
-from _scenario import git_repo, saved_plan_orchestrator
-
+from autodev.adapters.scripted import ScriptedAdapter
 from autodev.logging import configure_quiet_logging
+from autodev.orchestrator import Orchestrator
 from autodev.state.plan_manager import PlanManager
 
 P = ParamSpec("P")
 R = TypeVar("R")
+
+FILES_PER_DIRECTORY = 20
+DIRECTORIES_PER_LEVEL = 10
 
 
 def timing(function: Callable[P, R], timings: list[float]) -> Callable[P, R]:
@@ -47,15 +55,47 @@ def timing(function: Callable[P, R], timings: list[float]) -> Callable[P, R]:
     return timed
 
 
-def measure(n_tasks: int) -> dict[str, object]:
+def generated_tree(root: Path, n_files: int) -> None:
+    """``n_files`` small modules in ``lib/d0/d3/d7/m12.py``-like directories, committed in one commit."""
+    for index in range(n_files):
+        directory, number = divmod(index, FILES_PER_DIRECTORY)
+        parts = []
+        for _ in range(3):
+            directory, part = divmod(directory, DIRECTORIES_PER_LEVEL)
+            parts.append(f"d{part}")
+        path = root.joinpath("lib", f"g{directory}", *reversed(parts), f"m{number}.py")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"VALUE = {index}\n")
+    identity = ["-c", "user.name=bench", "-c", "user.email=bench@invalid"]
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True, capture_output=True)
+    subprocess.run(["git", *identity, "commit", "-qm", "tree"], cwd=root, check=True, capture_output=True)
+
+
+def tenth_mean(intervals: Sequence[float], last: bool) -> float:
+    """Seconds per task over the first or last tenth of the run: its span over its task count.
+
+    A span, not a median of intervals: with several tasks at once, completions come in bunches and the
+    median interval would count the short gaps inside a bunch and hide the long ones between bunches.
+    """
+    size = max(1, len(intervals) // 10)
+    return statistics.fmean(intervals[-size:] if last else intervals[:size])
+
+
+def measure(n_tasks: int, repo_files: int, overrides: dict[str, Any]) -> dict[str, object]:
     with tempfile.TemporaryDirectory() as tmp:
         root = git_repo(Path(tmp) / "repo")
-        orchestrator = saved_plan_orchestrator(root, n_tasks)
+        if repo_files:
+            generated_tree(root, repo_files)
+        with PlanManager(root) as manager:
+            manager.init_plan(independent_plan(n_tasks))
+        orchestrator = Orchestrator(
+            root, config=bench_config(root, **overrides), adapter=ScriptedAdapter(script=succeeding_script())
+        )
         timings: list[float] = []
         original = PlanManager.update_task_status
         PlanManager.update_task_status = timing(original, timings)  # type: ignore[method-assign]
         try:
-            started = time.perf_counter()
+            started, started_at = time.perf_counter(), datetime.now(UTC)
             tasks = anyio.run(orchestrator.execute)
             wall = time.perf_counter() - started
         finally:
@@ -69,24 +109,39 @@ def measure(n_tasks: int) -> dict[str, object]:
             if e.op == "task_status" and e.payload["to"] == "complete"
         ]
         per_task = [(b - a).total_seconds() for a, b in itertools.pairwise(completed_at)]
+        first, last = tenth_mean(per_task, last=False), tenth_mean(per_task, last=True)
         return {
-            "benchmark": "overhead",
             "tasks": n_tasks,
+            "repo_files": repo_files,
             "wall_s": round(wall, 3),
-            "per_task_ms_median": round(statistics.median(per_task) * 1000, 2),
+            "first_task_done_s": round((completed_at[0] - started_at).total_seconds(), 3),
+            "per_task_ms": round(statistics.fmean(per_task) * 1000, 2),
+            "per_task_ms_median_interval": round(statistics.median(per_task) * 1000, 2),
+            "first_tenth_ms": round(first * 1000, 2),
+            "last_tenth_ms": round(last * 1000, 2),
+            "last_over_first": round(last / first, 3),
             "transition_ms_median": round(statistics.median(timings) * 1000, 3),
             "transition_ms_p95": round(statistics.quantiles(timings, n=20)[-1] * 1000, 3),
-            "transitions": len(timings),
             "ledger_ops_per_task": round(len(entries) / n_tasks, 1),
         }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tasks", type=int, default=200)
+    parser.add_argument("--tasks", default="100,1000,5000", help="comma-separated plan sizes")
+    parser.add_argument("--repo-files", type=int, default=0)
+    parser.add_argument("--workers", type=int, default=None, help="tasks at once (default: the machine's)")
+    parser.add_argument("--pool", choices=("on", "off"), default=None, help="default: the configuration's")
     args = parser.parse_args()
     configure_quiet_logging()
-    print(json.dumps(measure(args.tasks), indent=2))
+    overrides: dict[str, Any] = {}
+    if args.workers is not None:
+        overrides["tournaments.execute_max_parallel_tasks"] = args.workers
+    if args.pool is not None:
+        overrides["worktree_pool_enabled"] = args.pool == "on"
+    sizes = [int(size) for size in args.tasks.split(",")]
+    runs = [measure(size, args.repo_files, overrides) for size in sizes]
+    print(json.dumps({"benchmark": "overhead", "runs": runs}, indent=2))
 
 
 if __name__ == "__main__":

@@ -152,9 +152,7 @@ class Orchestrator:
             self.git,
             self.paths.config,
             calls_dir=self.paths.calls_dir,
-            ledger=self.paths.ledger,
-            ledger_head=lambda: self._plan_manager.ledger_head if self._plan_manager else None,
-            after_ledger_restored=lambda: self._plan_manager.ledger.close() if self._plan_manager else None,
+            ledger=lambda: self._plan_manager.ledger if self._plan_manager else None,
             derived={
                 self.paths.snapshot: lambda: (
                     self.plan_manager.checkpoint() if self.plan_manager.has_plan else None

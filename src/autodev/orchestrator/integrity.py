@@ -12,10 +12,10 @@ alternates) and AutoDev's own configuration file. After the call it compares:
   moved back, the user decides. A commit AutoDev recorded as landed that left the branch stops it too.
 - Files git itself would execute or obey (``.git/config``, hooks, ``info/``, alternates) and AutoDev's
   ``.autodev/config.toml`` are put back as they were: they are AutoDev's to guard, not the agent's. So is
-  the ledger: a ledger whose hash chain no longer ends where AutoDev's last entry did is rewritten from the
-  copy taken before the call plus the entries AutoDev appended meanwhile (verified), else the run stops.
-  Files AutoDev derives from its memory (``plan.json``, ``knowledge.json``) are written again from it when
-  they changed during the call.
+  the ledger: it keeps the bytes it verified and wrote and a stamp of the file as it left them, so the
+  check after a call is one ``lstat`` however long the plan; a file that is no longer as AutoDev wrote it
+  is compared whole and, when it differs, replaced by those bytes. Files AutoDev derives from its memory
+  (``plan.json``, ``knowledge.json``) are written again from it when their stamp changed during the call.
 - While a task works in its own worktree, new changes in the main checkout are writes outside the task's
   working copy: the run stops and names them (they may be the user's own edits; nothing is discarded).
 
@@ -45,10 +45,10 @@ from pathlib import Path
 import anyio
 
 from autodev.errors import EXIT_SUSPENDED, AutodevError, StateError
-from autodev.files import MAX_LEDGER_BYTES, MAX_STATE_FILE_BYTES, read_bounded
+from autodev.files import read_bounded
 from autodev.logging import get_logger
-from autodev.state.atomic import atomic_write_bytes, fsync_dir
-from autodev.state.ledger import Ledger, LedgerHead
+from autodev.state.atomic import atomic_write_bytes
+from autodev.state.ledger import Ledger
 from autodev.workspace.git import GitError, GitRepo, read_head_file
 
 __all__ = [
@@ -92,8 +92,8 @@ class RepositoryView:
     copy_head: str | None
     control: Mapping[str, bytes]
     main_dirty: frozenset[str] | None
-    ledger: bytes | None = None
-    derived: Mapping[Path, bytes | None] = field(default_factory=dict)
+    # How each file AutoDev derives from its memory looked (inode, size, times): any write changes it.
+    derived: Mapping[Path, tuple[int, int, int, int] | None] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -134,19 +134,14 @@ class AgentWatch:
         config_file: Path,
         *,
         calls_dir: Path | None = None,
-        ledger: Path | None = None,
-        ledger_head: Callable[[], LedgerHead | None] | None = None,
-        after_ledger_restored: Callable[[], None] | None = None,
+        ledger: Callable[[], Ledger | None] | None = None,
         derived: Mapping[Path, Callable[[], None]] | None = None,
     ) -> None:
         self.main = main
         self.config_file = config_file
         self.calls_dir = calls_dir
-        self.ledger = ledger
-        # Where AutoDev's own appends have brought the ledger (None before there is one), and what to do
-        # once it was rewritten (reopen the appending descriptor: it may point at a file an agent replaced).
-        self._ledger_head = ledger_head or (lambda: None)
-        self._after_ledger_restored = after_ledger_restored or (lambda: None)
+        # The run's ledger (None before there is one): it knows what it wrote and how the file looked then.
+        self._ledger = ledger or (lambda: None)
         # Files written from AutoDev's memory, each with what writes it again.
         self._derived = dict(derived or {})
         # Commits recorded as landed that were already found on the branch, and the tip they were found at:
@@ -191,8 +186,7 @@ class AgentWatch:
             copy_head=await self._head_of(copy, copy_key, refs),
             control=await self._control_files(),
             main_dirty=frozenset(await self.main.dirty_paths()) if isolated else None,
-            ledger=_read_small(self.ledger, MAX_LEDGER_BYTES) if self.ledger is not None else None,
-            derived={path: _read_small(path, MAX_STATE_FILE_BYTES) for path in self._derived},
+            derived={path: _stamp_of(path) for path in self._derived},
         )
 
     async def after(
@@ -205,11 +199,11 @@ class AgentWatch:
         await self._refuse_unusable_heads(copy, who)
         report = CallReport()
         report.restored = await self._restore_control(view)
-        if self._guard_ledger(view.ledger):
+        if self.guard_ledger():
             report.restored.append(".autodev/ledger.jsonl")
         for path, rewrite in self._derived.items():
             # AutoDev may have written it meanwhile too: writing it from memory again is right either way.
-            if _read_small(path, MAX_STATE_FILE_BYTES) != view.derived.get(path):
+            if _stamp_of(path) != view.derived.get(path):
                 rewrite()
                 report.restored.append(f".autodev/{path.name}")
         moved: list[str] = []
@@ -299,33 +293,18 @@ class AgentWatch:
             restored.append(name)
         return restored
 
-    def _guard_ledger(self, before: bytes | None) -> bool:
-        """Whether the ledger had to be put back (see the module docstring). Synchronous on purpose: no
-        append of AutoDev's can come between the check and the rewrite."""
-        head = self._ledger_head()
-        if self.ledger is None or before is None or head is None or head.seq == 0:
+    def guard_ledger(self, *, whole: bool = False) -> bool:
+        """Whether the ledger had to be put back (see the module docstring). After a call its stamp is
+        enough; ``whole`` compares every byte (at the end of a phase: a kernel without fine-grained change
+        times can give a same-size rewrite within one clock tick of AutoDev's append the stamp AutoDev
+        took). Synchronous on purpose: no append of AutoDev's can come between the check and the rewrite."""
+        ledger = self._ledger()
+        if ledger is None or ledger.head.seq == 0 or (not whole and ledger.as_written()):
+            return False  # the usual case: one lstat, however long the ledger
+        if ledger.matches_file():
             return False
-        now = _read_small(self.ledger, MAX_LEDGER_BYTES) or b""
-        if now == before and len(now) == head.offset:
-            return False  # the usual case: nothing was appended during the call, nothing was touched
-        if now.startswith(before) and _chain_ends_at(self.ledger, head):
-            return False  # AutoDev appended meanwhile (a parallel run), and only AutoDev
-        candidate = before + now[len(before) : head.offset]
-        scratch = self.ledger.with_name(f".{self.ledger.name}.restore")
-        atomic_write_bytes(scratch, candidate)
-        try:
-            if not _chain_ends_at(scratch, head):
-                raise RepositoryChangedError(
-                    f"the ledger {self.ledger} was changed during an agent call and cannot be put back: the "
-                    "entries AutoDev wrote meanwhile are damaged too; the copy of it from before the call "
-                    f"is {scratch}; compare them (`autodev ledger verify`) before `autodev resume`"
-                )
-            # Replaced whole (a link or a FIFO put in its place is replaced too); AutoDev's appending
-            # descriptor is reopened afterwards, so it writes to the restored file.
-            os.replace(scratch, self.ledger)
-            fsync_dir(self.ledger.parent)
-        finally:
-            self._after_ledger_restored()
+        ledger.restore_as_written()
+        _log.warning("integrity.ledger_restored", path=str(ledger.path))
         return True
 
     async def check_landed(self, commits: Mapping[str, str]) -> None:
@@ -525,16 +504,12 @@ def _short(commit: str | None) -> str:
     return commit[:10] if commit else "(none)"
 
 
-def _chain_ends_at(path: Path, head: LedgerHead) -> bool:
-    """Whether the ledger at ``path`` verifies and ends exactly where ``head`` says."""
-    ledger = Ledger(path, readonly=True)
+def _stamp_of(path: Path) -> tuple[int, int, int, int] | None:
     try:
-        found = ledger.open(repair=False)
-    except (StateError, OSError):
-        return False
-    finally:
-        ledger.close()
-    return found == head and ledger.torn_tail_bytes == 0
+        found = os.lstat(path)
+    except OSError:
+        return None
+    return (found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
 
 
 def _read_small(path: Path, limit: int = _CONTROL_FILE_LIMIT) -> bytes | None:

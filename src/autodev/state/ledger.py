@@ -17,6 +17,13 @@ can leave only the final line incomplete (no trailing newline); ``open`` truncat
 it. Any other damage raises ``LedgerCorruptError`` naming the line. The caller (``PlanManager``) serialises
 appends across processes with the ``.autodev/lock`` file lock and calls ``sync`` under it to pick up
 lines another process appended.
+
+A writable ledger also keeps, in memory, the bytes it has verified or written and a stamp of the file as it
+left it (device, inode, size, modification and change time). ``as_written`` compares the stamp (one
+``lstat``), so AutoDev can check after every agent call that nobody else wrote the file without reading
+it; ``restore_as_written`` puts those bytes back when somebody did. An append first checks the stamp
+too: a file changed behind AutoDev's back keeps its stamp unset until a full comparison
+(``matches_file``) has looked at it, so a later append cannot make a foreign change look like AutoDev's.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from typing import Any
 from autodev.errors import LedgerCorruptError, StateError
 from autodev.files import MAX_LEDGER_BYTES, MAX_LEDGER_LINE_BYTES, MIB, format_size, led_by, open_regular
 from autodev.logging import get_logger
+from autodev.state.atomic import atomic_write_bytes
 
 __all__ = ["GENESIS_HASH", "Ledger", "LedgerEntry", "LedgerHead"]
 
@@ -48,6 +56,18 @@ _SEQ_PREFIX = b'{"seq":'
 _READ_CHUNK = 8 * MIB
 
 _log = get_logger("autodev.ledger")
+
+# What identifies the file's content without reading it: a write changes the size or the change time, a
+# replacement the inode.
+_Stamp = tuple[int, int, int, int, int]
+
+
+def _stamp_of(path: Path) -> _Stamp | None:
+    try:
+        found = os.lstat(path)
+    except OSError:
+        return None
+    return (found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +113,10 @@ class Ledger:
         self._line_ends = array("q")
         self._fd: int | None = None
         self.torn_tail_bytes = 0
+        # The verified bytes (writable ledgers only) and the stamp of the file holding exactly them; None
+        # when the file may hold something else.
+        self._written = bytearray()
+        self._stamp: _Stamp | None = None
 
     # --- reading ------------------------------------------------------------------------------------
 
@@ -109,6 +133,8 @@ class Ledger:
         self._head = LedgerHead(0, GENESIS_HASH, 0)
         self._line_ends = array("q")
         self.torn_tail_bytes = 0
+        self._written = bytearray()
+        self._stamp = None
         try:
             fd = self._open_for_reading()
         except FileNotFoundError:
@@ -123,6 +149,7 @@ class Ledger:
                 complete = data.rfind(b"\n") + 1
                 if complete:
                     self._verify(data, self._head.offset, complete, self._head)
+                    self._keep(data[:complete])
                 pending = data[complete:]
                 self._check_size(self._head.offset + len(pending))
                 self._check_line(len(pending), self._head.seq + 1)
@@ -133,12 +160,15 @@ class Ledger:
         self.torn_tail_bytes = len(pending)
         if repair:
             self.repair_tail()
+        if not self.readonly and not self.torn_tail_bytes:
+            self._restamp()
         return self._head
 
     def repair_tail(self) -> None:
         """Cut the torn final line found by ``open`` (a crash mid-append); a no-op when read-only or clean."""
         if self.torn_tail_bytes and not self.readonly:
             self._handle_torn_tail(self.torn_tail_bytes, self._head.offset)
+            self._restamp()
 
     def sync(self) -> list[LedgerEntry]:
         """Verify and return the lines appended (by another process) since the last open/sync/append."""
@@ -168,6 +198,10 @@ class Ledger:
             self._handle_torn_tail(len(data) - complete, start + complete)
         previous = self._head
         self._verify(data, start, complete, previous)
+        self._keep(data[:complete])
+        # Another process wrote the new lines; whether the older ones are still AutoDev's bytes only a
+        # full comparison can tell, so the stamp waits for ``matches_file``.
+        self._stamp = None
         return list(self._decode_lines(data[:complete], previous.seq + 1))
 
     def entries(self, after_seq: int = 0) -> Iterator[LedgerEntry]:
@@ -204,6 +238,8 @@ class Ledger:
                 f"limits ({format_size(MAX_LEDGER_LINE_BYTES)} an entry, {format_size(MAX_LEDGER_BYTES)} in "
                 "all); the ledger is unchanged (start a new plan in a fresh .autodev/ to go on)"
             )
+        # Before the first line there is nothing to guard: the file may not exist yet.
+        intact = self.as_written() or (head.offset == 0 and not os.path.lexists(self.path))
         fd = self._writer()
         try:
             written = os.write(fd, line)
@@ -219,7 +255,47 @@ class Ledger:
         new_offset = head.offset + len(line)
         self._line_ends.append(new_offset)
         self._head = LedgerHead(seq, digest, new_offset)
+        self._keep(line)
+        if intact:
+            self._restamp(fd)
         return LedgerEntry(seq, ts, op, payload, head.hash, digest)
+
+    # --- guarding -----------------------------------------------------------------------------------
+
+    def as_written(self) -> bool:
+        """Whether the file is, by its stamp, exactly what this ledger verified and wrote: one ``lstat``."""
+        return self._stamp is not None and _stamp_of(self.path) == self._stamp
+
+    def matches_file(self) -> bool:
+        """Whether the file holds exactly the bytes this ledger verified and wrote (reads it whole); when it
+        does, the stamp is taken again so the next ``as_written`` is cheap."""
+        try:
+            fd = self._open_for_reading()
+        except (OSError, StateError):
+            return False
+        try:
+            size = os.fstat(fd).st_size
+            same = size == len(self._written) and os.pread(fd, size + 1, 0) == self._written
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
+        if same:
+            self._restamp()
+        return same
+
+    def restore_as_written(self) -> None:
+        """Replace the file whole with the bytes this ledger verified and wrote (a link, a FIFO or another
+        file put in its place is replaced too), durably; the appending descriptor is reopened on it."""
+        if self.readonly:
+            raise StateError(f"{self.path} is open read-only")
+        try:
+            atomic_write_bytes(self.path, bytes(self._written))
+        except OSError as exc:
+            raise StateError(f"cannot put back {self.path}: {exc.strerror or exc}") from exc
+        finally:
+            self.close()
+        self._restamp()
 
     def close(self) -> None:
         if self._fd is not None:
@@ -227,6 +303,20 @@ class Ledger:
             self._fd = None
 
     # --- internals ----------------------------------------------------------------------------------
+
+    def _keep(self, data: bytes) -> None:
+        if not self.readonly:
+            self._written += data
+
+    def _restamp(self, fd: int | None = None) -> None:
+        """Take the stamp of the file as it is now, which the caller knows to hold ``_written``."""
+        if fd is None:
+            self._stamp = _stamp_of(self.path)
+            return
+        found = os.fstat(fd)
+        # The stamp is compared with the path's: only valid while the path is still this descriptor's file.
+        stamp = (found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
+        self._stamp = stamp if _stamp_of(self.path) == stamp else None
 
     def _open_for_reading(self) -> int:
         return open_regular(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -10,6 +11,8 @@ from support.projects import git, mini_project
 
 from autodev.gitsafety import missing_landed_commits
 from autodev.orchestrator.integrity import AgentWatch, RepositoryChangedError
+from autodev.state.ledger import Ledger
+from autodev.state.ledger import _stamp_of as ledger_stamp
 from autodev.workspace.git import GitRepo, _without_drivers
 
 
@@ -167,3 +170,33 @@ def test_a_damaged_record_of_an_interrupted_call_is_no_all_clear(tmp_path: Path)
         anyio.run(watch.check_interrupted, set())
 
     anyio.run(watch.check_interrupted, set())  # named once
+
+
+def test_the_ledger_is_checked_by_its_stamp_after_a_call_and_whole_at_a_phase_end(tmp_path: Path) -> None:
+    root = mini_project(tmp_path / "repo")
+    path = root / ".autodev" / "ledger.jsonl"
+    ledger = Ledger(path)
+    ledger.open()
+    for index in range(3):
+        ledger.append("note", {"index": index})
+    written = path.read_bytes()
+    repo = GitRepo(root)
+    watch = AgentWatch(repo, root / ".autodev" / "config.toml", ledger=lambda: ledger)
+
+    async def call(change: Callable[[], object]) -> list[str]:
+        view = await watch.before(repo)
+        change()
+        return (await watch.after(view, repo, who="the developer")).restored
+
+    assert anyio.run(call, lambda: None) == []
+    assert anyio.run(call, lambda: path.write_bytes(written.replace(b'"index":1', b'"index":8'))) == [
+        ".autodev/ledger.jsonl"
+    ]
+    assert path.read_bytes() == written
+    # A rewrite the stamp cannot tell (an older kernel's coarse change times): the whole comparison can.
+    path.write_bytes(written.replace(b'"index":2', b'"index":9'))
+    ledger._stamp = ledger_stamp(path)
+    assert anyio.run(call, lambda: None) == []
+    assert watch.guard_ledger(whole=True)
+    assert path.read_bytes() == written
+    assert not watch.guard_ledger(whole=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -149,3 +150,69 @@ def _reopen(path: Path) -> Ledger:
     ledger = Ledger(path)
     ledger.open()
     return ledger
+
+
+def _open_filled(path: Path, count: int) -> Ledger:
+    ledger = Ledger(path)
+    ledger.open()
+    for i in range(count):
+        ledger.append("note", {"i": i})
+    return ledger
+
+
+def test_a_ledger_knows_its_file_is_as_it_wrote_it_without_reading_it(tmp_path: Path) -> None:
+    ledger = _open_filled(tmp_path / "ledger.jsonl", 3)
+    assert ledger.as_written()
+    ledger.append("note", {"i": 3})
+    assert ledger.as_written()
+    reopened = Ledger(tmp_path / "ledger.jsonl")
+    reopened.open()
+    assert reopened.as_written()
+
+
+@pytest.mark.parametrize(
+    "tamper",
+    [
+        # Same size, same place: only the change time tells.
+        lambda path: path.write_bytes(path.read_bytes().replace(b'"i":1', b'"i":7')),
+        lambda path: path.write_bytes(path.read_bytes()[:-10]),
+        lambda path: path.write_bytes(path.read_bytes() + b'{"seq":99}\n'),
+        lambda path: (path.unlink(), path.symlink_to("/dev/null")),
+        lambda path: path.unlink(),
+    ],
+    ids=["rewritten-in-place", "truncated", "appended", "replaced-by-link", "removed"],
+)
+def test_a_changed_ledger_is_seen_and_put_back_byte_for_byte(tmp_path: Path, tamper: Any) -> None:
+    path = tmp_path / "ledger.jsonl"
+    ledger = _open_filled(path, 3)
+    written = path.read_bytes()
+    tamper(path)
+    assert not ledger.as_written()
+    assert not ledger.matches_file()
+    ledger.restore_as_written()
+    assert not path.is_symlink() and path.read_bytes() == written
+    assert ledger.as_written()
+    ledger.append("note", {"after": "restore"})
+    assert Ledger(path, readonly=True).open().seq == 4
+
+
+def test_an_append_does_not_make_a_foreign_change_look_like_its_own(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.jsonl"
+    ledger = _open_filled(path, 2)
+    path.write_bytes(path.read_bytes().replace(b'"i":0', b'"i":5'))
+    ledger.append("note", {"i": 2})
+    assert not ledger.as_written()
+    assert not ledger.matches_file()
+
+
+def test_lines_another_process_appended_are_compared_once_then_trusted(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.jsonl"
+    ours = _open_filled(path, 2)
+    theirs = Ledger(path)
+    theirs.open()
+    theirs.append("note", {"from": "another process"})
+    theirs.close()
+    assert [entry.seq for entry in ours.sync()] == [3]
+    assert not ours.as_written()  # the older lines are only known to be ours after a full comparison
+    assert ours.matches_file()
+    assert ours.as_written()

@@ -55,6 +55,8 @@ async def run_execute_phase(
         processed = await Dispatcher(session, only_task=task_id, executor=executor).run()
     finally:
         await (await session.change_checks()).close()
+    if session.agent_watch.guard_ledger(whole=True):
+        session.emit(ProgressEvent("note", "the ledger was changed during the run; AutoDev put it back"))
     pm.checkpoint()
     final = [pm.get_task(tid) for tid in processed]
     _log.info(
