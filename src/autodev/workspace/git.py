@@ -22,6 +22,7 @@ import anyio
 from autodev.errors import AutodevError
 from autodev.files import read_bounded
 from autodev.gitsafety import HARDENED_CONFIG
+from autodev.logging import get_logger
 
 __all__ = ["GitError", "GitRepo", "WorkingDiff", "read_head_file", "run_git"]
 
@@ -50,6 +51,14 @@ def _git_running_in(root: Path) -> bool:
     return False
 
 
+_log = get_logger("autodev.git")
+
+# Each of AutoDev's many commits and merges would start ``git maintenance run --auto`` (a process every
+# time, a repack now and then, in the middle of a task); AutoDev runs it once at the end of a phase instead
+# (``GitRepo.maintain``), with the repository's own thresholds.
+_NO_AUTO_MAINTENANCE = ("-c", "maintenance.auto=false")
+
+
 async def run_git(
     args: Sequence[str],
     *,
@@ -67,7 +76,7 @@ async def run_git(
     reaches AutoDev, which stops in order, and not git half way through a write (it died of the SIGINT, and
     the task it worked for was blocked for "git failed").
     """
-    command = ["git", *HARDENED_CONFIG, *_without_drivers(args)]
+    command = ["git", *HARDENED_CONFIG, *_NO_AUTO_MAINTENANCE, *_without_drivers(args)]
 
     def run() -> subprocess.CompletedProcess[bytes]:
         return subprocess.run(
@@ -168,7 +177,9 @@ class GitRepo:
             self._git_dir_path = Path((await self._run("rev-parse", "--absolute-git-dir")).stdout.strip())
         return self._git_dir_path
 
-    async def _run(self, *args: str, env: Mapping[str, str] | None = None, check: bool = True) -> _GitOutput:
+    async def _run(
+        self, *args: str, env: Mapping[str, str] | None = None, check: bool = True, stdin: bytes | None = None
+    ) -> _GitOutput:
         # GIT_OPTIONAL_LOCKS=0: status and diff never take the index lock just to refresh stat data, so a
         # kill during them cannot leave a lock behind.
         full_env = {
@@ -178,7 +189,7 @@ class GitRepo:
             "LC_ALL": "C",
             "GIT_OPTIONAL_LOCKS": "0",
         }
-        result = await run_git(args, cwd=self.root, env=full_env, timeout_s=self.timeout_s)
+        result = await run_git(args, cwd=self.root, env=full_env, timeout_s=self.timeout_s, stdin=stdin)
         output = _GitOutput(
             result.returncode,
             result.stdout.decode("utf-8", errors="surrogateescape"),
@@ -188,6 +199,13 @@ class GitRepo:
             detail = " ".join(output.stderr.split())[:300] or f"exit code {output.code}"
             raise GitError(f"git {' '.join(args[:3])} failed in {self.root}: {detail}")
         return output
+
+    async def maintain(self) -> None:
+        """The housekeeping git would have started after AutoDev's commits (``git maintenance run
+        --auto``: nothing unless the repository's thresholds are passed). Best effort: a failure is logged."""
+        result = await self._run("maintenance", "run", "--auto", "--quiet", check=False)
+        if result.code != 0:
+            _log.warning("git.maintenance_failed", root=str(self.root), detail=result.stderr.strip()[:300])
 
     async def clear_stale_locks(self) -> list[Path]:
         """Remove lock files a killed git left behind (``index.lock``, ``HEAD.lock``, ref locks).
@@ -441,14 +459,7 @@ class GitRepo:
         paths = await self.dirty_paths()
         if not paths:
             return {}
-        old: dict[str, int] = {}
-        listed = await self._run("ls-tree", "-r", "-l", "-z", base, check=False)
-        wanted = set(paths)
-        for entry in listed.stdout.split("\0"):
-            meta, _, name = entry.partition("\t")
-            fields = meta.split()
-            if name in wanted and len(fields) == 4 and fields[3].isdigit():
-                old[name] = int(fields[3])
+        old = await self._sizes_in(base, paths)
         added = {}
         for path in paths:
             try:
@@ -457,6 +468,20 @@ class GitRepo:
                 size = 0  # deleted
             added[path] = max(0, size - old.get(path, 0))
         return added
+
+    async def _sizes_in(self, commit: str, paths: Sequence[str]) -> dict[str, int]:
+        """The size of each of ``paths`` in ``commit`` (absent when it is no file there): one lookup per
+        path, never a listing of the whole tree. A name with a line break cannot be asked for on git's
+        line protocol and counts as new."""
+        asked = [path for path in paths if "\n" not in path]
+        query = "".join(f"{commit}:{path}\n" for path in asked).encode("utf-8", errors="surrogateescape")
+        found = await self._run("cat-file", "--batch-check=%(objecttype) %(objectsize)", stdin=query)
+        sizes = {}
+        for path, line in zip(asked, found.stdout.splitlines(), strict=False):
+            kind, _, size = line.partition(" ")
+            if kind == "blob" and size.isdigit():
+                sizes[path] = int(size)
+        return sizes
 
     async def dirty_paths(self) -> list[str]:
         """Paths with uncommitted changes (tracked or untracked), ``.autodev/`` excluded."""
@@ -525,9 +550,7 @@ class GitRepo:
         applied cleanly."""
         data = patch.encode("utf-8", errors="surrogateescape")
         args = ["apply", "--binary", "--whitespace=nowarn", "--3way", "-"]
-        env = {**os.environ, "LC_ALL": "C"}
-        result = await run_git(args, cwd=self.root, env=env, timeout_s=self.timeout_s, stdin=data)
-        return result.returncode == 0
+        return (await self._run(*args, stdin=data, check=False)).code == 0
 
     async def fast_forward(self, commit: str) -> bool:
         """Move the checked-out branch (or detached HEAD) forward to ``commit``; False when git refuses

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -89,3 +90,50 @@ async def test_git_runs_in_a_process_group_of_its_own_so_a_terminals_ctrl_c_does
 
     assert found.returncode == 0, found.stderr
     assert int(found.stdout.strip()) != os.getpgrp()
+
+
+@pytest.mark.asyncio
+async def test_autodevs_commits_start_no_housekeeping_until_it_asks_for_it(
+    git_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trace = tmp_path / "trace.json"
+    monkeypatch.setenv("GIT_TRACE2_EVENT", str(trace))
+    repo = GitRepo(git_repo)
+    for index in range(3):
+        (git_repo / f"new{index}.py").write_text(f"x = {index}\n")
+        assert await repo.commit_all(f"task {index}")
+    assert _maintenance_runs(trace) == 0
+    await repo.maintain()
+    assert _maintenance_runs(trace) == 1
+
+
+def _maintenance_runs(trace: Path) -> int:
+    """git processes that ran ``git maintenance`` (started by AutoDev or by another git command)."""
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    return sum(event["event"] == "start" and "maintenance" in event["argv"] for event in events)
+
+
+@pytest.mark.asyncio
+async def test_added_bytes_counts_what_each_changed_path_adds(git_repo: Path) -> None:
+    (git_repo / "grow[1].py").write_text("x" * 10)
+    (git_repo / "shrink me.py").write_text("y" * 50)
+    (git_repo / "gone.py").write_text("z" * 5)
+    _git(git_repo, "add", ".")
+    _git(git_repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "sizes")
+    base = _git(git_repo, "rev-parse", "HEAD").strip()
+    (git_repo / "grow[1].py").write_text("x" * 25)
+    (git_repo / "shrink me.py").write_text("y" * 20)
+    (git_repo / "gone.py").unlink()
+    (git_repo / "new" / "deep").mkdir(parents=True)
+    (git_repo / "new" / "deep" / "made.bin").write_bytes(b"\0" * 300)
+    (git_repo / "line\nbreak.py").write_text("w" * 7)
+
+    added = await GitRepo(git_repo).added_bytes(base)
+
+    assert added == {
+        "grow[1].py": 15,
+        "shrink me.py": 0,
+        "gone.py": 0,
+        "new/deep/made.bin": 300,
+        "line\nbreak.py": 7,
+    }
