@@ -480,9 +480,9 @@ class AutodevConfig(_Settings):
         description="Seconds to wait for another AutoDev process to release the .autodev lock.",
     )
     worktree_pool_enabled: bool = Field(
-        default=False,
-        description="Create the execute phase's git worktrees up front and recycle them between "
-        "tasks; adds a few seconds at start, saves time on plans with many tasks.",
+        default=True,
+        description="Recycle the parallel execute phase's git worktrees between tasks (reset to each "
+        "task's base) instead of checking out a fresh one per task.",
     )
     cross_phase_parallelism_enabled: bool = Field(
         default=False,

@@ -39,10 +39,7 @@ _ENVIRONMENT_ERRORS: frozenset[AgentErrorKind] = frozenset({"cli_missing", "spaw
 
 def landed_commits(session: RunContext) -> dict[str, str]:
     """``{task id: commit}`` of every task recorded as landed."""
-    pm = session.plan_manager
-    if not pm.has_plan:
-        return {}
-    return {task.id: task.commit for task in pm.tasks() if task.commit is not None}
+    return session.plan_manager.landed_commits()
 
 
 def _build_prompt(system_prompt: str, request: DelegationRequest, knowledge_block: str) -> str:

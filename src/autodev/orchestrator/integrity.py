@@ -320,9 +320,10 @@ class AgentWatch:
             self._landed_checked.clear()
         self._landed_tip = tip
         missing = []
-        for task_id, commit in sorted(commits.items()):
-            if commit in self._landed_checked:
-                continue
+        unchecked = [
+            (task_id, commit) for task_id, commit in commits.items() if commit not in self._landed_checked
+        ]
+        for task_id, commit in sorted(unchecked):
             if await self.main.is_ancestor(commit, tip):
                 self._landed_checked.add(commit)
             else:

@@ -345,6 +345,13 @@ class PlanManager:
         wanted = set(statuses)
         return [task.id for task in self._require_plan().iter_tasks() if task.status in wanted]
 
+    def landed_commits(self) -> dict[str, str]:
+        """``{task id: commit}`` of every task recorded as landed (no copies made: asked after every agent
+        call)."""
+        if self._state.plan is None:
+            return {}
+        return {task.id: task.commit for task in self._state.plan.iter_tasks() if task.commit is not None}
+
     def tasks(self) -> list[Task]:
         """Copies of every task in plan order."""
         return [task.model_copy(deep=True) for task in self._require_plan().iter_tasks()]

@@ -1,14 +1,16 @@
-"""A warm pool of detached worktrees for the parallel execute phase.
+"""A pool of detached worktrees recycled between the parallel execute phase's tasks.
 
-Opt-in: ``cold_start`` creates N worktrees concurrently at execute-phase entry, and ``release`` recycles
-one with ``git checkout --force`` to the baseline and ``git clean -ffdx`` instead of paying ``git worktree
-add`` (a checkout of every file) on every task dispatch. ``claim`` never waits: with the pool empty or never
-started it falls back to a fresh ``task-<id>`` worktree, removed again on release, so the pool never grows
-past its size. Otherwise it offers ``WorktreeManager``'s calls, delegating to the manager it wraps.
+A fresh worktree per task costs a checkout of every file (about half a millisecond a file on a local disk:
+seconds on a large repository, and growing with the repository as tasks add files). The pool makes each of
+its worktrees once, when a claim finds none idle (``warm_up`` starts it; ``cold_start`` makes them all up
+front), and lends it to one task after another, reset with ``git checkout --force`` to the task's base and
+``git clean -ffdx``: git rewrites only the files that differ and deletes what is not in the base.
 
-``release`` leaves a pooled worktree clean at the baseline, and ``claim`` resets it once more (a cheap
-checkout and clean when nothing changed), so neither a task writing after its release nor a cancelled reset
-can leak into the next task. A worktree that cannot be reset is removed, and the pool runs one smaller.
+The claim does the reset, not the release: a release only queues the worktree, so the slot of a task that
+finished frees at once and neither a task writing after its release nor a cancelled reset can leak into the
+next task. A worktree that cannot be reset is removed and the claim takes another. Beyond the pool's size,
+or before it is started, a claim gets a fresh ``task-<id>`` worktree, removed again on release. Otherwise the
+pool offers ``WorktreeManager``'s calls, delegating to the manager it wraps.
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ class WorktreePool:
 
     @property
     def baseline(self) -> str | None:
-        """The main repository's HEAD when ``cold_start`` ran (None before), where released worktrees go."""
+        """The main repository's HEAD when the pool started (None before): the base of a claim naming none."""
         return self._baseline
 
     @property
@@ -117,8 +119,17 @@ class WorktreePool:
         return created
 
     async def warm_up(self, workers: int) -> None:
-        """Create the pool's worktrees (``cold_start``) for ``workers`` tasks at once."""
-        await self.cold_start(workers)
+        """Start the pool at the main HEAD; its worktrees are made by the claims that need them, so the
+        first task waits for one checkout, not ``workers``. ``workers`` above the pool's size is capped."""
+        del workers  # the pool's size already is the run's parallelism
+        if self._started:
+            return
+        self._started = True
+        try:
+            self._baseline = await self._head()
+        except BaseException:
+            self._started = False
+            raise
 
     async def claim(self, task_id: str, base: str | None = None) -> Worktree:
         """A worktree exactly clean at ``base`` (default: the baseline) for task ``task_id``.
@@ -140,30 +151,37 @@ class WorktreePool:
                 raise
             self._claimed[claimed.name] = claimed
             return claimed
+        if self._started and len(self._pooled) < self._size:
+            return await self._new_pooled(target)
         return await self._manager.claim(task_id, target)
 
-    async def release(self, worktree: Worktree) -> None:
-        """Give ``worktree`` back: a pooled one is reset to the baseline and queued, any other is removed.
+    async def _new_pooled(self, base: str) -> Worktree:
+        # Named before the first await, so concurrent claims never pick the same name.
+        taken = self._pooled | {worktree.name for worktree in self._manager.active}
+        name = next(name for name in (f"pool-{i}" for i in range(len(taken) + 1)) if name not in taken)
+        self._pooled.add(name)
+        try:
+            worktree = await self._manager.create(name, base, replace=True)
+        except BaseException:
+            self._pooled.discard(name)
+            raise
+        self._claimed[name] = worktree
+        return worktree
 
-        A pooled worktree that cannot be reset is removed instead. Releasing twice does nothing. Runs to the
-        end even when the calling task is being cancelled, as cleanup in ``finally`` must.
+    async def release(self, worktree: Worktree) -> None:
+        """Give ``worktree`` back: a pooled one is queued as it is (the next claim resets it), any other is
+        removed. Releasing twice does nothing. Runs to the end even when the calling task is being
+        cancelled, as cleanup in ``finally`` must.
         """
         with anyio.CancelScope(shield=True):
-            if self._baseline is None or worktree.name not in self._pooled:
+            if worktree.name not in self._pooled:
                 await self._manager.release(worktree)
                 return
-            # Identity, not equality: a stale handle must not reset the worktree now lent to another task.
+            # Identity, not equality: a stale handle must not queue the worktree now lent to another task.
             if self._claimed.get(worktree.name) is not worktree:
                 return
             del self._claimed[worktree.name]
-            try:
-                # The claim that lends it out again resets it once more and prepares it then.
-                idle = await self._manager.reset(worktree, self._baseline, prepare=False)
-            except WorktreeError as exc:
-                _log.warning("worktree_pool.reset_failed", name=worktree.name, error=str(exc))
-                await self._drop(worktree)
-                return
-            self._idle.append(idle)
+            self._idle.append(worktree)
 
     def adopt(self, path: Path, base: str) -> Worktree:
         """Track a resumed task's existing worktree; it is removed on release (see ``WorktreeManager``)."""

@@ -94,7 +94,9 @@ async def test_a_claimed_worktree_is_exactly_clean_after_a_previous_claimer_dirt
 
 
 @pytest.mark.asyncio
-async def test_claim_at_another_base_gives_that_commit_clean_and_release_goes_back(repo: Path) -> None:
+async def test_claim_at_another_base_gives_that_commit_clean_and_the_next_claim_the_baseline(
+    repo: Path,
+) -> None:
     older = _head(repo)
     (repo / "app.py").write_text("VALUE = 2\n")
     baseline = _commit(repo, "second")
@@ -104,9 +106,11 @@ async def test_claim_at_another_base_gives_that_commit_clean_and_release_goes_ba
     assert worktree.base == older and _head(worktree.path) == older and _dirt(worktree.path) == ""
     assert (worktree.path / "app.py").read_text() == "VALUE = 1\n"
     _scribble(worktree)
-    await pool.release(worktree)
+    await pool.release(worktree)  # queued as it is: the claim that lends it out again resets it
+    again = await pool.claim("2.2")
+    assert again.path == worktree.path and again.base == baseline
+    assert _head(again.path) == baseline and _dirt(again.path) == ""
     assert [(held.name, held.base) for held in pool.active] == [("pool-0", baseline)]
-    assert _head(worktree.path) == baseline and _dirt(worktree.path) == ""
     await pool.cleanup_all()
 
 
@@ -153,15 +157,18 @@ async def test_releasing_twice_never_queues_a_worktree_twice(repo: Path) -> None
 
 
 @pytest.mark.asyncio
-async def test_a_worktree_that_cannot_be_reset_is_removed_not_queued(repo: Path) -> None:
+async def test_a_worktree_that_cannot_be_reset_is_made_anew(repo: Path) -> None:
     pool = _pool(repo, 1)
     await pool.cold_start()
     worktree = await pool.claim("1")
     git_dir = Path(_git(worktree.path, "rev-parse", "--absolute-git-dir").strip())
     (git_dir / "index.lock").write_text("")  # as a git killed mid-command leaves it
     await pool.release(worktree)
-    assert pool.active == [] and not worktree.path.exists() and len(_registered(repo)) == 1
-    assert (await pool.claim("2")).name == "task-2"
+    claimed = await pool.claim("2")
+    fresh_git_dir = Path(_git(claimed.path, "rev-parse", "--absolute-git-dir").strip())
+    assert claimed.name == "pool-0" and not (fresh_git_dir / "index.lock").exists()
+    assert _dirt(claimed.path) == "" and _head(claimed.path) == pool.baseline
+    assert [held.name for held in pool.active] == ["pool-0"] and len(_registered(repo)) == 2
     await pool.cleanup_all()
 
 
@@ -185,7 +192,28 @@ async def test_concurrent_claims_never_share_a_worktree(repo: Path) -> None:
             group.start_soon(task, str(i))
     assert len(paths) == len(set(paths)) == 2 * size
     assert sorted(worktree.name for worktree in pool.active) == ["pool-0", "pool-1", "pool-2"]
-    assert all(_dirt(worktree.path) == "" for worktree in pool.active)
+    reclaimed = [await pool.claim(f"again-{i}") for i in range(size)]
+    assert sorted(worktree.name for worktree in reclaimed) == ["pool-0", "pool-1", "pool-2"]
+    assert all(_dirt(worktree.path) == "" for worktree in reclaimed)
+    await pool.cleanup_all()
+
+
+@pytest.mark.asyncio
+async def test_a_started_pool_makes_its_worktrees_as_claims_need_them(repo: Path) -> None:
+    pool = _pool(repo, 2)
+    await pool.warm_up(2)
+    assert pool.active == [] and pool.baseline == _head(repo)
+    first = await pool.claim("a")
+    assert first.name == "pool-0" and _registered(repo) == [repo, first.path]
+    _scribble(first)
+    await pool.release(first)
+    again, second = await pool.claim("b"), await pool.claim("c")
+    assert (again.name, second.name) == ("pool-0", "pool-1") and _dirt(again.path) == ""
+    overflow = await pool.claim("d")
+    assert overflow.name == "task-d"
+    for worktree in (again, second, overflow):
+        await pool.release(worktree)
+    assert sorted(worktree.name for worktree in pool.active) == ["pool-0", "pool-1"]
     await pool.cleanup_all()
 
 

@@ -28,7 +28,7 @@ def test_defaults_match_the_seed_configuration_table() -> None:
     assert config.auto_commit is True
     assert config.require_plan_approval is False
     assert config.lock_timeout_s == 10.0
-    assert config.worktree_pool_enabled is False
+    assert config.worktree_pool_enabled is True
     assert config.cross_phase_parallelism_enabled is False
     assert config.speculative_execution_enabled is False
 
