@@ -16,7 +16,11 @@ each task's work, its measured duration in the parallelism-1 run (orchestration 
 how well running tasks at once scales from what each task costs. Every task must end complete with its file
 committed, else the exit code is 1.
 
-    python bench/makespan.py [--tasks 60] [--latency 0.5] [--parallelism 1,4,8] [--seed 1] [--quick]
+Each parallelism runs ``--runs`` times (default 5); the run of median efficiency is reported in full, with
+the median, minimum and maximum efficiency over all of them.
+
+    python bench/makespan.py [--tasks 60] [--latency 0.5] [--parallelism 1,4,8] [--runs 5] [--seed 1]
+                             [--quick]
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import argparse
 import heapq
 import json
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -219,6 +224,22 @@ def measure(plan: Plan, latency_s: float, parallelism: int) -> dict[str, Any]:
     }
 
 
+def median_run(repeated: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run of median efficiency, with the spread over all runs and every run's problems."""
+    ordered = sorted(repeated, key=lambda run: run["efficiency"])
+    chosen = dict(ordered[(len(ordered) - 1) // 2])
+    efficiencies = [run["efficiency"] for run in ordered]
+    chosen["efficiency_over_runs"] = {
+        "runs": len(ordered),
+        "median": round(statistics.median(efficiencies), 3),
+        "min": efficiencies[0],
+        "max": efficiencies[-1],
+        "all": [run["efficiency"] for run in repeated],
+    }
+    chosen["problems"] = [problem for run in repeated for problem in run["problems"]]
+    return chosen
+
+
 def parallelisms(text: str) -> list[int]:
     try:
         values = [int(part) for part in text.split(",") if part.strip()]
@@ -234,19 +255,21 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=None, help="tasks in the DAG (default 60)")
     parser.add_argument("--latency", type=float, default=None, help="seconds per agent call (default 0.5)")
     parser.add_argument("--parallelism", type=parallelisms, default=[1, 4, 8], help="e.g. 1,4,8")
+    parser.add_argument("--runs", type=int, default=None, help="runs per parallelism (default 5, quick 1)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--quick", action="store_true", help="12 tasks, 0.1 s latency: a sanity run")
     args = parser.parse_args()
     n_tasks = args.tasks if args.tasks is not None else (QUICK_TASKS if args.quick else 60)
     latency = args.latency if args.latency is not None else (QUICK_LATENCY_S if args.quick else 0.5)
-    if n_tasks < 1 or latency < 0:
-        parser.error("need --tasks >= 1 and --latency >= 0")
+    repeats = args.runs if args.runs is not None else (1 if args.quick else 5)
+    if n_tasks < 1 or latency < 0 or repeats < 1:
+        parser.error("need --tasks >= 1, --latency >= 0 and --runs >= 1")
     configure_quiet_logging()
     plan = dag_plan(n_tasks, args.seed)
     runs: dict[str, dict[str, Any]] = {}
     for parallelism in args.parallelism:
         print(f"parallelism {parallelism} ...", file=sys.stderr, flush=True)
-        runs[str(parallelism)] = measure(plan, latency, parallelism)
+        runs[str(parallelism)] = median_run([measure(plan, latency, parallelism) for _ in range(repeats)])
     tasks = plan.iter_tasks()
     sequential_efficiency(tasks, runs)
     for run in runs.values():

@@ -49,12 +49,20 @@ _FILE_GATES: frozenset[GateName] = frozenset({"syntax", "lint", "secretscan"})
 
 
 class GitTreeGuard:
-    """``TreeGuard`` over a git working copy: snapshots are tree ids written through a scratch index."""
+    """``TreeGuard`` over a git working copy: snapshots are tree ids written through a scratch index.
 
-    def __init__(self, git: GitRepo) -> None:
+    ``current`` is the tree the copy holds now when the caller has just written it (``WorkingDiff.tree``,
+    with nothing run in the copy since): the first snapshot is then that tree, without staging the copy
+    again."""
+
+    def __init__(self, git: GitRepo, *, current: str | None = None) -> None:
         self.git = git
+        self._current = current
 
     async def snapshot(self) -> str:
+        if self._current is not None:
+            tree, self._current = self._current, None
+            return tree
         return await self.git.snapshot_tree()
 
     async def changed_paths(self, before: str, after: str) -> list[str]:
@@ -104,16 +112,23 @@ class ChangeChecks:
     # --- running the gates --------------------------------------------------------------------------
 
     async def run(
-        self, root: Path, git: GitRepo, files: Sequence[str], *, only: Sequence[GateName] | None = None
+        self,
+        root: Path,
+        git: GitRepo,
+        files: Sequence[str],
+        *,
+        only: Sequence[GateName] | None = None,
+        tree: str | None = None,
     ) -> GateRun:
-        """The gates on the working copy at ``root``, guarded, unjudged; whole-tree results remembered."""
+        """The gates on the working copy at ``root``, guarded, unjudged; whole-tree results remembered.
+        ``tree``: the copy's tree as the caller has just written it (see ``GitTreeGuard``)."""
         run = await run_gate_suite(
             root,
             files,
             self.config.qa_gates,
             environment=self.environment,
             state_dir=self.paths.state_dir,
-            guard=GitTreeGuard(git),
+            guard=GitTreeGuard(git, current=tree),
             only=only,
             main_root=self.paths.repo_root,
         )
@@ -139,9 +154,10 @@ class ChangeChecks:
         files: Sequence[str],
         *,
         only: Sequence[GateName] | None = None,
+        tree: str | None = None,
     ) -> GateRun:
         """The gates on a change, every finding its base commit has too moved to ``preexisting``."""
-        run = await self.run(root, git, files, only=only)
+        run = await self.run(root, git, files, only=only, tree=tree)
         judged = []
         for result in run.results:
             if result.gate == "test":

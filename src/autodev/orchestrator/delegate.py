@@ -127,11 +127,13 @@ async def _watched_call(
     except DelegationPendingSignal as signal:
         _suspend(session, request, signal)
         raise
+    # Listed before the check reads the branch: each commit is on the branch before it is recorded.
+    landed = landed_commits(session)
     report = await session.agent_watch.after(view, copy, who=who, main_tree_lock=session.main_tree_lock)
     # Only once the check passed: a stop it raised must survive a kill before its message is shown (the
     # next start then names the same changes again, unless the user has put them back meanwhile).
     session.agent_watch.forget(record)
-    await session.agent_watch.check_landed(landed_commits(session))
+    await session.agent_watch.check_landed(landed, tip=report.main_tip)
     if report.notes:
         result = result.model_copy(update={"agent_actions": tuple(report.notes)})
         for note in report.notes:

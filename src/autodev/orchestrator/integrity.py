@@ -17,7 +17,8 @@ alternates) and AutoDev's own configuration file. After the call it compares:
   is compared whole and, when it differs, replaced by those bytes. Files AutoDev derives from its memory
   (``plan.json``, ``knowledge.json``) are written again from it when their stamp changed during the call.
 - While a task works in its own worktree, new changes in the main checkout are writes outside the task's
-  working copy: the run stops and names them (they may be the user's own edits; nothing is discarded).
+  working copy: the run stops and names them (they may be the user's own edits; nothing is discarded). The
+  checkout is scanned after each call; the next call starts from what that scan found.
 
 Refs AutoDev itself moves meanwhile (other tasks landing in a parallel run) are told apart through
 ``GitRepo.own_moves``: the value AutoDev last gave each ref.
@@ -102,6 +103,8 @@ class CallReport:
 
     folded_commits: list[str] = field(default_factory=list)
     restored: list[str] = field(default_factory=list)
+    # The main checkout's commit as the check read it (None when detached or unborn): for ``check_landed``.
+    main_tip: str | None = None
 
     @property
     def notes(self) -> list[str]:
@@ -148,6 +151,10 @@ class AgentWatch:
         # while the branch only moves forward from that tip they need no new look.
         self._landed_tip: str | None = None
         self._landed_checked: set[str] = set()
+        # The main checkout's dirty paths as the last check after a call found them (under the main tree's
+        # lock): while tasks work in their own worktrees nothing may change there, so the next call's view
+        # starts from it instead of scanning the checkout again. A change in between is found all the same.
+        self._main_dirty_seen: frozenset[str] | None = None
 
     async def _control_files(self) -> dict[str, bytes]:
         common = await self.main.common_dir()
@@ -185,7 +192,7 @@ class AgentWatch:
             copy_key=copy_key,
             copy_head=await self._head_of(copy, copy_key, refs),
             control=await self._control_files(),
-            main_dirty=frozenset(await self.main.dirty_paths()) if isolated else None,
+            main_dirty=await self._main_dirty_before() if isolated else None,
             derived={path: _stamp_of(path) for path in self._derived},
         )
 
@@ -214,6 +221,8 @@ class AgentWatch:
             if symbolic or (copy.root.resolve() != self.main.root.resolve() and not own):
                 moved.append(f"HEAD of {self.main.root} {view.main_head!r} -> {main_head!r}")
         now = await self.main.refs_under_all(_WATCHED_REFS)
+        if main_head.startswith("ref: "):
+            report.main_tip = now.get(main_head.removeprefix("ref: ").strip())
         copy_head = await self._head_of(copy, view.copy_key, now)
         for ref in sorted(set(view.refs) | set(now)):
             before, after = view.refs.get(ref), now.get(ref)
@@ -240,8 +249,11 @@ class AgentWatch:
                 "<commit>` moves one), then run `autodev resume`"
             )
         if view.main_dirty is not None:
-            written = sorted(set(await self._main_dirty(main_tree_lock)) - view.main_dirty)
-            if written:
+            dirty = frozenset(await self._main_dirty(main_tree_lock))
+            written = sorted(dirty - view.main_dirty)
+            if not written:
+                self._main_dirty_seen = dirty
+            else:
                 raise RepositoryChangedError(
                     f"{who} works in its own worktree but files changed in the main checkout "
                     f"{self.main.root}: {_shown(written)}; they are left as they are. Keep or remove them "
@@ -267,6 +279,15 @@ class AgentWatch:
                     "with it (it would wait forever on a FIFO). Put it back (`git symbolic-ref HEAD "
                     "refs/heads/<branch>` after removing it), then run `autodev resume`"
                 )
+
+    def rescan_main_checkout(self) -> None:
+        """Scan the main checkout again at the next call: the user may have changed it between runs."""
+        self._main_dirty_seen = None
+
+    async def _main_dirty_before(self) -> frozenset[str]:
+        if self._main_dirty_seen is None:
+            self._main_dirty_seen = frozenset(await self.main.dirty_paths())
+        return self._main_dirty_seen
 
     async def _main_dirty(self, lock: anyio.Lock | None) -> list[str]:
         owner = lock.statistics().owner if lock is not None else None
@@ -307,12 +328,13 @@ class AgentWatch:
         _log.warning("integrity.ledger_restored", path=str(ledger.path))
         return True
 
-    async def check_landed(self, commits: Mapping[str, str]) -> None:
+    async def check_landed(self, commits: Mapping[str, str], *, tip: str | None = None) -> None:
         """Stop when a commit recorded as landed (``{task id: commit}``) is no longer on the branch.
 
-        The branch is read after ``commits`` were: a parallel run lands commits all the time, and each is
-        on the branch before it is recorded."""
-        tip = await self.main.head()
+        The branch is read after ``commits`` were, unless ``tip`` (the branch's commit read after them, as
+        ``CallReport.main_tip``) is given: a parallel run lands commits all the time, and each is on the
+        branch before it is recorded."""
+        tip = tip or await self.main.head()
         if tip is None or not commits:
             return
         moved_on = self._landed_tip is not None and self._landed_tip != tip

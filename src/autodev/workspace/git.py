@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
@@ -27,6 +28,7 @@ from autodev.logging import get_logger
 __all__ = ["GitError", "GitRepo", "WorkingDiff", "read_head_file", "run_git"]
 
 _EXCLUDE_STATE = ":(exclude).autodev"
+_ALL_BUT_STATE = ("--", ".", _EXCLUDE_STATE)
 _HEAD_FILE_LIMIT = 4096
 _OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 # Used only when the repository has no identity configured, so that auto-commit works on fresh machines.
@@ -99,6 +101,30 @@ async def run_git(
         raise GitError("git is not installed or not on PATH; install git and try again") from exc
 
 
+def _git_dir_on_disk(root: Path) -> Path | None:
+    """The git directory ``root/.git`` is or names (a worktree's ``gitdir:`` file), as ``git rev-parse
+    --absolute-git-dir`` gives it, read without starting git: a task's working copies are asked for it
+    again and again. None when only git can tell (``GIT_DIR`` set, no ``.git``, anything unusual)."""
+    if "GIT_DIR" in os.environ:
+        return None
+    dot_git = root / ".git"
+    try:
+        found = os.lstat(dot_git)
+        if stat.S_ISDIR(found.st_mode):
+            directory = dot_git
+        elif stat.S_ISREG(found.st_mode) and found.st_size <= _HEAD_FILE_LIMIT:
+            text = dot_git.read_text(encoding="utf-8").strip()
+            if not text.startswith("gitdir: ") or "\n" in text:
+                return None
+            directory = root / text.removeprefix("gitdir: ")
+        else:
+            return None
+        resolved = Path(os.path.realpath(directory))
+        return resolved if stat.S_ISREG(os.stat(resolved / "HEAD").st_mode) else None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 def read_head_file(git_dir: Path) -> str:
     """The content of ``git_dir/HEAD`` ("ref: refs/heads/x" or a commit id), or "" when it cannot be read.
 
@@ -133,11 +159,13 @@ class GitError(AutodevError):
 
 @dataclass(frozen=True, slots=True)
 class WorkingDiff:
-    """The working tree's change against a base commit: tracked and untracked files, binary-safe."""
+    """The working tree's change against a base commit: tracked and untracked files, binary-safe, and the
+    id of the tree it was read from (what ``snapshot_tree`` gives at that moment)."""
 
     base: str
     patch: str
     files: tuple[str, ...]
+    tree: str
 
     @property
     def is_empty(self) -> bool:
@@ -174,7 +202,9 @@ class GitRepo:
     async def git_dir(self) -> Path:
         """The absolute git directory of this tree (``.git/worktrees/<name>`` for a worktree)."""
         if self._git_dir_path is None:
-            self._git_dir_path = Path((await self._run("rev-parse", "--absolute-git-dir")).stdout.strip())
+            self._git_dir_path = _git_dir_on_disk(self.root) or Path(
+                (await self._run("rev-parse", "--absolute-git-dir")).stdout.strip()
+            )
         return self._git_dir_path
 
     async def _run(
@@ -277,26 +307,25 @@ class GitRepo:
             raise GitError(f"git add -A failed in {self.root}: {detail}")
 
     async def diff_against(self, base: str) -> WorkingDiff:
-        """Everything in the working tree that differs from ``base``, untracked files included."""
+        """Everything in the working tree that differs from ``base``, untracked files included: staged
+        once into a throw-away index and written as a tree, the diff read between ``base`` and that tree."""
         with self._scratch_index(await self.git_dir()) as env:
             await self._stage_everything(env)
-            names = await self._run(
-                "diff",
-                "--cached",
-                "--name-only",
-                "-z",
-                "--no-renames",
-                base,
-                "--",
-                ".",
-                _EXCLUDE_STATE,
-                env=env,
+            tree = (await self._run("write-tree", env=env)).stdout.strip()
+        # One process for the names and the patch: with -z the raw part (":<modes> <ids> <status>\0<path>\0"
+        # per file) ends at the first empty field, and the patch after it is byte for byte the plain one.
+        out = (
+            await self._run(
+                "diff", "-z", "--patch-with-raw", "--binary", "--no-renames", base, tree, *_ALL_BUT_STATE
             )
-            patch = await self._run(
-                "diff", "--cached", "--binary", "--no-renames", base, "--", ".", _EXCLUDE_STATE, env=env
-            )
-        files = tuple(sorted(name for name in names.stdout.split("\0") if name))
-        return WorkingDiff(base=base, patch=patch.stdout, files=files)
+        ).stdout
+        end = out.find("\0\0")
+        raw, patch = (out, "") if end < 0 else (out[: end + 1], out[end + 2 :])
+        fields = raw.split("\0")
+        files = tuple(
+            sorted(path for meta, path in zip(fields[::2], fields[1::2], strict=False) if meta and path)
+        )
+        return WorkingDiff(base=base, patch=patch, files=files, tree=tree)
 
     async def snapshot_tree(self) -> str:
         """The id of the tree git would commit from the working tree now: tracked and untracked files,
@@ -452,11 +481,12 @@ class GitRepo:
         result = await self._run("diff", "--binary", "--no-renames", old, new, "--", ".", _EXCLUDE_STATE)
         return result.stdout
 
-    async def added_bytes(self, base: str) -> dict[str, int]:
+    async def added_bytes(self, base: str, dirty: Sequence[str] | None = None) -> dict[str, int]:
         """``{path: bytes}`` the working tree adds against ``base`` for every changed path: a new file's size,
-        a changed file's growth (0 when it shrank or was deleted). Read from the file system and git's
-        tree listing only: nothing is hashed or staged, so a huge file costs a ``stat``, not a copy."""
-        paths = await self.dirty_paths()
+        a changed file's growth (0 when it shrank or was deleted). Read from the file system and the base's
+        sizes of those paths only: nothing is hashed or staged, so a huge file costs a ``stat``, not a copy.
+        ``dirty``: the changed paths when the caller has just listed them (``dirty_paths``)."""
+        paths = await self.dirty_paths() if dirty is None else list(dirty)
         if not paths:
             return {}
         old = await self._sizes_in(base, paths)

@@ -200,3 +200,34 @@ def test_the_ledger_is_checked_by_its_stamp_after_a_call_and_whole_at_a_phase_en
     assert watch.guard_ledger(whole=True)
     assert path.read_bytes() == written
     assert not watch.guard_ledger(whole=True)
+
+
+def test_the_main_checkout_is_scanned_once_per_call_and_a_write_there_between_calls_is_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = mini_project(tmp_path / "repo")
+    git(root, "worktree", "add", "-q", "--detach", str(tmp_path / "task"))
+    main, copy = GitRepo(root), GitRepo(tmp_path / "task")
+    watch = AgentWatch(main, root / ".autodev" / "config.toml")
+    scans: list[Path] = []
+    original = GitRepo.dirty_paths
+
+    async def counted(repo: GitRepo) -> list[str]:
+        scans.append(repo.root)
+        return await original(repo)
+
+    monkeypatch.setattr(GitRepo, "dirty_paths", counted)
+
+    async def call(write: Callable[[], object]) -> None:
+        view = await watch.before(copy)
+        write()
+        await watch.after(view, copy, who="the developer of task 1.1")
+
+    anyio.run(call, lambda: (tmp_path / "task" / "own.py").write_text("x = 1\n"))
+    anyio.run(call, lambda: None)
+    assert scans == [root, root, root]  # the first view, then one scan after each call
+    (root / "stray.py").write_text("written between two calls\n")
+    with pytest.raises(RepositoryChangedError, match=r"stray\.py"):
+        anyio.run(call, lambda: None)
+    watch.rescan_main_checkout()
+    anyio.run(call, lambda: None)  # a new run starts from the checkout as it is

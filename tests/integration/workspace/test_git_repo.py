@@ -137,3 +137,68 @@ async def test_added_bytes_counts_what_each_changed_path_adds(git_repo: Path) ->
         "new/deep/made.bin": 300,
         "line\nbreak.py": 7,
     }
+
+
+@pytest.mark.asyncio
+async def test_the_git_directory_read_from_disk_is_the_one_git_names(
+    git_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _git(git_repo, "worktree", "add", "-q", "--detach", str(tmp_path / "wt"))
+    (tmp_path / "linked").symlink_to(git_repo)
+    nested = git_repo / "vendored"
+    nested.mkdir()
+    _git(nested, "init", "-q")
+    # A submodule-style checkout: its .git is a file naming a directory relative to it.
+    (git_repo / ".git" / "modules").mkdir()
+    (nested / ".git").rename(git_repo / ".git" / "modules" / "vendored")
+    (nested / ".git").write_text("gitdir: ../.git/modules/vendored\n")
+    roots = (git_repo, tmp_path / "wt", tmp_path / "linked", nested)
+    named = [Path(_git(root, "rev-parse", "--absolute-git-dir").strip()) for root in roots]
+
+    async def no_git(*args: object, **kwargs: object) -> None:
+        raise AssertionError("git was started to find a git directory on disk")
+
+    monkeypatch.setattr("autodev.workspace.git.run_git", no_git)
+    assert [await GitRepo(root).git_dir() for root in roots] == named
+
+
+@pytest.mark.asyncio
+async def test_a_diff_sees_every_kind_of_change_and_rebuilds_its_tree(git_repo: Path, tmp_path: Path) -> None:
+    (git_repo / "moved.py").write_text("m = 1\n")
+    (git_repo / "script.sh").write_text("echo hi\n")
+    (git_repo / "old.bin").write_bytes(b"\0\1\2")
+    _git(git_repo, "add", ".")
+    _git(git_repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base")
+    base = _git(git_repo, "rev-parse", "HEAD").strip()
+    (git_repo / "kept.py").write_text("a = 2\n")  # changed
+    (git_repo / "moved.py").rename(git_repo / "renamed.py")  # renamed
+    (git_repo / "script.sh").chmod(0o755)  # mode change
+    (git_repo / "old.bin").unlink()  # deleted
+    (git_repo / "new.bin").write_bytes(bytes(range(256)))  # binary, new
+    (git_repo / "fresh dir" / "deep").mkdir(parents=True)
+    (git_repo / "fresh dir" / "deep" / "odd\nname.py").write_text("x = 1\n")  # untracked, new directory
+    repo = GitRepo(git_repo)
+
+    diff = await repo.diff_against(base)
+
+    assert diff.files == (
+        "fresh dir/deep/odd\nname.py",
+        "kept.py",
+        "moved.py",
+        "new.bin",
+        "old.bin",
+        "renamed.py",
+        "script.sh",
+    )
+    assert diff.tree == await repo.snapshot_tree()
+    assert not (git_repo / ".autodev").exists() or ".autodev" not in diff.patch
+    # The patch is the whole change: applied to a clean checkout of the base it gives the same tree.
+    _git(git_repo, "worktree", "add", "-q", "--detach", str(tmp_path / "clean"), base)
+    subprocess.run(
+        ["git", "apply", "--index", "--binary", "-"],
+        cwd=tmp_path / "clean",
+        input=diff.patch.encode("utf-8", errors="surrogateescape"),
+        check=True,
+    )
+    assert _git(tmp_path / "clean", "write-tree").strip() == diff.tree
+    assert (await repo.diff_against(diff.tree)).files == ()

@@ -51,6 +51,7 @@ async def run_execute_phase(
     _cascade_existing_blocks(session)
     session.emit(ProgressEvent("phase", f"execute phase: {plan.title or plan.plan_id}"))
     _log.info("orchestrator.execute.start", task_id=task_id)
+    session.agent_watch.rescan_main_checkout()
     try:
         processed = await Dispatcher(session, only_task=task_id, executor=executor).run()
     finally:

@@ -367,10 +367,14 @@ async def _agent(session: RunContext, task: Task, request: DelegationRequest) ->
     return result
 
 
-async def _oversized(session: RunContext, task: Task, ctx: TaskContext) -> str | None:
-    """Why the working copy's change is too big to stage at all (None when it is not)."""
+async def _oversized(
+    session: RunContext, task: Task, ctx: TaskContext, dirty: Sequence[str] | None = None
+) -> str | None:
+    """Why the working copy's change is too big to stage at all (None when it is not); ``dirty``: the
+    copy's changed paths when the caller has just listed them."""
     assert task.base_commit is not None
-    return session.guardrails.change_size_problem(await ctx.workspace.git.added_bytes(task.base_commit))
+    added = await ctx.workspace.git.added_bytes(task.base_commit, dirty)
+    return session.guardrails.change_size_problem(added)
 
 
 async def _current_diff(task: Task, ctx: TaskContext) -> WorkingDiff:
@@ -434,8 +438,9 @@ async def _developer_step(session: RunContext, task: Task, ctx: TaskContext) -> 
     request = _request(task, "developer", "develop", _envelope(task, "developer", "implement"), ctx, extra)
     result = await _agent(session, task, request)
     pm = session.plan_manager
-    refused = await _oversized(session, task, ctx)
-    touched = submodules_touched(ctx.workspace.root, await ctx.workspace.git.dirty_paths())
+    dirty = await ctx.workspace.git.dirty_paths()
+    refused = await _oversized(session, task, ctx, dirty)
+    touched = submodules_touched(ctx.workspace.root, dirty)
     if touched:
         # git shows the parent repository no change for files edited inside a submodule: refuse, never drop.
         refused = (
@@ -449,7 +454,7 @@ async def _developer_step(session: RunContext, task: Task, ctx: TaskContext) -> 
                 task_id=task.id,
                 attempt=request.attempt,
                 role="developer",
-                files_changed=sorted(await ctx.workspace.git.dirty_paths()),
+                files_changed=sorted(dirty),
                 output_text=result.text,
                 duration_s=result.duration_s,
                 cost_usd=result.cost_usd,
@@ -571,7 +576,11 @@ async def _gates_step(session: RunContext, task: Task, ctx: TaskContext) -> Step
     session.emit(ProgressEvent("step_started", "QA gates running", task.id, "gates", attempt))
     checks = await session.change_checks()
     assert task.base_commit is not None  # _current_diff checked it
-    run = await checks.check(ctx.workspace.root, ctx.workspace.git, task.base_commit, diff.files)
+    # The diff was read just now (here or by the developer step before): it holds the copy's tree, which
+    # the gates need not stage again.
+    run = await checks.check(
+        ctx.workspace.root, ctx.workspace.git, task.base_commit, diff.files, tree=diff.tree
+    )
     evidence = _gate_evidence(task, attempt, run, diff.files)
     session.plan_manager.record_evidence(evidence)
     session.emit(
@@ -597,8 +606,11 @@ async def _review_step(session: RunContext, task: Task, ctx: TaskContext) -> Ste
     repair_of = None
     if isinstance(prior, ReviewEvidence) and prior.problem and prior.repair_of is None:
         repair_of = prior.problem  # a malformed first reply was recorded: this call is its repair turn
-    diff = ctx.developer_diff or await _current_diff(task, ctx)
-    tree = await ctx.workspace.git.snapshot_tree()
+    if ctx.developer_diff is not None:
+        diff, tree = ctx.developer_diff, await ctx.workspace.git.snapshot_tree()  # the gates ran since
+    else:
+        diff = await _current_diff(task, ctx)
+        tree = diff.tree
     extra = "THE CHANGE TO REVIEW (git diff against the task's base):\n" + clip(diff.patch, PROMPT_DIFF_CHARS)
     configuring = test_config_files(diff.files)
     if configuring:
@@ -737,10 +749,10 @@ async def _test_step(session: RunContext, task: Task, ctx: TaskContext) -> StepF
         return StepFailure((too_big,), role="test_engineer")
     diff = await _current_diff(task, ctx)
     session.guardrails.check_diff(task.id, diff.size_bytes)
-    now = await git.snapshot_tree()
+    now = diff.tree
     added = await git.changed_between(developer_tree, now) if developer_tree else list(diff.files)
     session.emit(ProgressEvent("step_started", "AutoDev checks the tests itself", task.id, "verify", attempt))
-    run = await checks.check(root, git, task.base_commit, added, only=(*_FILE_GATES, "test"))
+    run = await checks.check(root, git, task.base_commit, added, only=(*_FILE_GATES, "test"), tree=now)
     tests = next((r for r in run.results if r.gate == "test"), None)
     counts = TestRunCounts.model_validate(tests.counts.model_dump()) if tests and tests.counts else None
     own_findings = [
