@@ -75,6 +75,11 @@ def measure(n_files: int, runs: int) -> dict[str, float]:
         base = git(root, "rev-parse", "HEAD").strip()
         copy = Path(tmp) / "copy"
         git(root, "worktree", "add", "-q", "--detach", str(copy), base)
+        # As a recycled worktree is: its index written after its files (a fresh one's entries are all
+        # "racily clean", and git re-reads every file until the index is written again).
+        time.sleep(1.1)
+        git(copy, "update-index", "-q", "--refresh")
+        git(root, "update-index", "-q", "--refresh")
         git_dir = Path(git(copy, "rev-parse", "--absolute-git-dir").strip())
         scratch = Path(tmp) / "index"
         env = {"GIT_INDEX_FILE": str(scratch)}

@@ -222,6 +222,7 @@ class PlanManager:
         self._loaded = False
         self._state = PlanState()
         self._tasks: dict[str, Task] = {}
+        self._landed: dict[str, str] = {}  # task id -> its landed commit, for landed_commits
         self._children: dict[str, list[str]] = {}
         self._snapshot_seq = -1
         # Whether load() could use plan.json (False: missing, stale beyond repair, or corrupt).
@@ -346,11 +347,9 @@ class PlanManager:
         return [task.id for task in self._require_plan().iter_tasks() if task.status in wanted]
 
     def landed_commits(self) -> dict[str, str]:
-        """``{task id: commit}`` of every task recorded as landed (no copies made: asked after every agent
-        call)."""
-        if self._state.plan is None:
-            return {}
-        return {task.id: task.commit for task in self._state.plan.iter_tasks() if task.commit is not None}
+        """``{task id: commit}`` of every task recorded as landed, as now: kept up to date by the replay and
+        copied whole (one C-level dict copy), since it is asked for after every agent call."""
+        return dict(self._landed)
 
     def tasks(self) -> list[Task]:
         """Copies of every task in plan order."""
@@ -1039,6 +1038,10 @@ class PlanManager:
             task.base_commit = payload["base_commit"]
         if "commit" in payload:
             task.commit = payload["commit"]
+            if task.commit is None:
+                self._landed.pop(task.id, None)
+            else:
+                self._landed[task.id] = task.commit
         if "worktree" in payload:
             task.worktree = payload["worktree"]
         if "checked_tree" in payload:
@@ -1184,6 +1187,7 @@ class PlanManager:
     def _reindex(self) -> None:
         plan = self._state.plan
         self._tasks = {task.id: task for task in plan.iter_tasks()} if plan else {}
+        self._landed = {task.id: task.commit for task in self._tasks.values() if task.commit is not None}
         children: dict[str, list[str]] = {}
         for task in self._tasks.values():
             for dep in task.depends_on:

@@ -13,6 +13,10 @@ from autodev.state.paths import AutodevPaths, ensure_state_dir
 from autodev.workspace.git import GitError, GitRepo, run_git
 
 
+def _apply(root: Path, patch: bytes) -> None:
+    subprocess.run(["git", "apply", "--index", "--binary", "-"], cwd=root, input=patch, check=True)
+
+
 def _git(root: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout
 
@@ -194,11 +198,6 @@ async def test_a_diff_sees_every_kind_of_change_and_rebuilds_its_tree(git_repo: 
     assert not (git_repo / ".autodev").exists() or ".autodev" not in diff.patch
     # The patch is the whole change: applied to a clean checkout of the base it gives the same tree.
     _git(git_repo, "worktree", "add", "-q", "--detach", str(tmp_path / "clean"), base)
-    subprocess.run(
-        ["git", "apply", "--index", "--binary", "-"],
-        cwd=tmp_path / "clean",
-        input=diff.patch.encode("utf-8", errors="surrogateescape"),
-        check=True,
-    )
+    _apply(tmp_path / "clean", diff.patch.encode("utf-8", errors="surrogateescape"))
     assert _git(tmp_path / "clean", "write-tree").strip() == diff.tree
     assert (await repo.diff_against(diff.tree)).files == ()

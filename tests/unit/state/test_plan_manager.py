@@ -351,3 +351,22 @@ def test_retry_back_to_developer_is_one_atomic_op(repo: Path) -> None:
         pm.update_task_status("1.1", "blocked", reason="x")
         with pytest.raises(InvalidTransitionError):
             pm.update_task_status("1.1", "coded")
+
+
+@pytest.mark.parametrize("use_snapshot", [True, False])
+def test_landed_commits_follow_the_ledger_and_survive_reopen(repo: Path, use_snapshot: bool) -> None:
+    with PlanManager(repo) as pm:
+        pm.init_plan(make_plan(3))
+        assert pm.landed_commits() == {}
+        for status in ("in_progress", "coded", "auto_gated", "reviewed", "tested", "tournamented"):
+            pm.update_task_status("1.2", status)
+        pm.update_task_status("1.2", "complete", commit="c0ffee")
+        _walk_to_complete(pm, "1.1")  # complete without a commit (auto_commit off)
+        landed = pm.landed_commits()
+        assert landed == {"1.2": "c0ffee"}
+        landed["1.3"] = "not recorded"  # a copy: the caller cannot change the record
+        assert pm.landed_commits() == {"1.2": "c0ffee"}
+    with PlanManager(repo, use_snapshot=use_snapshot) as again:
+        assert again.landed_commits() == {"1.2": "c0ffee"}
+        again.init_plan(make_plan(2), replace=True)
+        assert again.landed_commits() == {}
