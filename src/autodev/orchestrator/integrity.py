@@ -21,7 +21,8 @@ alternates) and AutoDev's own configuration file. After the call it compares:
   checkout is scanned after each call; the next call starts from what that scan found.
 
 Refs AutoDev itself moves meanwhile (other tasks landing in a parallel run) are told apart through
-``GitRepo.own_moves``: the value AutoDev last gave each ref.
+``GitRepo.moved_by_autodev``: the value AutoDev last gave each ref, or the one before it while a move is
+under way.
 
 A call can end without the check after it: the process was killed, or an inline delegation suspended the
 run until an agent session answers. So the view is also written to ``.autodev/calls/`` for the length of
@@ -217,7 +218,7 @@ class AgentWatch:
         main_head = read_head_file(await self.main.git_dir())
         if main_head != view.main_head:
             symbolic = main_head.startswith("ref: ") or view.main_head.startswith("ref: ")
-            own = self.main.own_moves.get(await self.main.head_ref_key(), "") == main_head
+            own = self.main.moved_by_autodev(await self.main.head_ref_key(), main_head)
             if symbolic or (copy.root.resolve() != self.main.root.resolve() and not own):
                 moved.append(f"HEAD of {self.main.root} {view.main_head!r} -> {main_head!r}")
         now = await self.main.refs_under_all(_WATCHED_REFS)
@@ -226,12 +227,12 @@ class AgentWatch:
         copy_head = await self._head_of(copy, view.copy_key, now)
         for ref in sorted(set(view.refs) | set(now)):
             before, after = view.refs.get(ref), now.get(ref)
-            if before == after or self.main.own_moves.get(ref, "") == after:
+            if before == after or self.main.moved_by_autodev(ref, after):
                 continue
             if ref == view.copy_key and before is not None and after is not None:
                 continue  # the working copy's own branch: judged below, with the copy's HEAD
             moved.append(f"{ref} {_short(before)} -> {_short(after)}")
-        if copy_head != view.copy_head and self.main.own_moves.get(view.copy_key, "") != copy_head:
+        if copy_head != view.copy_head and not self.main.moved_by_autodev(view.copy_key, copy_head):
             if (
                 view.copy_head is not None
                 and copy_head is not None

@@ -59,6 +59,7 @@ _log = get_logger("autodev.git")
 # time, a repack now and then, in the middle of a task); AutoDev runs it once at the end of a phase instead
 # (``GitRepo.maintain``), with the repository's own thresholds.
 _NO_AUTO_MAINTENANCE = ("-c", "maintenance.auto=false")
+_UNNOTED = "<not moved by AutoDev>"  # no ref has this value: git refuses such a name
 
 
 async def run_git(
@@ -195,9 +196,11 @@ class GitRepo:
         # A worktree shares its repository's configuration: ``like`` (that repository) lends its identity.
         self._like = like
         self._identity_args: tuple[str, ...] | None = None
-        # Where AutoDev itself last moved each ref (shared by every GitRepo of one repository): a ref found
-        # elsewhere after an agent's call was moved by someone else (``autodev.orchestrator.integrity``).
+        # Where AutoDev itself last moved each ref, and where it had put it before that (shared by every
+        # GitRepo of one repository): a ref found elsewhere after an agent's call was moved by someone else
+        # (``autodev.orchestrator.integrity``, through ``moved_by_autodev``).
         self.own_moves: dict[str, str | None] = like.own_moves if like is not None else {}
+        self._own_before: dict[str, str | None] = like._own_before if like is not None else {}
 
     async def git_dir(self) -> Path:
         """The absolute git directory of this tree (``.git/worktrees/<name>`` for a worktree)."""
@@ -420,12 +423,23 @@ class GitRepo:
         return result.stdout.strip() or None if result.code == 0 else None
 
     async def set_ref(self, ref: str, commit: str) -> None:
-        self.own_moves[ref] = commit
+        self._note_own_move(ref, commit)
         await self._run("update-ref", ref, commit)
 
     async def delete_ref(self, ref: str) -> None:
-        self.own_moves[ref] = None
+        self._note_own_move(ref, None)
         await self._run("update-ref", "-d", ref, check=False)
+
+    def moved_by_autodev(self, ref: str, value: str | None) -> bool:
+        """Whether ``value`` (None: no such ref) is where AutoDev last put ``ref`` or where it had put it
+        just before: a move AutoDev has noted but git has not finished yet (a fast-forward under way while
+        another task's call is checked) leaves the ref at the value before it."""
+        return any(ref in noted and noted[ref] == value for noted in (self.own_moves, self._own_before))
+
+    def _note_own_move(self, ref: str, value: str | None) -> None:
+        if ref in self.own_moves and self.own_moves[ref] != value:
+            self._own_before[ref] = self.own_moves[ref]
+        self.own_moves[ref] = value
 
     async def head_ref_key(self) -> str:
         """The name under which this tree's HEAD is watched: its branch's ref, or ``HEAD@<root>`` when
@@ -438,7 +452,7 @@ class GitRepo:
     async def _note_head_moved(self) -> str | None:
         """HEAD after AutoDev moved it, recorded as AutoDev's own move."""
         head = await self.head()
-        self.own_moves[await self.head_ref_key()] = head
+        self._note_own_move(await self.head_ref_key(), head)
         return head
 
     async def is_ancestor(self, ancestor: str, descendant: str) -> bool:
@@ -586,10 +600,18 @@ class GitRepo:
         """Move the checked-out branch (or detached HEAD) forward to ``commit``; False when git refuses
         (not a fast-forward, or local changes it would overwrite), with nothing changed."""
         # Noted first: an agent's call checked while the merge runs must not take this move for its own.
-        self.own_moves[await self.head_ref_key()] = commit
+        key = await self.head_ref_key()
+        noted = [(moves, moves.get(key, _UNNOTED)) for moves in (self.own_moves, self._own_before)]
+        self._note_own_move(key, commit)
         moved = (await self._run("merge", "--ff-only", "-q", commit, check=False)).code == 0
         if moved:
             await self._note_head_moved()
+        else:
+            # Nothing moved: AutoDev's record of the ref is what it was.
+            for moves, value in noted:
+                moves.pop(key, None)
+                if value != _UNNOTED:
+                    moves[key] = value
         return moved
 
     async def restore_paths(self, commit: str, paths: Sequence[str]) -> None:

@@ -231,3 +231,33 @@ def test_the_main_checkout_is_scanned_once_per_call_and_a_write_there_between_ca
         anyio.run(call, lambda: None)
     watch.rescan_main_checkout()
     anyio.run(call, lambda: None)  # a new run starts from the checkout as it is
+
+
+def test_a_fast_forward_under_way_while_another_call_is_checked_is_not_taken_for_the_agents(
+    tmp_path: Path,
+) -> None:
+    root = mini_project(tmp_path / "repo")
+    base = git(root, "rev-parse", "HEAD").strip()
+    tree = git(root, "rev-parse", "HEAD^{tree}").strip()
+    first, second, foreign = (
+        git(root, "commit-tree", tree, "-p", base, "-m", message).strip() for message in ("a", "b", "c")
+    )
+    branch = git(root, "symbolic-ref", "HEAD").strip()
+    git(root, "worktree", "add", "-q", "--detach", str(tmp_path / "task"))
+    main, copy = GitRepo(root), GitRepo(tmp_path / "task")
+    watch = AgentWatch(main, root / ".autodev" / "config.toml")
+
+    async def scenario() -> None:
+        view = await watch.before(copy)
+        assert await main.fast_forward(first)  # another task landed during the call
+        assert not await main.fast_forward(second)  # not a fast-forward: nothing moved, nothing noted
+        assert not main.moved_by_autodev(branch, second)
+        # The next task's merge has been noted but git has not moved the branch yet.
+        main._note_own_move(branch, foreign)
+        await watch.after(view, copy, who="the developer of task 1.1")
+        view = await watch.before(copy)
+        git(root, "update-ref", branch, second)  # neither where AutoDev put it nor where it had
+        await watch.after(view, copy, who="the developer of task 1.2")
+
+    with pytest.raises(RepositoryChangedError, match=r"task 1\.2 moved git refs"):
+        anyio.run(scenario)
