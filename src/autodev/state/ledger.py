@@ -64,9 +64,16 @@ _Stamp = tuple[int, int, int, int, int]
 
 def _stamp_of(path: Path) -> _Stamp | None:
     try:
-        found = os.lstat(path)
+        return _stamp_from(os.lstat(path))
     except OSError:
         return None
+
+
+def _stamp_of_descriptor(fd: int) -> _Stamp:
+    return _stamp_from(os.fstat(fd))
+
+
+def _stamp_from(found: os.stat_result) -> _Stamp:
     return (found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
 
 
@@ -274,14 +281,16 @@ class Ledger:
         except (OSError, StateError):
             return False
         try:
-            size = os.fstat(fd).st_size
-            same = size == len(self._written) and os.pread(fd, size + 1, 0) == self._written
+            before = _stamp_of_descriptor(fd)
+            same = before[2] == len(self._written) and os.pread(fd, before[2] + 1, 0) == self._written
+            # Written to while it was read: what was read proves nothing.
+            same = same and _stamp_of_descriptor(fd) == before
+            if same:
+                self._restamp(fd)
         except OSError:
             return False
         finally:
             os.close(fd)
-        if same:
-            self._restamp()
         return same
 
     def restore_as_written(self) -> None:
@@ -313,9 +322,8 @@ class Ledger:
         if fd is None:
             self._stamp = _stamp_of(self.path)
             return
-        found = os.fstat(fd)
         # The stamp is compared with the path's: only valid while the path is still this descriptor's file.
-        stamp = (found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
+        stamp = _stamp_of_descriptor(fd)
         self._stamp = stamp if _stamp_of(self.path) == stamp else None
 
     def _open_for_reading(self) -> int:
