@@ -236,7 +236,11 @@ class GitRepo:
     async def maintain(self) -> None:
         """The housekeeping git would have started after AutoDev's commits (``git maintenance run
         --auto``: nothing unless the repository's thresholds are passed). Best effort: a failure is logged."""
-        result = await self._run("maintenance", "run", "--auto", "--quiet", check=False)
+        try:
+            result = await self._run("maintenance", "run", "--auto", "--quiet", check=False)
+        except GitError as exc:  # a timeout or no git: housekeeping must not fail finished work
+            _log.warning("git.maintenance_failed", root=str(self.root), detail=str(exc))
+            return
         if result.code != 0:
             _log.warning("git.maintenance_failed", root=str(self.root), detail=result.stderr.strip()[:300])
 

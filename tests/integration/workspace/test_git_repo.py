@@ -201,3 +201,19 @@ async def test_a_diff_sees_every_kind_of_change_and_rebuilds_its_tree(git_repo: 
     _apply(tmp_path / "clean", diff.patch.encode("utf-8", errors="surrogateescape"))
     assert _git(tmp_path / "clean", "write-tree").strip() == diff.tree
     assert (await repo.diff_against(diff.tree)).files == ()
+
+
+@pytest.mark.asyncio
+async def test_housekeeping_that_cannot_finish_fails_nothing(
+    git_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    warnings: list[tuple[str, dict[str, object]]] = []
+
+    class Recorder:
+        def warning(self, event: str, **fields: object) -> None:
+            warnings.append((event, fields))
+
+    monkeypatch.setattr("autodev.workspace.git._log", Recorder())
+    await GitRepo(git_repo, timeout_s=1e-6).maintain()  # raises nothing: the tasks are done
+    assert [event for event, _ in warnings] == ["git.maintenance_failed"]
+    assert "did not finish" in str(warnings[0][1]["detail"])
