@@ -484,6 +484,12 @@ class AutodevConfig(_Settings):
         description="Recycle the parallel execute phase's git worktrees between tasks (reset to each "
         "task's base) instead of checking out a fresh one per task.",
     )
+    change_tracking_enabled: bool = Field(
+        default=True,
+        description="Follow the working copies' changes with the kernel's file notifications (Linux "
+        "inotify), so git is asked about the changed paths only instead of scanning every file; off (or "
+        "on a file system other machines write to) every check scans the whole tree.",
+    )
     cross_phase_parallelism_enabled: bool = Field(
         default=False,
         description="Let tasks of the next phase start while the current phase is finishing, when "

@@ -275,6 +275,8 @@ class ChangeChecks:
     async def close(self) -> None:
         """Remove the baseline worktree (a run's start prunes one a killed run left)."""
         with anyio.CancelScope(shield=True):
+            if self._base_worktree is not None:
+                GitRepo(self._base_worktree.path, like=self.git).unwatch()
             await self._base_worktrees.cleanup_all()
             self._base_worktree = None
 
@@ -293,4 +295,7 @@ class ChangeChecks:
             except Exception:  # a damaged leftover: make it anew
                 _log.warning("checks.base_worktree_reset_failed", path=str(path))
         self._base_worktree = await self._base_worktrees.create(BASE_WORKTREE_NAME, commit, replace=True)
+        if self.config.change_tracking_enabled:
+            # Reset to one base after another: undoing only what the gates wrote costs O(changed files).
+            await GitRepo(self._base_worktree.path, like=self.git).watch(recycled=True)
         return self._base_worktree.path

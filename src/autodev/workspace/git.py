@@ -13,7 +13,7 @@ import shutil
 import stat
 import subprocess
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +24,8 @@ from autodev.errors import AutodevError
 from autodev.files import read_bounded
 from autodev.gitsafety import HARDENED_CONFIG
 from autodev.logging import get_logger
+from autodev.workspace import changes
+from autodev.workspace.changes import WatchedCopy, file_stamp
 
 __all__ = ["GitError", "GitRepo", "WorkingDiff", "read_head_file", "run_git"]
 
@@ -35,6 +37,10 @@ _OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _FALLBACK_IDENTITY = ("-c", "user.name=AutoDev", "-c", "user.email=autodev@localhost")
 # Sub-commands that would run a textconv or external diff driver from .gitattributes otherwise.
 _DIFFING = frozenset({"diff", "log", "show"})
+# Paths handed to git as given (no wildcards, no ":(magic)"): the names come from the file system.
+_LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}
+# Beyond this many bytes of changed paths on one command line, git's full scan is asked instead.
+_PATHS_ON_COMMAND_LINE = 100_000
 
 
 def _git_running_in(root: Path) -> bool:
@@ -142,6 +148,68 @@ def read_head_file(git_dir: Path) -> str:
     except (GitError, OSError):
         return ""
     return data.decode("utf-8", errors="replace").strip()
+
+
+def _outermost(paths: Iterable[str]) -> list[str]:
+    """``paths`` sorted, without those below another of them."""
+    kept: list[str] = []
+    for path in sorted(set(paths), key=lambda name: name.split("/")):
+        if not kept or not path.startswith(f"{kept[-1]}/"):
+            kept.append(path)
+    return sorted(kept)
+
+
+def _absent(root: Path, paths: Sequence[str]) -> list[str]:
+    return [path for path in paths if not os.path.lexists(root / path)]
+
+
+def _write_index(git_dir: Path, data: bytes) -> None:
+    lock = git_dir / "index.lock"
+    try:
+        fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except FileExistsError as exc:
+        raise GitError(f"{lock} exists: another git process is using {git_dir}") from exc
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(lock, git_dir / "index")
+    except BaseException:
+        lock.unlink(missing_ok=True)
+        raise
+
+
+def _remove_all(paths: Sequence[Path]) -> None:
+    """Delete each path, whatever it is now (a directory where a file was, or nothing)."""
+    for path in paths:
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            continue
+        except IsADirectoryError:
+            shutil.rmtree(path, ignore_errors=True)
+        except PermissionError:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                raise
+
+
+def _overlapping(dirty: Sequence[str], written: Sequence[str]) -> bool:
+    """Whether a dirty path is, contains or lies inside one of the ``written`` paths."""
+    if not dirty or not written:
+        return False
+    targets = set(written)
+    for path in dirty:
+        if path in targets or any(part in targets for part in _parents(path)):
+            return True
+    prefixes = tuple(f"{path}/" for path in dirty)
+    return any(path.startswith(prefixes) for path in written)
+
+
+def _parents(path: str) -> Iterator[str]:
+    while "/" in path:
+        path = path.rpartition("/")[0]
+        yield path
 
 
 def _without_drivers(args: Sequence[str]) -> list[str]:
@@ -313,12 +381,89 @@ class GitRepo:
             detail = " ".join(staged.stderr.split())[:300] or f"exit code {staged.code}"
             raise GitError(f"git add -A failed in {self.root}: {detail}")
 
+    async def _stage(self, paths: Sequence[str] | None, env: Mapping[str, str] | None = None) -> None:
+        """Stage every change (``paths`` None) or the changes at ``paths`` only (see ``_changed_paths``)."""
+        if paths is None:
+            await self._stage_everything(env)
+            return
+        specs = await self._stageable(paths, env)
+        if not specs:
+            return
+        listed = "\0".join(specs).encode("utf-8", errors="surrogateescape")
+        args = ("add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul")
+        staged = await self._run(*args, env={**(env or {}), **_LITERAL}, check=False, stdin=listed)
+        # A changed path git ignores is named explicitly here: git says so, stages the rest, exits 1.
+        if staged.code != 0 and not (
+            staged.code == 1 and "ignored by one of your .gitignore files" in staged.stderr
+        ):
+            detail = " ".join(staged.stderr.split())[:300] or f"exit code {staged.code}"
+            raise GitError(f"git add -A failed in {self.root}: {detail}")
+
+    async def _stageable(self, paths: Sequence[str], env: Mapping[str, str] | None) -> list[str]:
+        """``paths`` git accepts as pathspecs for ``add``: those that exist, and of those that do not, the
+        ones the index has (a deleted file, or a directory of them). git refuses a pathspec that matches
+        neither, such as a temporary file created and removed again."""
+        gone = _absent(self.root, paths)
+        if not gone:
+            return list(paths)
+        listed = await self._run("ls-files", "-z", "--", *gone, env={**(env or {}), **_LITERAL})
+        entries = [name for name in listed.stdout.split("\0") if name]
+        indexed = set(entries) | {parent for name in entries for parent in _parents(name)}
+        missing = {path for path in gone if path not in indexed}
+        return [path for path in paths if path not in missing]
+
+    def _watched(self) -> WatchedCopy | None:
+        return changes.watched(self.root)
+
+    async def _changed_paths(self, copy: WatchedCopy | None) -> list[str] | None:
+        """Every path that may differ from this copy's index or HEAD, found without scanning the tree (see
+        ``autodev.workspace.changes``); None when only git's full scan can tell.
+
+        What the copy knew at its mark, the paths written since, what differs between the index and the
+        mark's HEAD when the index file changed (``git add`` by an agent, or the user), and what differs
+        between the mark's HEAD and HEAD when HEAD moved."""
+        if copy is None:
+            return None
+        found = copy.tracker.changes_since(copy.mark)
+        if found is None:
+            return None
+        found |= copy.dirty
+        if file_stamp(await self.git_dir() / "index") != copy.index_stamp:
+            staged = await self._run("diff-index", "--cached", "-z", "--name-only", "--no-renames", copy.head)
+            found.update(name for name in staged.stdout.split("\0") if name)
+        head = await self.head()
+        if head is None:
+            return None
+        if head != copy.head:
+            found.update(await self.changed_between(copy.head, head))
+        # A path below another one adds nothing (a pathspec covers everything below it), and git's clean
+        # treats a directory named together with a file inside it file by file.
+        paths = _outermost(path for path in found if path != ".autodev" and not path.startswith(".autodev/"))
+        if sum(len(path) + 1 for path in paths) > _PATHS_ON_COMMAND_LINE:
+            return None
+        return paths
+
+    async def _tree_now(self) -> str:
+        """The id of the tree git would commit from the working tree now (see ``snapshot_tree``)."""
+        git_dir = await self.git_dir()
+        copy = self._watched()
+        if copy is not None:
+            # Read before the paths: a change made while they are staged makes the next call stage again.
+            key = (copy.tracker.generation, file_stamp(git_dir / "index"), await self.head() or "")
+            if copy.snapshot_key == key and copy.snapshot_tree is not None:
+                return copy.snapshot_tree
+        paths = await self._changed_paths(copy)
+        with self._scratch_index(git_dir) as env:
+            await self._stage(paths, env)
+            tree = (await self._run("write-tree", env=env)).stdout.strip()
+        if copy is not None and paths is not None:
+            copy.snapshot_key, copy.snapshot_tree = key, tree
+        return tree
+
     async def diff_against(self, base: str) -> WorkingDiff:
         """Everything in the working tree that differs from ``base``, untracked files included: staged
         once into a throw-away index and written as a tree, the diff read between ``base`` and that tree."""
-        with self._scratch_index(await self.git_dir()) as env:
-            await self._stage_everything(env)
-            tree = (await self._run("write-tree", env=env)).stdout.strip()
+        tree = await self._tree_now()
         # One process for the names and the patch: with -z the raw part (":<modes> <ids> <status>\0<path>\0"
         # per file) ends at the first empty field, and the patch after it is byte for byte the plain one.
         out = (
@@ -338,9 +483,7 @@ class GitRepo:
         """The id of the tree git would commit from the working tree now: tracked and untracked files,
         ignored ones and ``.autodev/`` excepted. Neither the user's index nor any ref changes; the
         snapshot's objects are written to the object store, so ``restore_from_tree`` can bring it back."""
-        with self._scratch_index(await self.git_dir()) as env:
-            await self._stage_everything(env)
-            return (await self._run("write-tree", env=env)).stdout.strip()
+        return await self._tree_now()
 
     async def tree_of(self, commit: str) -> str:
         return (await self._run("rev-parse", f"{commit}^{{tree}}")).stdout.strip()
@@ -379,9 +522,15 @@ class GitRepo:
         """Commit every change in the working tree (not ``.autodev/``); None when there is nothing to commit.
 
         Hooks are skipped (``--no-verify``): AutoDev has already run its own gates on this change, and a
-        hook that prompts or fails for environment reasons must not lose a reviewed, tested change.
+        hook that prompts or fails for environment reasons must not lose a reviewed, tested change. A
+        recycled worktree (``watch``) commits with git's plumbing: only its changed paths are staged, and
+        no command reads every file of the tree.
         """
-        await self._stage_everything()
+        copy = self._watched()
+        paths = await self._changed_paths(copy)
+        if copy is not None and copy.index_bytes is not None and paths is not None:
+            return await self._commit_changed(copy, paths, message)
+        await self._stage(paths)
         committed = await self._run(
             *await self._identity(), "commit", "--no-verify", "-q", "-m", message, check=False
         )
@@ -391,6 +540,20 @@ class GitRepo:
                 return None  # nothing to commit (asked only now: the usual commit needs no extra call)
             detail = " ".join((committed.stderr or committed.stdout).split())[:300]
             raise GitError(f"git commit failed in {self.root}: {detail}")
+        return await self._note_head_moved()
+
+    async def _commit_changed(self, copy: WatchedCopy, paths: Sequence[str], message: str) -> str | None:
+        head = await self.head()
+        if head is None:
+            raise GitError(f"git commit failed in {self.root}: HEAD names no commit")
+        await self._stage(paths)
+        copy.index_stamp = file_stamp(await self.git_dir() / "index")  # AutoDev's own staging
+        tree = (await self._run("write-tree")).stdout.strip()
+        if tree == await self.tree_of(head):
+            return None
+        commit = await self.commit_tree(tree, head, message)
+        subject = message.splitlines()[0] if message else ""
+        await self._run("update-ref", "-m", f"commit: {subject}", "HEAD", commit, head)
         return await self._note_head_moved()
 
     async def head_subject(self) -> str | None:
@@ -418,7 +581,9 @@ class GitRepo:
         return [line for line in result.stdout.split() if line]
 
     async def is_clean(self, paths: Sequence[str] = ()) -> bool:
-        result = await self._run("status", "--porcelain", "--", *(paths or ["."]), _EXCLUDE_STATE)
+        if not paths:
+            return not await self.dirty_paths()
+        result = await self._run("status", "--porcelain", "--", *paths, _EXCLUDE_STATE)
         return not result.stdout.strip()
 
     async def resolve(self, ref: str) -> str | None:
@@ -532,11 +697,144 @@ class GitRepo:
         return sizes
 
     async def dirty_paths(self) -> list[str]:
-        """Paths with uncommitted changes (tracked or untracked), ``.autodev/`` excluded."""
+        """Paths with uncommitted changes (tracked or untracked), ``.autodev/`` excluded.
+
+        A watched copy asks git about the paths that may have changed only; one whose changes are not
+        recycled (the main checkout) then takes what it found as its new mark."""
+        copy = self._watched()
+        if copy is None:
+            return await self._status()
+        mark = copy.tracker.mark()
+        stamp = file_stamp(await self.git_dir() / "index")
+        head = await self.head()
+        paths = await self._changed_paths(copy)
+        dirty = await self._status(paths)
+        if copy.index_bytes is None and head is not None and mark > copy.mark:
+            copy.mark, copy.index_stamp, copy.head, copy.dirty = mark, stamp, head, frozenset(dirty)
+            copy.tracker.forget_before(mark)
+        return dirty
+
+    async def _status(self, paths: Sequence[str] | None = None) -> list[str]:
+        if paths is None:
+            args: tuple[str, ...] = ("--", ".", _EXCLUDE_STATE)
+        elif not paths:
+            return []
+        else:
+            args = ("--", *paths)
         result = await self._run(
-            "status", "--porcelain", "-z", "--no-renames", "--untracked-files=all", "--", ".", _EXCLUDE_STATE
+            "status",
+            "--porcelain",
+            "-z",
+            "--no-renames",
+            "--untracked-files=all",
+            *args,
+            env=_LITERAL if paths is not None else None,
         )
         return [entry[3:] for entry in result.stdout.split("\0") if len(entry) > 3]
+
+    async def watch(self, *, recycled: bool = False, skip: Sequence[str] = ()) -> bool:
+        """Follow this working copy's changes from now on (see ``autodev.workspace.changes``); whether it
+        can be. ``recycled``: a pooled worktree, exactly at its HEAD now, which ``recycle`` resets by
+        undoing only what changed. Otherwise the copy is scanned once, and the relative directories in
+        ``skip`` (git-ignored ones) are not watched."""
+        git_dir = await self.git_dir()
+        head = await self.head()
+        if head is None:
+            return False
+        skipped = (".git", ".autodev", *skip)
+        copy = changes.watch(
+            self.root,
+            head,
+            git_dir / "index",
+            skip=skipped,
+            skip_ignore_files=bool(skip),
+            keep_index=recycled,
+        )
+        if copy is None:
+            return False
+        if not recycled:
+            copy.dirty = frozenset(await self._status())  # after the watches: nothing falls in between
+        return True
+
+    def unwatch(self) -> None:
+        """Stop following this copy's changes."""
+        changes.forget(self.root)
+
+    async def ignored_directories(self) -> list[str]:
+        """The directories git ignores as a whole (``build``, ``node_modules``, ``.venv``...)."""
+        listed = await self._run(
+            "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"
+        )
+        return sorted(name.rstrip("/") for name in listed.stdout.split("\0") if name.endswith("/"))
+
+    async def recycle(self, base: str, *, keep_ignored: bool = False) -> bool:
+        """Make this recycled worktree exactly ``base`` by undoing what changed since it was last reset and
+        writing what differs between the two bases: O(changed files), where ``checkout --force`` and
+        ``clean`` read every file. False, with nothing done, when the changes are not known (the caller
+        then resets it the full way). ``keep_ignored``: ignored files stay (a worktree setup made them)."""
+        copy = self._watched()
+        if copy is None or copy.index_bytes is None:
+            return False
+        paths = await self._changed_paths(copy)
+        if paths is None:
+            return False
+        git_dir = await self.git_dir()
+        if (git_dir / "index.lock").exists():
+            return False  # a git killed mid-command: the full reset fails on it and the worktree is made anew
+        if file_stamp(git_dir / "index") != copy.index_stamp:
+            # The index as the last reset left it (the old base, every file's stat data current), written
+            # under git's own lock.
+            _write_index(git_dir, copy.index_bytes)
+        if paths:
+            await self._run("clean", "-ffdq" if keep_ignored else "-ffdxq", "--", *paths, env=_LITERAL)
+            listed = await self._run("ls-files", "-z", "-s", "--", *paths, env=_LITERAL)
+            tracked = [
+                entry.split("\t", 1)[1]
+                for entry in listed.stdout.split("\0")
+                if "\t" in entry and not entry.startswith("160000 ")  # a submodule is no file to write
+            ]
+            # Removed first, so each is written anew: a file whose stat data an agent forged, or that is
+            # hard-linked from elsewhere, is not left as it is.
+            await anyio.to_thread.run_sync(_remove_all, [self.root / path for path in tracked])
+            if tracked:
+                listing = "\0".join(tracked).encode("utf-8", errors="surrogateescape")
+                await self._run("checkout-index", "-f", "-q", "-z", "--stdin", stdin=listing)
+        if base != copy.head:
+            moved = await self.changed_between(copy.head, base)
+            if moved:
+                listing = "\0".join(moved).encode("utf-8", errors="surrogateescape")
+                await self._run(
+                    "restore",
+                    f"--source={base}",
+                    "--staged",
+                    "--worktree",
+                    "--pathspec-from-file=-",
+                    "--pathspec-file-nul",
+                    env=_LITERAL,
+                    stdin=listing,
+                )
+        if await self.head() != base:
+            await self._run("update-ref", "--no-deref", "HEAD", base)
+        await self._note_head_moved()
+        return True
+
+    async def settle(self) -> None:
+        """Take this recycled worktree's state now as its mark (right after a reset and its setup)."""
+        copy = self._watched()
+        if copy is None:
+            return
+        head = await self.head()
+        index = await self.git_dir() / "index"
+        if head is None or copy.tracker.broken is not None:
+            self.unwatch()
+            await self.watch(recycled=True)
+            return
+        mark = copy.tracker.mark()
+        copy.tracker.forget_before(mark)
+        copy.mark, copy.head, copy.dirty = mark, head, frozenset()
+        copy.index_bytes = index.read_bytes()
+        copy.index_stamp = file_stamp(index)
+        copy.snapshot_key = copy.snapshot_tree = None
 
     async def checkout_detached(self, commit: str) -> None:
         """Make the tree exactly ``commit`` (detached), dropping every change and untracked file in it.
@@ -607,7 +905,9 @@ class GitRepo:
         key = await self.head_ref_key()
         noted = [(moves, moves.get(key, _UNNOTED)) for moves in (self.own_moves, self._own_before)]
         self._note_own_move(key, commit)
-        moved = (await self._run("merge", "--ff-only", "-q", commit, check=False)).code == 0
+        moved = await self._fast_forward_changed(commit)
+        if moved is None:
+            moved = (await self._run("merge", "--ff-only", "-q", commit, check=False)).code == 0
         if moved:
             await self._note_head_moved()
         else:
@@ -617,6 +917,37 @@ class GitRepo:
                 if value != _UNNOTED:
                     moves[key] = value
         return moved
+
+    async def _fast_forward_changed(self, commit: str) -> bool | None:
+        """``merge --ff-only`` for a watched main checkout, writing only the paths the commits change (git's
+        merge reads every file of the tree); None when the copy is not watched. Refuses, as git does, when
+        a path it would write has local changes or is an untracked file."""
+        copy = self._watched()
+        head = await self.head()
+        if copy is None or copy.index_bytes is not None or head is None:
+            return None
+        if not await self.is_ancestor(head, commit):
+            return False
+        written = await self.changed_between(head, commit)
+        if _overlapping(await self.dirty_paths(), written):
+            return False
+        if written:
+            listing = "\0".join(written).encode("utf-8", errors="surrogateescape")
+            restored = await self._run(
+                "restore",
+                f"--source={commit}",
+                "--staged",
+                "--worktree",
+                "--pathspec-from-file=-",
+                "--pathspec-file-nul",
+                env=_LITERAL,
+                stdin=listing,
+                check=False,
+            )
+            if restored.code != 0:
+                return False  # what it wrote is what a fast-forward cut short leaves: the caller repairs
+        args = ("update-ref", "-m", f"merge {commit}: Fast-forward", "HEAD", commit, head)
+        return (await self._run(*args, check=False)).code == 0
 
     async def restore_paths(self, commit: str, paths: Sequence[str]) -> None:
         """Put ``paths`` back to their state in ``commit`` (deleting those it does not have)."""

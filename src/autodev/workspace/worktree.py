@@ -206,12 +206,22 @@ class WorktreeManager:
         With a worktree setup configured, ignored files stay (they are what the setup made) and the
         setup's copies are made again (unless ``prepare`` is false).
         """
-        await self._git(worktree.path, "checkout", "--detach", "--force", "--quiet", base)
-        # -ff: also nested repositories a task may have cloned or initialised.
         keep_ignored = self.preparer is not None and self.preparer.keeps_ignored
-        await self._git(worktree.path, "clean", "-ffdq" if keep_ignored else "-ffdxq")
+        git = GitRepo(worktree.path, timeout_s=self.timeout_s)
+        try:
+            recycled = await git.recycle(base, keep_ignored=keep_ignored)
+        except AutodevError as exc:
+            raise WorktreeError(f"cannot reset the worktree {worktree.path} to {base[:10]}: {exc}") from exc
+        if not recycled:
+            await self._git(worktree.path, "checkout", "--detach", "--force", "--quiet", base)
+            # -ff: also nested repositories a task may have cloned or initialised.
+            await self._git(worktree.path, "clean", "-ffdq" if keep_ignored else "-ffdxq")
         if prepare and self.preparer is not None:
             await self.preparer.prepare(worktree.path, fresh=False)
+        try:
+            await git.settle()
+        except AutodevError as exc:
+            raise WorktreeError(f"cannot reset the worktree {worktree.path} to {base[:10]}: {exc}") from exc
         moved = Worktree(worktree.name, worktree.path, base)
         if worktree.name in self._active:
             self._active[worktree.name] = moved

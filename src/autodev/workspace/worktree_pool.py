@@ -3,8 +3,10 @@
 A fresh worktree per task costs a checkout of every file (about half a millisecond a file on a local disk:
 seconds on a large repository, and growing with the repository as tasks add files). The pool makes each of
 its worktrees once, when a claim finds none idle (``warm_up`` starts it; ``cold_start`` makes them all up
-front), and lends it to one task after another, reset with ``git checkout --force`` to the task's base and
-``git clean -ffdx``: git rewrites only the files that differ and deletes what is not in the base.
+front), and lends it to one task after another, reset to the task's base. A worktree whose changes are
+followed (``autodev.workspace.changes``, on Linux) is reset by undoing only the paths that changed and
+writing those that differ between the bases (``GitRepo.recycle``); otherwise with ``git checkout --force``
+and ``git clean -ffdx``, which read every file of the tree.
 
 The claim does the reset, not the release: a release only queues the worktree, so the slot of a task that
 finished frees at once and neither a task writing after its release nor a cancelled reset can leak into the
@@ -50,6 +52,7 @@ class WorktreePool:
         timeout_s: float = 120.0,
         admin_lock: anyio.Lock | None = None,
         preparer: WorktreePreparer | None = None,
+        track_changes: bool = True,
     ) -> None:
         if size < 0:
             raise ValueError(f"pool size must be >= 0, not {size}")
@@ -57,6 +60,7 @@ class WorktreePool:
             main_repo, root_dir, timeout_s=timeout_s, admin_lock=admin_lock, preparer=preparer
         )
         self._size = size
+        self._track_changes = track_changes
         self._baseline: str | None = None
         self._started = False
         self._pooled: set[str] = set()  # names of the pool's own worktrees: idle, claimed or being reset
@@ -108,6 +112,7 @@ class WorktreePool:
                 except WorktreeError as exc:
                     _log.warning("worktree_pool.create_failed", name=name, error=str(exc))
                     return
+            await self._watch(worktree)
             self._pooled.add(name)
             self._idle.append(worktree)
             created.append(worktree)
@@ -165,6 +170,7 @@ class WorktreePool:
         except BaseException:
             self._pooled.discard(name)
             raise
+        await self._watch(worktree)
         self._claimed[name] = worktree
         return worktree
 
@@ -193,6 +199,8 @@ class WorktreePool:
         Safe to call more than once; afterwards ``cold_start`` may run again.
         """
         with anyio.CancelScope(shield=True):
+            for worktree in [*self._idle, *self._claimed.values()]:
+                GitRepo(worktree.path).unwatch()
             self._idle.clear()
             self._claimed.clear()
             self._pooled.clear()
@@ -228,7 +236,17 @@ class WorktreePool:
         """Remove worktrees a crashed run left under the root, except held ones and ``keep``."""
         return await self._manager.prune_stale(keep)
 
+    async def _watch(self, worktree: Worktree) -> None:
+        """Follow a new pooled worktree's changes, so its resets and checks touch only what changed."""
+        if not self._track_changes:
+            return
+        try:
+            await GitRepo(worktree.path, timeout_s=self._manager.timeout_s).watch(recycled=True)
+        except AutodevError as exc:  # it still works, with git's full scans
+            _log.warning("worktree_pool.unwatched", name=worktree.name, error=str(exc))
+
     async def _drop(self, worktree: Worktree) -> None:
+        GitRepo(worktree.path).unwatch()
         self._pooled.discard(worktree.name)
         idle = [held for held in self._idle if held.name != worktree.name]
         if len(idle) != len(self._idle):

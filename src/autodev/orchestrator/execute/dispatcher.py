@@ -180,7 +180,14 @@ class Dispatcher:
         )
         preparer = self.session.worktree_preparer
         if self.session.config.worktree_pool_enabled and self.parallelism.isolated:
-            return WorktreePool(root, tree, self.parallelism.workers, admin_lock=lock, preparer=preparer)
+            return WorktreePool(
+                root,
+                tree,
+                self.parallelism.workers,
+                admin_lock=lock,
+                preparer=preparer,
+                track_changes=self.session.config.change_tracking_enabled,
+            )
         return WorktreeManager(root, tree, admin_lock=lock, preparer=preparer)
 
     # --- the loop -----------------------------------------------------------------------------------

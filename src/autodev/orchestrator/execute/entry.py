@@ -52,9 +52,12 @@ async def run_execute_phase(
     session.emit(ProgressEvent("phase", f"execute phase: {plan.title or plan.plan_id}"))
     _log.info("orchestrator.execute.start", task_id=task_id)
     session.agent_watch.rescan_main_checkout()
+    if session.config.change_tracking_enabled:
+        await session.git.watch(skip=await session.git.ignored_directories())
     try:
         processed = await Dispatcher(session, only_task=task_id, executor=executor).run()
     finally:
+        session.git.unwatch()
         await (await session.change_checks()).close()
     await session.git.maintain()
     if session.agent_watch.guard_ledger(whole=True):

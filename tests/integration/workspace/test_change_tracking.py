@@ -1,0 +1,322 @@
+"""Working copies whose changes the kernel reports (inotify): the tracker itself, and every git call that
+asks about the changed paths only instead of scanning the tree. Each answer is compared with git's own
+full scan of the same copy, so a path the tracker missed shows up as a difference."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from support.parallel import git as _git
+
+from autodev.workspace import changes
+from autodev.workspace.changes import ChangeTracker
+from autodev.workspace.git import GitRepo
+from autodev.workspace.worktree import WorktreeManager
+from autodev.workspace.worktree_pool import WorktreePool
+
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux") or ChangeTracker.start(Path.cwd()) is None,
+    reason="the change tracker needs Linux inotify",
+)
+
+
+def _commit(root: Path, message: str) -> str:
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", message)
+    return _git(root, "rev-parse", "HEAD").strip()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path.resolve() / "repo"
+    (root / "pkg" / "deep").mkdir(parents=True)
+    _git(root, "init", "-q")
+    (root / ".gitignore").write_text("*.log\nbuild/\n")
+    (root / "app.py").write_text("VALUE = 1\n")
+    (root / "tool.sh").write_text("echo hi\n")
+    (root / "pkg" / "gone.py").write_text("GONE = False\n")
+    (root / "pkg" / "moved.py").write_text("MOVED = 1\n")
+    (root / "pkg" / "deep" / "leaf.py").write_text("LEAF = 1\n")
+    (root / "data.bin").write_bytes(bytes(range(256)))
+    _commit(root, "init")
+    return root
+
+
+def _every_kind_of_change(copy: Path, outside: Path) -> None:
+    """New, deleted, renamed, mode change, binary, untracked in new directories, ignored output, a
+    directory moved in from outside, a tracked directory moved out, a symbolic link, a hard link."""
+    (copy / "app.py").write_text("VALUE = 2\n")
+    (copy / "pkg" / "gone.py").unlink()
+    (copy / "pkg" / "moved.py").rename(copy / "pkg" / "renamed.py")
+    (copy / "tool.sh").chmod(0o755)
+    (copy / "data.bin").write_bytes(bytes(reversed(range(256))) + b"\0\1")
+    (copy / "new" / "pkg").mkdir(parents=True)
+    (copy / "new" / "pkg" / "added.py").write_text("ADDED = True\n")
+    (copy / "debug.log").write_text("ignored\n")
+    (copy / "build").mkdir()
+    (copy / "build" / "out.o").write_bytes(b"\0\1")
+    staged = outside / "incoming"
+    (staged / "inner").mkdir(parents=True)
+    (staged / "inner" / "brought.py").write_text("BROUGHT = 1\n")
+    staged.rename(copy / "incoming")
+    (copy / "incoming" / "inner" / "later.py").write_text("LATER = 1\n")  # inside the moved-in directory
+    (copy / "pkg" / "deep").rename(outside / "deep-away")
+    (copy / "link").symlink_to("app.py")
+    os.link(copy / "tool.sh", outside / "hard-link")
+
+
+def _full_scan_tree(copy: Path) -> str:
+    """The tree git's full scan writes from ``copy`` (the way AutoDev did before it watched)."""
+    env_index = copy.parent / f"{copy.name}-full-index"
+    git_dir = Path(_git(copy, "rev-parse", "--absolute-git-dir").strip())
+    shutil.copy2(git_dir / "index", env_index)
+    env = {**os.environ, "GIT_INDEX_FILE": str(env_index)}
+    subprocess.run(["git", "add", "-A", "--", ".", ":(exclude).autodev"], cwd=copy, env=env, check=True)
+    tree = subprocess.run(["git", "write-tree"], cwd=copy, env=env, check=True, capture_output=True)
+    env_index.unlink()
+    return tree.stdout.decode().strip()
+
+
+def _files(root: Path) -> dict[str, tuple[int, bytes]]:
+    """Every file below ``root`` but ``.git``: its mode bits and its content (a link's target)."""
+    found = {}
+    for path in sorted(root.rglob("*")):
+        relative = path.relative_to(root).as_posix()
+        if relative == ".git" or relative.startswith(".git/"):
+            continue
+        info = path.lstat()
+        if stat.S_ISLNK(info.st_mode):
+            found[relative] = (info.st_mode, os.readlink(path).encode())
+        elif stat.S_ISREG(info.st_mode):
+            found[relative] = (info.st_mode & 0o777, path.read_bytes())
+        else:
+            found[relative] = (stat.S_IFMT(info.st_mode), b"")
+    return found
+
+
+def test_the_tracker_reports_every_kind_of_change_and_nothing_it_skips(repo: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    tracker = ChangeTracker.start(repo, skip=(".git", "build"))
+    assert tracker is not None
+    mark = tracker.mark()
+    assert tracker.changes_since(mark) == set()
+    _every_kind_of_change(repo, outside)  # makes build/, which the tracker is told to skip
+    (repo / "build" / "inside.o").write_bytes(b"x")
+    found = tracker.changes_since(mark)
+    assert found is not None
+    assert {
+        "app.py",
+        "pkg/gone.py",
+        "pkg/moved.py",
+        "pkg/renamed.py",
+        "tool.sh",
+        "data.bin",
+        "new",
+        "debug.log",
+        "incoming",
+        "pkg/deep",
+        "link",
+    } <= found
+    assert not any(path == "build" or path.startswith("build/") for path in found)
+    later = tracker.mark()
+    assert tracker.changes_since(later) == set()
+    # A directory moved in is watched from when its arrival was read (before, its name covers it).
+    (repo / "incoming" / "inner" / "latest.py").write_text("LATEST = 1\n")
+    (repo / "new" / "pkg" / "added.py").unlink()
+    assert tracker.changes_since(later) == {"incoming/inner/latest.py", "new/pkg/added.py"}
+    tracker.close()
+
+
+def test_the_tracker_cannot_tell_once_its_root_is_gone(tmp_path: Path) -> None:
+    root = tmp_path / "copy"
+    root.mkdir()
+    tracker = ChangeTracker.start(root)
+    assert tracker is not None
+    mark = tracker.mark()
+    root.rename(tmp_path / "elsewhere")
+    assert tracker.changes_since(mark) is None and tracker.broken
+    tracker.close()
+
+
+def test_a_changed_gitignore_makes_a_tracker_that_skips_ignored_directories_unsure(repo: Path) -> None:
+    tracker = ChangeTracker.start(repo, skip=(".git", "build"), skip_ignore_files=True)
+    assert tracker is not None
+    mark = tracker.mark()
+    (repo / ".gitignore").write_text("*.log\n")  # build/ is no longer ignored, and it is not watched
+    assert tracker.changes_since(mark) is None
+    tracker.close()
+
+
+@pytest.mark.asyncio
+async def test_a_watched_worktree_writes_the_full_scan_tree_and_diff(repo: Path, tmp_path: Path) -> None:
+    manager = WorktreeManager(repo, repo / ".autodev" / "worktrees")
+    base = _git(repo, "rev-parse", "HEAD").strip()
+    worktree = await manager.create("pool-0", base)
+    git = GitRepo(worktree.path)
+    assert await git.watch(recycled=True)
+    try:
+        outside = tmp_path / "outside"
+        outside.mkdir()
+        _every_kind_of_change(worktree.path, outside)
+        _git(worktree.path, "update-index", "--chmod=+x", "app.py")  # an agent's own staging
+        diff = await git.diff_against(base)
+        assert diff.tree == _full_scan_tree(worktree.path)
+        expected = {"app.py", "pkg/gone.py", "pkg/renamed.py", "new/pkg/added.py", "incoming/inner/later.py"}
+        assert expected <= set(diff.files)
+        assert "GIT binary patch" in diff.patch and "new mode 100755" in diff.patch
+        assert sorted(await git.dirty_paths()) == sorted(await _unwatched(git).dirty_paths())
+        # Nothing changed since: the tree written last is the answer, and a later change is not missed.
+        assert (await git.diff_against(base)).tree == diff.tree
+        (worktree.path / "new" / "pkg" / "added.py").write_text("ADDED = False\n")
+        assert (await git.snapshot_tree()) == _full_scan_tree(worktree.path) != diff.tree
+    finally:
+        git.unwatch()
+        await manager.cleanup_all()
+
+
+def _unwatched(git: GitRepo) -> GitRepo:
+    class Unwatched(GitRepo):
+        def _watched(self) -> changes.WatchedCopy | None:
+            return None
+
+    return Unwatched(git.root)
+
+
+@pytest.mark.asyncio
+async def test_a_recycled_worktree_keeps_nothing_of_the_previous_task(repo: Path, tmp_path: Path) -> None:
+    pool = WorktreePool(repo, repo / ".autodev" / "worktrees", 1)
+    await pool.warm_up(1)
+    fresh_dir = tmp_path / "fresh"
+    try:
+        first = await pool.claim("1.1")
+        outside = tmp_path / "outside"
+        outside.mkdir()
+        _every_kind_of_change(first.path, outside)
+        _git(first.path, "add", "new")  # staged by the agent: an index entry the base does not have
+        _git(first.path, "commit", "-q", "-m", "the agent's own commit", "--", "new")
+        (first.path / "pkg" / "after-commit.py").write_text("X = 1\n")
+        # The next task's base: the main branch moved on meanwhile.
+        (repo / "app.py").write_text("VALUE = 10\n")
+        (repo / "pkg" / "gone.py").unlink()
+        (repo / "pkg" / "deep" / "added-on-main.py").write_text("MAIN = 1\n")
+        next_base = _commit(repo, "main moved")
+        await pool.release(first)
+        copy = changes.watched(first.path)
+        assert copy is not None and copy.index_bytes is not None
+        recycled = GitRepo(first.path)
+        second = await pool.claim("1.2", next_base)
+        assert second.path == first.path
+        assert changes.watched(second.path) is copy  # reset by undoing the changes, not re-checked-out
+        _git(repo, "worktree", "add", "-q", "--detach", str(fresh_dir), next_base)
+        assert _files(second.path) == _files(fresh_dir)
+        assert _git(second.path, "status", "--porcelain", "--ignored", "--untracked-files=all") == ""
+        assert _git(second.path, "ls-files", "-s") == _git(fresh_dir, "ls-files", "-s")  # no stale entry
+        assert _git(second.path, "rev-parse", "HEAD").strip() == next_base
+        # The hard-linked file was written anew: writing through the outside name no longer reaches it.
+        (outside / "hard-link").write_text("through the other name\n")
+        assert (second.path / "tool.sh").read_text() == "echo hi\n"
+        assert await recycled.dirty_paths() == []
+    finally:
+        _git(repo, "worktree", "remove", "--force", str(fresh_dir)) if fresh_dir.exists() else None
+        await pool.cleanup_all()
+    assert changes.watched(first.path) is None
+
+
+@pytest.mark.asyncio
+async def test_a_worktree_whose_changes_are_unknown_is_reset_the_full_way(repo: Path) -> None:
+    pool = WorktreePool(repo, repo / ".autodev" / "worktrees", 1)
+    await pool.warm_up(1)
+    try:
+        first = await pool.claim("1.1")
+        copy = changes.watched(first.path)
+        assert copy is not None
+        copy.tracker.close()  # as after an overflowed event queue: the tracker cannot tell any more
+        (first.path / "stray.py").write_text("STRAY = 1\n")
+        await pool.release(first)
+        second = await pool.claim("1.2")
+        assert _git(second.path, "status", "--porcelain", "--ignored", "--untracked-files=all") == ""
+        renewed = changes.watched(second.path)
+        assert renewed is not None and renewed is not copy and renewed.tracker.broken is None
+    finally:
+        await pool.cleanup_all()
+
+
+@pytest.mark.asyncio
+async def test_the_watched_main_checkout_sees_what_a_full_status_sees(repo: Path, tmp_path: Path) -> None:
+    (repo / "build").mkdir()
+    (repo / "build" / "cache.o").write_bytes(b"1")
+    (repo / "user-edit.py").write_text("BEFORE_THE_RUN = 1\n")
+    main = GitRepo(repo)
+    assert await main.ignored_directories() == ["build"]
+    assert await main.watch(skip=["build"])
+    try:
+        assert await main.dirty_paths() == ["user-edit.py"]
+        (repo / "app.py").write_text("VALUE = 3\n")
+        (repo / "fresh" / "dir").mkdir(parents=True)
+        (repo / "fresh" / "dir" / "new.py").write_text("N = 1\n")
+        (repo / ".autodev").mkdir(exist_ok=True)
+        (repo / ".autodev" / "ledger.jsonl").write_text("{}\n")  # AutoDev's own state: never a change
+        assert sorted(await main.dirty_paths()) == sorted(await _unwatched(main).dirty_paths())
+        # A change staged and committed by someone else moves the index and HEAD, and is still seen.
+        _git(repo, "add", "app.py")
+        assert sorted(await main.dirty_paths()) == sorted(await _unwatched(main).dirty_paths())
+        _git(repo, "commit", "-q", "-m", "someone's commit", "--", "app.py")
+        (repo / "app.py").write_text("VALUE = 4\n")
+        assert sorted(await main.dirty_paths()) == sorted(await _unwatched(main).dirty_paths())
+    finally:
+        main.unwatch()
+
+
+@pytest.mark.asyncio
+async def test_a_watched_main_checkout_fast_forwards_like_git_merge(repo: Path, tmp_path: Path) -> None:
+    base = _git(repo, "rev-parse", "HEAD").strip()
+    _git(repo, "checkout", "-q", "-b", "work")
+    (repo / "app.py").write_text("VALUE = 5\n")
+    (repo / "pkg" / "gone.py").unlink()
+    (repo / "pkg" / "deep" / "more.py").write_text("MORE = 1\n")
+    ahead = _commit(repo, "ahead")
+    _git(repo, "checkout", "-q", "-")
+    main = GitRepo(repo)
+    assert await main.watch()
+    try:
+        (repo / "pkg" / "deep" / "more.py").write_text("an untracked file the merge would overwrite\n")
+        assert not await main.fast_forward(ahead)
+        assert _git(repo, "rev-parse", "HEAD").strip() == base
+        (repo / "pkg" / "deep" / "more.py").unlink()
+        (repo / "unrelated.txt").write_text("a local change the merge leaves alone\n")
+        assert await main.fast_forward(ahead)
+        assert _git(repo, "rev-parse", "HEAD").strip() == ahead
+        assert _git(repo, "status", "--porcelain", "--untracked-files=all") == "?? unrelated.txt\n"
+        assert (repo / "app.py").read_text() == "VALUE = 5\n" and not (repo / "pkg" / "gone.py").exists()
+        assert "Fast-forward" in _git(repo, "reflog", "-1")
+    finally:
+        main.unwatch()
+
+
+@pytest.mark.asyncio
+async def test_a_recycled_worktree_commits_only_what_changed(repo: Path) -> None:
+    manager = WorktreeManager(repo, repo / ".autodev" / "worktrees")
+    base = _git(repo, "rev-parse", "HEAD").strip()
+    worktree = await manager.create("pool-0", base)
+    git = GitRepo(worktree.path)
+    assert await git.watch(recycled=True)
+    try:
+        assert await git.commit_all("nothing yet") is None
+        (worktree.path / "app.py").write_text("VALUE = 6\n")
+        (worktree.path / "fresh.py").write_text("F = 1\n")
+        tree = _full_scan_tree(worktree.path)
+        commit = await git.commit_all("autodev: 1.1 a task")
+        assert commit is not None and _git(worktree.path, "rev-parse", "HEAD").strip() == commit
+        assert _git(worktree.path, "rev-parse", f"{commit}^{{tree}}").strip() == tree
+        assert _git(worktree.path, "log", "-1", "--format=%s").strip() == "autodev: 1.1 a task"
+        assert await git.dirty_paths() == [] and await git.is_clean()
+    finally:
+        git.unwatch()
+        await manager.cleanup_all()
