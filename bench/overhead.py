@@ -8,6 +8,7 @@ plan size means a ratio near 1), ledger ops per task, and the cost of one state 
 (nested directories of 20 files, like a real source tree), to show what the size of the repository costs.
 
     python bench/overhead.py [--tasks 100,1000,5000] [--repo-files 0] [--workers N] [--pool on|off]
+        [--tracking on|off]
 """
 
 from __future__ import annotations
@@ -132,6 +133,9 @@ def main() -> None:
     parser.add_argument("--repo-files", type=int, default=0)
     parser.add_argument("--workers", type=int, default=None, help="tasks at once (default: the machine's)")
     parser.add_argument("--pool", choices=("on", "off"), default=None, help="default: the configuration's")
+    parser.add_argument(
+        "--tracking", choices=("on", "off"), default=None, help="default: the configuration's"
+    )
     args = parser.parse_args()
     configure_quiet_logging()
     overrides: dict[str, Any] = {}
@@ -139,6 +143,8 @@ def main() -> None:
         overrides["tournaments.execute_max_parallel_tasks"] = args.workers
     if args.pool is not None:
         overrides["worktree_pool_enabled"] = args.pool == "on"
+    if args.tracking is not None:
+        overrides["change_tracking_enabled"] = args.tracking == "on"
     sizes = [int(size) for size in args.tasks.split(",")]
     runs = [measure(size, args.repo_files, overrides) for size in sizes]
     print(json.dumps({"benchmark": "overhead", "runs": runs}, indent=2))

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from autodev.logging import configure_quiet_logging
+from autodev.workspace import changes
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -36,6 +37,14 @@ def _no_autodev_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     """A developer's own ``AUTODEV_*`` settings must not change what a test sees; tests set their own."""
     for name in [name for name in os.environ if name.upper().startswith("AUTODEV_")]:
         monkeypatch.delenv(name)
+
+
+@pytest.fixture(autouse=True)
+def _no_watch_outlives_its_test() -> Iterator[None]:
+    """A test that left a working copy watched (an aborted run, a pool never cleaned up) must not use up
+    the kernel's inotify instances (128 per user by default) for the tests after it."""
+    yield
+    changes.forget_all()
 
 
 @pytest.fixture(autouse=True)

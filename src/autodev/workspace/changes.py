@@ -37,7 +37,7 @@ from pathlib import Path
 
 from autodev.logging import get_logger
 
-__all__ = ["ChangeTracker", "WatchedCopy", "file_stamp", "forget", "watch", "watched"]
+__all__ = ["ChangeTracker", "WatchedCopy", "file_stamp", "forget", "forget_all", "watch", "watched"]
 
 _log = get_logger("autodev.changes")
 
@@ -322,10 +322,43 @@ class WatchedCopy:
     # The last tree written from the copy, reusable while nothing changed: (generation, index stamp, head).
     snapshot_key: tuple[int, tuple[int, int, int, int, int] | None, str] | None = None
     snapshot_tree: str | None = None
-    scratch_index: bytes | None = field(default=None, repr=False)
+    # git's answers about two fixed states (what differs between two commits, between an index file of a
+    # given stamp and a commit), asked again by each check until the copy's next mark.
+    answers: dict[tuple[str, str, object], list[str]] = field(default_factory=dict, repr=False)
+
+    # HEAD moves AutoDev made itself: the commit moved to -> (the commit before, the paths the move wrote).
+    moves: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict, repr=False)
+
+    def remember(self, question: tuple[str, str, object], answer: list[str]) -> list[str]:
+        if len(self.answers) >= _ANSWERS_KEPT:
+            self.answers.clear()
+        self.answers[question] = answer
+        return answer
+
+    def note_move(self, before: str, after: str, paths: Collection[str]) -> None:
+        """AutoDev moved HEAD from ``before`` to ``after``, and the paths that differ are among ``paths``."""
+        if len(self.moves) >= _ANSWERS_KEPT:
+            self.moves.clear()
+        self.moves[after] = (before, tuple(paths))
+
+    def moved_paths(self, old: str, new: str) -> set[str] | None:
+        """Paths among which ``old`` and ``new`` differ, from AutoDev's own moves back from ``new`` to
+        ``old``; None when those moves do not lead there."""
+        found: set[str] = set()
+        current = new
+        for _ in range(len(self.moves)):
+            if current == old:
+                return found
+            step = self.moves.get(current)
+            if step is None:
+                return None
+            current, paths = step
+            found.update(paths)
+        return found if current == old else None
 
 
 _WATCHED_COPIES: dict[str, WatchedCopy] = {}
+_ANSWERS_KEPT = 64
 
 
 def watch(
@@ -368,6 +401,12 @@ def forget(root: Path) -> None:
     copy = _WATCHED_COPIES.pop(_key(root), None)
     if copy is not None:
         copy.tracker.close()
+
+
+def forget_all() -> None:
+    """Stop following every copy (a process that ends its runs: the trackers' file descriptors close)."""
+    for root in list(_WATCHED_COPIES):
+        forget(Path(root))
 
 
 def _key(root: Path) -> str:

@@ -150,6 +150,26 @@ def read_head_file(git_dir: Path) -> str:
     return data.decode("utf-8", errors="replace").strip()
 
 
+def _loose_branch(git_dir: Path, head: str) -> str | None:
+    """The commit id in the loose ref file HEAD names ("ref: refs/heads/x") in a repository's own git
+    directory, or None (a packed ref, a worktree's git directory, anything unusual: git is asked)."""
+    ref = head.removeprefix("ref: ").strip()
+    if not head.startswith("ref: refs/heads/") or ".." in ref or (git_dir / "commondir").exists():
+        return None
+    try:
+        data = read_bounded(
+            git_dir / ref,
+            limit=_HEAD_FILE_LIMIT,
+            what="a branch's ref file",
+            follow_symlinks=False,
+            error=lambda message: GitError(message),
+        )
+    except (GitError, OSError):
+        return None
+    content = data.decode("utf-8", errors="replace").strip()
+    return content if _OBJECT_ID.fullmatch(content) else None
+
+
 def _outermost(paths: Iterable[str]) -> list[str]:
     """``paths`` sorted, without those below another of them."""
     kept: list[str] = []
@@ -343,6 +363,9 @@ class GitRepo:
             content = ""
         if _OBJECT_ID.fullmatch(content):
             return content  # a detached HEAD (a task's worktree) names its commit: no process needed
+        loose = _loose_branch(await self.git_dir(), content)
+        if loose is not None:
+            return loose
         result = await self._run("rev-parse", "--verify", "--quiet", "HEAD^{commit}", check=False)
         return result.stdout.strip() or None if result.code == 0 else None
 
@@ -428,14 +451,26 @@ class GitRepo:
         if found is None:
             return None
         found |= copy.dirty
-        if file_stamp(await self.git_dir() / "index") != copy.index_stamp:
-            staged = await self._run("diff-index", "--cached", "-z", "--name-only", "--no-renames", copy.head)
-            found.update(name for name in staged.stdout.split("\0") if name)
+        stamp = file_stamp(await self.git_dir() / "index")
+        if stamp != copy.index_stamp:
+            known = copy.answers.get(("index", copy.head, stamp))
+            if known is None:
+                staged = await self._run(
+                    "diff-index", "--cached", "-z", "--name-only", "--no-renames", copy.head
+                )
+                known = copy.remember(
+                    ("index", copy.head, stamp), [n for n in staged.stdout.split("\0") if n]
+                )
+            found.update(known)
         head = await self.head()
         if head is None:
             return None
         if head != copy.head:
-            found.update(await self.changed_between(copy.head, head))
+            moved = copy.moved_paths(copy.head, head)
+            if moved is None:
+                moved = set(await self.changed_between(copy.head, head))
+                copy.note_move(copy.head, head, moved)
+            found.update(moved)
         # A path below another one adds nothing (a pathspec covers everything below it), and git's clean
         # treats a directory named together with a file inside it file by file.
         paths = _outermost(path for path in found if path != ".autodev" and not path.startswith(".autodev/"))
@@ -554,6 +589,7 @@ class GitRepo:
         commit = await self.commit_tree(tree, head, message)
         subject = message.splitlines()[0] if message else ""
         await self._run("update-ref", "-m", f"commit: {subject}", "HEAD", commit, head)
+        copy.note_move(head, commit, paths)
         return await self._note_head_moved()
 
     async def head_subject(self) -> str | None:
@@ -947,7 +983,10 @@ class GitRepo:
             if restored.code != 0:
                 return False  # what it wrote is what a fast-forward cut short leaves: the caller repairs
         args = ("update-ref", "-m", f"merge {commit}: Fast-forward", "HEAD", commit, head)
-        return (await self._run(*args, check=False)).code == 0
+        if (await self._run(*args, check=False)).code != 0:
+            return False
+        copy.note_move(head, commit, written)
+        return True
 
     async def restore_paths(self, commit: str, paths: Sequence[str]) -> None:
         """Put ``paths`` back to their state in ``commit`` (deleting those it does not have)."""
