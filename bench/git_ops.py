@@ -24,11 +24,14 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import anyio
+
 sys.path.insert(0, str(Path(__file__).parent))
 from _scenario import git_repo
 from overhead import generated_tree
 
 from autodev.gitsafety import HARDENED_CONFIG
+from autodev.workspace.git import GitRepo
 
 IDENTITY = ("-c", "user.name=bench", "-c", "user.email=bench@invalid")
 STATUS = ("status", "--porcelain", "-z", "--untracked-files=all", "--no-renames")
@@ -130,6 +133,7 @@ def measure(n_files: int, runs: int) -> dict[str, float]:
         figures["fast_forward_main"] = median_ms(
             lambda: git(root, "merge", "--ff-only", "-q", landing[0]), runs, before=task_commit
         )
+        watched_figures(root, copy, base, runs, figures, task_commit, landing)
         figures["fresh_worktree"] = median_ms(
             lambda: git(root, "worktree", "add", "-q", "--detach", str(Path(tmp) / "fresh"), base),
             max(1, runs // 3),
@@ -140,6 +144,64 @@ def measure(n_files: int, runs: int) -> dict[str, float]:
             ),
         )
         return figures
+
+
+def watched_figures(
+    root: Path,
+    copy: Path,
+    base: str,
+    runs: int,
+    figures: dict[str, float],
+    task_commit: Callable[[], None],
+    landing: list[str],
+) -> None:
+    """The same operations on watched copies (ADR 0018): git asked about the changed paths only."""
+    git(root, "checkout", "-q", "--detach", base)
+    git(copy, "checkout", "--detach", "--force", "--quiet", base)
+    git(copy, "clean", "-ffdxq")
+    worktree = GitRepo(copy)
+    if not anyio.run(lambda: worktree.watch(recycled=True)):
+        return  # no inotify here: nothing to compare
+
+    def recycle() -> None:
+        anyio.run(lambda: worktree.recycle(base))
+        anyio.run(worktree.settle)
+
+    def fresh_change() -> None:
+        recycle()
+        write_change(copy)
+
+    def settled_change() -> None:
+        anyio.run(worktree.settle)
+        write_change(copy)
+
+    try:
+        figures["watched_status"] = median_ms(
+            lambda: anyio.run(worktree.dirty_paths), runs, before=fresh_change
+        )
+        figures["watched_stage_and_write_tree"] = median_ms(
+            lambda: anyio.run(worktree.snapshot_tree), runs, before=fresh_change
+        )
+        figures["watched_commit"] = median_ms(
+            lambda: anyio.run(lambda: worktree.commit_all("task")), runs, before=fresh_change
+        )
+        figures["watched_reset_recycled_worktree"] = median_ms(
+            lambda: anyio.run(lambda: worktree.recycle(base)),
+            runs,
+            before=settled_change,
+        )
+    finally:
+        worktree.unwatch()
+    git(root, "checkout", "-q", "work")
+    main_checkout = GitRepo(root)
+    if not anyio.run(main_checkout.watch):
+        return
+    try:
+        figures["watched_fast_forward_main"] = median_ms(
+            lambda: anyio.run(lambda: main_checkout.fast_forward(landing[0])), runs, before=task_commit
+        )
+    finally:
+        main_checkout.unwatch()
 
 
 def main(argv: Sequence[str] | None = None) -> None:
