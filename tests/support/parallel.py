@@ -30,6 +30,13 @@ def git(root: Path, *args: str) -> str:
     return result.stdout
 
 
+def commit_everything(root: Path, message: str) -> str:
+    """Commit every change in ``root``; the new HEAD."""
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", message)
+    return git(root, "rev-parse", "HEAD").strip()
+
+
 def git_repo(root: Path, files: Mapping[str, str] | None = None) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     git(root, "init", "-q")

@@ -740,12 +740,15 @@ class GitRepo:
         copy = self._watched()
         if copy is None:
             return await self._status()
+        if copy.index_bytes is not None:
+            return await self._status(await self._changed_paths(copy))
+        # Taken before git looks: whatever changes while it does is after the new mark.
         mark = copy.tracker.mark()
         stamp = file_stamp(await self.git_dir() / "index")
         head = await self.head()
         paths = await self._changed_paths(copy)
         dirty = await self._status(paths)
-        if copy.index_bytes is None and head is not None and mark > copy.mark:
+        if head is not None and mark > copy.mark:
             copy.mark, copy.index_stamp, copy.head, copy.dirty = mark, stamp, head, frozenset(dirty)
             copy.tracker.forget_before(mark)
         return dirty
@@ -838,17 +841,10 @@ class GitRepo:
         if base != copy.head:
             moved = await self.changed_between(copy.head, base)
             if moved:
-                listing = "\0".join(moved).encode("utf-8", errors="surrogateescape")
-                await self._run(
-                    "restore",
-                    f"--source={base}",
-                    "--staged",
-                    "--worktree",
-                    "--pathspec-from-file=-",
-                    "--pathspec-file-nul",
-                    env=_LITERAL,
-                    stdin=listing,
-                )
+                restored = await self._restore_from(base, moved)
+                if restored.code != 0:
+                    detail = " ".join(restored.stderr.split())[:300] or f"exit code {restored.code}"
+                    raise GitError(f"git restore failed in {self.root}: {detail}")
         if await self.head() != base:
             await self._run("update-ref", "--no-deref", "HEAD", base)
         await self._note_head_moved()
@@ -968,18 +964,7 @@ class GitRepo:
         if _overlapping(await self.dirty_paths(), written):
             return False
         if written:
-            listing = "\0".join(written).encode("utf-8", errors="surrogateescape")
-            restored = await self._run(
-                "restore",
-                f"--source={commit}",
-                "--staged",
-                "--worktree",
-                "--pathspec-from-file=-",
-                "--pathspec-file-nul",
-                env=_LITERAL,
-                stdin=listing,
-                check=False,
-            )
+            restored = await self._restore_from(commit, written)
             if restored.code != 0:
                 return False  # what it wrote is what a fast-forward cut short leaves: the caller repairs
         args = ("update-ref", "-m", f"merge {commit}: Fast-forward", "HEAD", commit, head)
@@ -987,6 +972,14 @@ class GitRepo:
             return False
         copy.note_move(head, commit, written)
         return True
+
+    async def _restore_from(self, commit: str, paths: Sequence[str]) -> _GitOutput:
+        """``paths`` of the index and the working tree as ``commit`` has them (removed where it has none)."""
+        listing = "\0".join(paths).encode("utf-8", errors="surrogateescape")
+        args = ("restore", f"--source={commit}", "--staged", "--worktree")
+        return await self._run(
+            *args, "--pathspec-from-file=-", "--pathspec-file-nul", env=_LITERAL, stdin=listing, check=False
+        )
 
     async def restore_paths(self, commit: str, paths: Sequence[str]) -> None:
         """Put ``paths`` back to their state in ``commit`` (deleting those it does not have)."""

@@ -24,6 +24,7 @@ from support.parallel import (
 from autodev.errors import PlanParseError
 from autodev.guardrails import BudgetExceededError
 from autodev.state.plan_manager import PlanManager
+from autodev.workspace import changes
 
 
 def _manager(root: Path) -> PlanManager:
@@ -263,15 +264,20 @@ def test_speculative_child_is_kept_when_its_parent_succeeds(tmp_path: Path) -> N
     _no_leftovers(root)
 
 
-def test_the_worktree_pool_runs_a_plan_and_leaves_nothing_behind(tmp_path: Path) -> None:
+@pytest.mark.parametrize("tracking", [True, False], ids=["watched", "full-scans"])
+def test_the_worktree_pool_runs_a_plan_and_leaves_nothing_behind(tmp_path: Path, tracking: bool) -> None:
     root = git_repo(tmp_path / "repo")
     save_plan(root, plan_of([Spec(f"1.{i}") for i in range(1, 6)]))
     adapter = WatchedAdapter(script=script_of(entries_for(), latency_s=0.02))
-    tasks = anyio.run(orchestrator(root, adapter, 2, worktree_pool_enabled=True).execute)
+    run = orchestrator(root, adapter, 2, worktree_pool_enabled=True, change_tracking_enabled=tracking)
+    tasks = anyio.run(run.execute)
     assert {t.status for t in tasks} == {"complete"}
     pool_dirs = {call.cwd.name for call in adapter.calls if call.role == "developer"}
     assert pool_dirs <= {"pool-0", "pool-1"}
+    for i in range(1, 6):
+        assert (root / own_file(f"1.{i}")).read_text() == f"VALUE = '1.{i}'\n"
     _no_leftovers(root)
+    assert changes.watched(root) is None  # the run stopped following the checkout when it ended
 
 
 def test_a_stopped_parallel_run_resumes_each_task_in_its_worktree_even_one_at_a_time(tmp_path: Path) -> None:

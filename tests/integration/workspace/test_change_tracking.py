@@ -9,9 +9,13 @@ import shutil
 import stat
 import subprocess
 import sys
+import tempfile
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
+from support.parallel import commit_everything as _commit
 from support.parallel import git as _git
 
 from autodev.workspace import changes
@@ -20,16 +24,19 @@ from autodev.workspace.git import GitRepo
 from autodev.workspace.worktree import WorktreeManager
 from autodev.workspace.worktree_pool import WorktreePool
 
+
+def _inotify_available() -> bool:
+    with tempfile.TemporaryDirectory() as empty:
+        tracker = ChangeTracker.start(Path(empty))
+        if tracker is None:
+            return False
+        tracker.close()
+        return True
+
+
 pytestmark = pytest.mark.skipif(
-    not sys.platform.startswith("linux") or ChangeTracker.start(Path.cwd()) is None,
-    reason="the change tracker needs Linux inotify",
+    not sys.platform.startswith("linux") or not _inotify_available(), reason="needs Linux inotify"
 )
-
-
-def _commit(root: Path, message: str) -> str:
-    _git(root, "add", "-A")
-    _git(root, "commit", "-q", "-m", message)
-    return _git(root, "rev-parse", "HEAD").strip()
 
 
 @pytest.fixture
@@ -154,31 +161,41 @@ def test_a_changed_gitignore_makes_a_tracker_that_skips_ignored_directories_unsu
     tracker.close()
 
 
-@pytest.mark.asyncio
-async def test_a_watched_worktree_writes_the_full_scan_tree_and_diff(repo: Path, tmp_path: Path) -> None:
+@pytest_asyncio.fixture
+async def watched_worktree(repo: Path) -> AsyncIterator[tuple[GitRepo, str]]:
+    """A worktree at the repository's HEAD, watched as a pooled one is, and that HEAD."""
     manager = WorktreeManager(repo, repo / ".autodev" / "worktrees")
     base = _git(repo, "rev-parse", "HEAD").strip()
     worktree = await manager.create("pool-0", base)
     git = GitRepo(worktree.path)
     assert await git.watch(recycled=True)
     try:
-        outside = tmp_path / "outside"
-        outside.mkdir()
-        _every_kind_of_change(worktree.path, outside)
-        _git(worktree.path, "update-index", "--chmod=+x", "app.py")  # an agent's own staging
-        diff = await git.diff_against(base)
-        assert diff.tree == _full_scan_tree(worktree.path)
-        expected = {"app.py", "pkg/gone.py", "pkg/renamed.py", "new/pkg/added.py", "incoming/inner/later.py"}
-        assert expected <= set(diff.files)
-        assert "GIT binary patch" in diff.patch and "new mode 100755" in diff.patch
-        assert sorted(await git.dirty_paths()) == sorted(await _unwatched(git).dirty_paths())
-        # Nothing changed since: the tree written last is the answer, and a later change is not missed.
-        assert (await git.diff_against(base)).tree == diff.tree
-        (worktree.path / "new" / "pkg" / "added.py").write_text("ADDED = False\n")
-        assert (await git.snapshot_tree()) == _full_scan_tree(worktree.path) != diff.tree
+        yield git, base
     finally:
         git.unwatch()
         await manager.cleanup_all()
+
+
+@pytest.mark.asyncio
+async def test_a_watched_worktree_writes_the_full_scan_tree_and_diff(
+    watched_worktree: tuple[GitRepo, str], tmp_path: Path
+) -> None:
+    git, base = watched_worktree
+    copy = git.root
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    _every_kind_of_change(copy, outside)
+    _git(copy, "update-index", "--chmod=+x", "app.py")  # an agent's own staging
+    diff = await git.diff_against(base)
+    assert diff.tree == _full_scan_tree(copy)
+    expected = {"app.py", "pkg/gone.py", "pkg/renamed.py", "new/pkg/added.py", "incoming/inner/later.py"}
+    assert expected <= set(diff.files)
+    assert "GIT binary patch" in diff.patch and "new mode 100755" in diff.patch
+    assert sorted(await git.dirty_paths()) == sorted(await _unwatched(git).dirty_paths())
+    # Nothing changed since: the tree written last is the answer, and a later change is not missed.
+    assert (await git.diff_against(base)).tree == diff.tree
+    (copy / "new" / "pkg" / "added.py").write_text("ADDED = False\n")
+    assert (await git.snapshot_tree()) == _full_scan_tree(copy) != diff.tree
 
 
 def _unwatched(git: GitRepo) -> GitRepo:
@@ -290,6 +307,10 @@ async def test_a_watched_main_checkout_fast_forwards_like_git_merge(repo: Path, 
         assert not await main.fast_forward(ahead)
         assert _git(repo, "rev-parse", "HEAD").strip() == base
         (repo / "pkg" / "deep" / "more.py").unlink()
+        (repo / "app.py").write_text("a local change to a file the merge writes\n")
+        assert not await main.fast_forward(ahead)  # as `git merge --ff-only` refuses it
+        assert _git(repo, "rev-parse", "HEAD").strip() == base
+        _git(repo, "checkout", "--", "app.py")
         (repo / "unrelated.txt").write_text("a local change the merge leaves alone\n")
         assert await main.fast_forward(ahead)
         assert _git(repo, "rev-parse", "HEAD").strip() == ahead
@@ -301,22 +322,15 @@ async def test_a_watched_main_checkout_fast_forwards_like_git_merge(repo: Path, 
 
 
 @pytest.mark.asyncio
-async def test_a_recycled_worktree_commits_only_what_changed(repo: Path) -> None:
-    manager = WorktreeManager(repo, repo / ".autodev" / "worktrees")
-    base = _git(repo, "rev-parse", "HEAD").strip()
-    worktree = await manager.create("pool-0", base)
-    git = GitRepo(worktree.path)
-    assert await git.watch(recycled=True)
-    try:
-        assert await git.commit_all("nothing yet") is None
-        (worktree.path / "app.py").write_text("VALUE = 6\n")
-        (worktree.path / "fresh.py").write_text("F = 1\n")
-        tree = _full_scan_tree(worktree.path)
-        commit = await git.commit_all("autodev: 1.1 a task")
-        assert commit is not None and _git(worktree.path, "rev-parse", "HEAD").strip() == commit
-        assert _git(worktree.path, "rev-parse", f"{commit}^{{tree}}").strip() == tree
-        assert _git(worktree.path, "log", "-1", "--format=%s").strip() == "autodev: 1.1 a task"
-        assert await git.dirty_paths() == [] and await git.is_clean()
-    finally:
-        git.unwatch()
-        await manager.cleanup_all()
+async def test_a_recycled_worktree_commits_only_what_changed(watched_worktree: tuple[GitRepo, str]) -> None:
+    git, _ = watched_worktree
+    copy = git.root
+    assert await git.commit_all("nothing yet") is None
+    (copy / "app.py").write_text("VALUE = 6\n")
+    (copy / "fresh.py").write_text("F = 1\n")
+    tree = _full_scan_tree(copy)
+    commit = await git.commit_all("autodev: 1.1 a task")
+    assert commit is not None and _git(copy, "rev-parse", "HEAD").strip() == commit
+    assert _git(copy, "rev-parse", f"{commit}^{{tree}}").strip() == tree
+    assert _git(copy, "log", "-1", "--format=%s").strip() == "autodev: 1.1 a task"
+    assert await git.dirty_paths() == [] and await git.is_clean()

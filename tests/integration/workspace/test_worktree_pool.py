@@ -8,16 +8,11 @@ from pathlib import Path
 
 import anyio
 import pytest
+from support.parallel import commit_everything as _commit
 from support.parallel import git as _git
 
 from autodev.workspace.worktree import Worktree, WorktreeError, WorktreeManager
 from autodev.workspace.worktree_pool import WorktreePool
-
-
-def _commit(root: Path, message: str) -> str:
-    _git(root, "add", "-A")
-    _git(root, "commit", "-q", "-m", message)
-    return _git(root, "rev-parse", "HEAD").strip()
 
 
 @pytest.fixture

@@ -53,7 +53,7 @@ async def run_execute_phase(
     _log.info("orchestrator.execute.start", task_id=task_id)
     session.agent_watch.rescan_main_checkout()
     if session.config.change_tracking_enabled:
-        await session.git.watch(skip=await session.git.ignored_directories())
+        await _watch_main_checkout(session)
     try:
         processed = await Dispatcher(session, only_task=task_id, executor=executor).run()
     finally:
@@ -71,6 +71,18 @@ async def run_execute_phase(
         blocked=sum(t.status == "blocked" for t in final),
     )
     return final
+
+
+async def _watch_main_checkout(session: RunContext) -> None:
+    """Follow the main checkout's changes, so the checks after each agent call ask git about what changed
+    only; where that cannot be done, they scan the checkout as before."""
+    try:
+        watched = await session.git.watch(skip=await session.git.ignored_directories())
+    except AutodevError as exc:
+        _log.warning("orchestrator.main_checkout_unwatched", error=str(exc))
+        return
+    if not watched:
+        _log.info("orchestrator.main_checkout_unwatched", error="no file notifications here")
 
 
 def _cascade_existing_blocks(session: RunContext) -> None:
