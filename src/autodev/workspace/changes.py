@@ -110,6 +110,8 @@ class ChangeTracker:
 
     def __init__(self, root: Path, fd: int, skip: frozenset[str], skip_ignore_files: bool) -> None:
         self.root = root
+        # Mount points are listed resolved: compared with the resolved root, looked up once.
+        self._mount_prefix = os.fsencode(root.resolve()) + b"/"
         self._fd = fd
         self._skip = skip
         self._watch_ignore_files = skip_ignore_files
@@ -286,10 +288,9 @@ class ChangeTracker:
                 lines = info.read().splitlines()
         except OSError:
             return False
-        prefix = os.fsencode(self.root.resolve()) + b"/"
         for line in lines:
             fields = line.split(b" ")
-            if len(fields) > 4 and _unescape(fields[4]).startswith(prefix):
+            if len(fields) > 4 and _unescape(fields[4]).startswith(self._mount_prefix):
                 return True
         return False
 
