@@ -286,6 +286,7 @@ def test_the_delegation_policy_is_asked_before_every_call_and_a_held_call_waits_
 
     assert policy.asked[:3] == [("plan", "explorer"), ("plan", "domain_expert"), ("plan", "architect")]
     assert policy.asked[-2:] == [("1.1", "developer"), ("1.1", "reviewer")]
+    assert policy.asked.count(("1.1", "reviewer")) == 1  # the stopping run started the task no second time
     manager = PlanManager.open(setup.repo_root, readonly=True)
     assert manager.get_task("1.1").status == "auto_gated"  # nothing counted: the review step waits
     assert manager.get_task("1.1").retry_count == 0

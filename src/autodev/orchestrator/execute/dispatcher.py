@@ -165,6 +165,9 @@ class Dispatcher:
         self.rolling_back: dict[str, str] = {}  # child -> reason
         self.processed: list[str] = []
         self._changed = anyio.Event()
+        # Set when a worker stops the whole run: nothing new starts while the task group winds down (a
+        # restarted task could reach its next agent call before the group's cancellation reaches it).
+        self._stopping = False
         # A start may find phases checkpointed but not reviewed (a run killed in between).
         self._review_due = True
         self._main_head: str | None = None
@@ -242,7 +245,7 @@ class Dispatcher:
     def _fill(self) -> None:
         """Start as many tasks as the free slots, the dependencies and the file sets allow."""
         free = self.parallelism.workers - len(self.workers)
-        if free <= 0:
+        if free <= 0 or self._stopping:
             return
         if self.only_task is not None:
             task = self.pm.get_task(self.only_task)
@@ -304,6 +307,7 @@ class Dispatcher:
                     context = self._context(task_id, workspace, resumed=worker.resumed)
                     await self.executor.run_task(self.session, task_id, context)
         except _RUN_FATAL as exc:
+            self._stopping = True
             # State that cannot be written for the machine's reasons (a full disk) pauses the run resumably.
             fault = self._fault(task_id, exc) if isinstance(exc, StateError) else None
             if fault is not None:
@@ -319,6 +323,7 @@ class Dispatcher:
             fault = self._fault(task_id, exc)
             if fault is not None:
                 # A full disk or the like: the run stops resumably, and the task stays where it was.
+                self._stopping = True
                 raise fault from exc
             _log.exception("dispatcher.worker_failed", task_id=task_id)
             if task.status not in TERMINAL_STATUSES:
