@@ -46,6 +46,8 @@ __all__ = ["BASE_WORKTREE_NAME", "ChangeChecks", "GitTreeGuard", "whole_tree"]
 _log = get_logger("autodev.checks")
 BASE_WORKTREE_NAME = "base"
 _FILE_GATES: frozenset[GateName] = frozenset({"syntax", "lint", "secretscan"})
+# The test results the base's tests can excuse or demand something of (``_judge_tests``).
+_JUDGED_TEST_STATUSES = frozenset({"pass", "fail", "no_tests"})
 
 
 class GitTreeGuard:
@@ -160,11 +162,15 @@ class ChangeChecks:
         run = await self.run(root, git, files, only=only, tree=tree)
         judged = []
         for result in run.results:
-            if result.gate == "test":
+            if result.gate == "test" and result.status in _JUDGED_TEST_STATUSES:
                 # The whole change, not only the files of this step: a test the change edits anywhere is
                 # the reviewer's to judge.
                 change = await git.changed_between(base_commit, run.tree) if run.tree else files
                 judged.append(await self._judge_tests(result, base_commit, change))
+            elif result.gate == "test":
+                # Skipped or unable to run: nothing the base's tests could excuse or demand, so the base
+                # is not looked at (its baseline would cost a checkout and a gate run for nothing).
+                judged.append(result)
             else:
                 judged.append(await self._judge(result, base_commit, files))
         return GateRun(judged, run.tree, run.environment)
