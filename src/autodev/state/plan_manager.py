@@ -19,7 +19,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from filelock import FileLock, Timeout
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from autodev.errors import (
@@ -37,6 +36,7 @@ from autodev.files import MAX_PID_FILE_BYTES, MAX_STATE_FILE_BYTES, led_by, read
 from autodev.logging import get_logger
 from autodev.state.atomic import atomic_write_bytes
 from autodev.state.evidence import write_evidence, write_patch
+from autodev.state.file_lock import KeptFileLock, Timeout
 from autodev.state.hashing import plan_content_hash
 from autodev.state.ledger import Ledger, LedgerEntry, LedgerHead
 from autodev.state.paths import AutodevPaths, ensure_state_dir
@@ -215,7 +215,7 @@ class PlanManager:
         self.readonly = readonly
         self.lock_timeout_s = lock_timeout_s
         self._ledger = Ledger(self.paths.ledger, readonly=readonly)
-        self._file_lock = FileLock(str(self.paths.lock), timeout=lock_timeout_s)
+        self._file_lock = KeptFileLock(self.paths.lock)
         self._thread_lock = threading.RLock()
         self._depth = 0
         self._owner_fd: int | None = None
@@ -285,6 +285,7 @@ class PlanManager:
                 with self._locked():
                     self._write_snapshot()
             self._ledger.close()
+            self._file_lock.close()
             if self._owner_fd is not None:
                 os.close(self._owner_fd)
                 self._owner_fd = None
