@@ -40,6 +40,7 @@ import json
 import os
 import secrets
 import stat
+import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -156,20 +157,19 @@ class AgentWatch:
         # lock): while tasks work in their own worktrees nothing may change there, so the next call's view
         # starts from it instead of scanning the checkout again. A change in between is found all the same.
         self._main_dirty_seen: frozenset[str] | None = None
+        self._guarded = GuardedFiles()
 
     async def _control_files(self) -> dict[str, bytes]:
         common = await self.main.common_dir()
         found: dict[str, bytes] = {}
         candidates = [common / name for name in _CONTROL_FILES]
         for directory in _CONTROL_DIRS:
-            base = common / directory
-            if base.is_dir():
-                candidates += [path for path in sorted(base.rglob("*")) if not path.is_dir()]
+            candidates += _files_below(common / directory)
         for path in candidates:
-            content = _read_small(path)
+            content = self._guarded.read(path)
             if content is not None:
                 found[f".git/{path.relative_to(common).as_posix()}"] = content
-        config = _read_small(self.config_file)
+        config = self._guarded.read(self.config_file)
         if config is not None:
             found[".autodev/config.toml"] = config
         return found
@@ -534,6 +534,63 @@ def _stamp_of(path: Path) -> tuple[int, int, int, int] | None:
     except OSError:
         return None
     return (found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
+
+
+def _files_below(directory: Path) -> list[Path]:
+    """Every entry below ``directory`` that is no directory, sorted; symbolic links to directories are
+    neither entered nor listed (what ``Path.rglob`` lists, without a ``stat`` per entry)."""
+    found: list[Path] = []
+    pending = [directory]
+    while pending:
+        current = pending.pop()
+        try:
+            entries = list(os.scandir(current))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if not is_dir:
+                found.append(Path(entry.path))
+            elif not entry.is_symlink():
+                pending.append(Path(entry.path))
+    return sorted(found)
+
+
+class GuardedFiles:
+    """The bytes of the files an agent call must leave alone, read again only when a file's stamp changed.
+
+    A stamp (inode, size, modification and change times) changes with every write, but the change time
+    comes from a coarse clock: a file written within a tick of AutoDev's read could keep the stamp that
+    read saw (git's "racy" index entries). So a stamp is trusted only for a file whose change time was
+    already well in the past when AutoDev read it; any later write gives it a newer one. The change time
+    cannot be set from user space, unlike the modification time.
+    """
+
+    # Far longer than any kernel's timestamp tick.
+    _SETTLED_NS = 100_000_000
+
+    def __init__(self) -> None:
+        self._known: dict[Path, tuple[tuple[int, int, int, int], bytes | None]] = {}
+
+    def read(self, path: Path) -> bytes | None:
+        """``_read_small(path)``, from memory while the file is as it was when last read."""
+        stamp = _stamp_of(path)
+        if stamp is None:
+            self._known.pop(path, None)
+            return None
+        known = self._known.get(path)
+        if known is not None and known[0] == stamp:
+            return known[1]
+        read_at = time.time_ns()
+        content = _read_small(path)
+        if _stamp_of(path) == stamp and stamp[3] < read_at - self._SETTLED_NS:
+            self._known[path] = (stamp, content)
+        else:
+            self._known.pop(path, None)
+        return content
 
 
 def _read_small(path: Path, limit: int = _CONTROL_FILE_LIMIT) -> bytes | None:
