@@ -29,8 +29,10 @@ import ctypes
 import ctypes.util
 import errno
 import os
+import select
 import struct
 import sys
+import threading
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -283,16 +285,47 @@ class ChangeTracker:
             _LIBC.inotify_rm_watch(self._fd, wd)  # type: ignore[union-attr]
 
     def _mounted_below(self) -> bool:
-        try:
-            with open("/proc/self/mountinfo", "rb") as info:
-                lines = info.read().splitlines()
-        except OSError:
-            return False
-        for line in lines:
+        return any(point.startswith(self._mount_prefix) for point in _MOUNTS.points())
+
+
+class _MountTable:
+    """The process's mount points, read again only when the kernel says the table changed: an open
+    ``/proc/self/mountinfo`` reports every mount and unmount as a priority event to ``poll`` (proc(5)),
+    so the usual question costs one ``poll`` instead of reading and parsing the whole table."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._fd = -1
+        self._poll: select.poll | None = None
+        self._points: tuple[bytes, ...] | None = None
+
+    def points(self) -> tuple[bytes, ...]:
+        with self._lock:
+            if self._poll is None:
+                try:
+                    self._fd = os.open("/proc/self/mountinfo", os.O_RDONLY | os.O_CLOEXEC)
+                except OSError:
+                    return ()
+                self._poll = select.poll()
+                self._poll.register(self._fd, select.POLLPRI | select.POLLERR)
+            if self._points is None or self._poll.poll(0):
+                self._points = self._read()
+            return self._points
+
+    def _read(self) -> tuple[bytes, ...]:
+        os.lseek(self._fd, 0, os.SEEK_SET)
+        chunks = []
+        while chunk := os.read(self._fd, _READ_SIZE):
+            chunks.append(chunk)
+        points = []
+        for line in b"".join(chunks).splitlines():
             fields = line.split(b" ")
-            if len(fields) > 4 and _unescape(fields[4]).startswith(self._mount_prefix):
-                return True
-        return False
+            if len(fields) > 4:
+                points.append(_unescape(fields[4]))
+        return tuple(points)
+
+
+_MOUNTS = _MountTable()
 
 
 def _unescape(mount_point: bytes) -> bytes:
@@ -323,6 +356,9 @@ class WatchedCopy:
     # The last tree written from the copy, reusable while nothing changed: (generation, index stamp, head).
     snapshot_key: tuple[int, tuple[int, int, int, int, int] | None, str] | None = None
     snapshot_tree: str | None = None
+    # The last ``dirty_paths`` answer, and the (generation, index stamp, head) it was given for.
+    status_key: tuple[int, tuple[int, int, int, int, int] | None, str] | None = None
+    status_paths: tuple[str, ...] | None = None
     # git's answers about two fixed states (what differs between two commits, between an index file of a
     # given stamp and a commit), asked again by each check until the copy's next mark.
     answers: dict[tuple[str, str, object], list[str]] = field(default_factory=dict, repr=False)

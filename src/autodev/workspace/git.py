@@ -7,6 +7,8 @@ files without touching the user's index: they are computed through a throw-away 
 
 from __future__ import annotations
 
+import atexit
+import itertools
 import os
 import re
 import shutil
@@ -26,6 +28,7 @@ from autodev.gitsafety import HARDENED_CONFIG
 from autodev.logging import get_logger
 from autodev.workspace import changes
 from autodev.workspace.changes import WatchedCopy, file_stamp
+from autodev.workspace.refs import read_refs
 
 __all__ = ["GitError", "GitRepo", "WorkingDiff", "read_head_file", "run_git"]
 
@@ -106,6 +109,19 @@ async def run_git(
         raise GitError(f"git {' '.join(args[:3])} did not finish within {timeout_s:.0f}s") from exc
     except FileNotFoundError as exc:
         raise GitError("git is not installed or not on PATH; install git and try again") from exc
+
+
+_SCRATCH_NUMBERS = itertools.count()
+_scratch: list[Path] = []
+
+
+def _scratch_directory() -> Path:
+    """A private directory for throw-away index files, made once per process and removed at its exit (a
+    directory per snapshot cost more than the snapshot's own git calls)."""
+    if not _scratch or not _scratch[0].is_dir():
+        _scratch[:] = [Path(tempfile.mkdtemp(prefix="autodev-index-"))]
+        atexit.register(shutil.rmtree, _scratch[0], ignore_errors=True)
+    return _scratch[0]
 
 
 def _git_dir_on_disk(root: Path) -> Path | None:
@@ -265,6 +281,77 @@ class WorkingDiff:
         return len(self.patch.encode("utf-8", errors="surrogateescape"))
 
 
+class CommitFacts:
+    """What AutoDev knows for certain of the commits it made: each one's tree and the parent it gave it.
+
+    A commit never changes, so these answer ``tree_of`` and ``is_ancestor`` for AutoDev's own commits (a
+    task's commit, its replay onto the branch, the branch fast-forwarded along them) without a process.
+    """
+
+    # Beyond this many steps along AutoDev's own commits, git answers (it walks the history faster).
+    _WALK_LIMIT = 10_000
+
+    # Commits whose file sizes are kept (the bases of the tasks under way, a few at a time).
+    _SIZED_COMMITS = 64
+    # Diffs and patches kept for the next question about the same objects (one per task under way).
+    _KEPT_DIFFS = 32
+    _KEPT_PATCH_CHARS = 4 << 20
+
+    def __init__(self) -> None:
+        self.trees: dict[str, str] = {}
+        self._parents: dict[str, str] = {}
+        self._sizes: dict[str, dict[str, int | None]] = {}
+        self.diffs: dict[tuple[str, str], WorkingDiff] = {}
+        self.patches: dict[str, str] = {}
+
+    def parent_of(self, commit: str) -> str | None:
+        """The parent AutoDev gave ``commit`` (None: not one AutoDev made)."""
+        return self._parents.get(commit)
+
+    def note_diff(self, diff: WorkingDiff) -> None:
+        if len(diff.patch) > self._KEPT_PATCH_CHARS:
+            return
+        if len(self.diffs) >= self._KEPT_DIFFS:
+            self.diffs.pop(next(iter(self.diffs)))
+        self.diffs[(diff.base, diff.tree)] = diff
+
+    def note_patch(self, commit: str, patch: str) -> None:
+        """``commit``'s patch on its parent, kept until ``GitRepo.commit_patch`` asks for it once."""
+        if len(patch) > self._KEPT_PATCH_CHARS:
+            return
+        if len(self.patches) >= self._KEPT_DIFFS:
+            self.patches.pop(next(iter(self.patches)))
+        self.patches[commit] = patch
+
+    def sizes_in(self, commit: str) -> dict[str, int | None]:
+        """The file sizes in ``commit`` found so far (None: no file there), to be filled in by the caller;
+        kept only for a full commit id, which always names the same files."""
+        if not _OBJECT_ID.fullmatch(commit):
+            return {}
+        if commit not in self._sizes and len(self._sizes) >= self._SIZED_COMMITS:
+            self._sizes.pop(next(iter(self._sizes)))
+        return self._sizes.setdefault(commit, {})
+
+    def note(self, commit: str, *, tree: str, parent: str) -> None:
+        if _OBJECT_ID.fullmatch(commit) and _OBJECT_ID.fullmatch(tree) and _OBJECT_ID.fullmatch(parent):
+            self.trees[commit] = tree
+            self._parents[commit] = parent
+
+    def descends(self, commit: str, ancestor: str) -> bool:
+        """Whether ``ancestor`` is ``commit`` or reached from it through parents AutoDev gave; False means
+        only "not known here"."""
+        if not _OBJECT_ID.fullmatch(ancestor):
+            return False
+        current: str | None = commit
+        for _ in range(self._WALK_LIMIT):
+            if current == ancestor:
+                return True
+            current = self._parents.get(current) if current is not None else None
+            if current is None:
+                return False
+        return False
+
+
 @dataclass(frozen=True, slots=True)
 class _GitOutput:
     code: int
@@ -289,6 +376,8 @@ class GitRepo:
         # (``autodev.orchestrator.integrity``, through ``moved_by_autodev``).
         self.own_moves: dict[str, str | None] = like.own_moves if like is not None else {}
         self._own_before: dict[str, str | None] = like._own_before if like is not None else {}
+        # What AutoDev knows of the commits it made itself (shared like ``own_moves``).
+        self._made: CommitFacts = like._made if like is not None else CommitFacts()
 
     async def git_dir(self) -> Path:
         """The absolute git directory of this tree (``.git/worktrees/<name>`` for a worktree)."""
@@ -383,9 +472,9 @@ class GitRepo:
     @contextmanager
     def _scratch_index(self, git_dir: Path) -> Iterator[dict[str, str]]:
         """The environment of git commands that stage into a throw-away copy of this tree's index."""
-        with tempfile.TemporaryDirectory(prefix="autodev-index-") as tmp:
-            index = Path(tmp) / "index"
-            real_index = git_dir / "index"
+        index = _scratch_directory() / f"index-{next(_SCRATCH_NUMBERS)}"
+        real_index = git_dir / "index"
+        try:
             # Seeded from the real index: unchanged files keep their stat data and are not hashed again. The
             # copy keeps the index's mtime (copy2): git trusts an entry's stat data only when the entry is
             # older than the index file, and a copy stamped "now" would hide a file rewritten, at the same
@@ -393,6 +482,9 @@ class GitRepo:
             if real_index.exists():
                 shutil.copy2(real_index, index)
             yield {"GIT_INDEX_FILE": str(index)}
+        finally:
+            for leftover in (index, index.with_name(f"{index.name}.lock")):
+                leftover.unlink(missing_ok=True)
 
     async def _stage_everything(self, env: Mapping[str, str] | None = None) -> None:
         staged = await self._run("add", "-A", "--", ".", _EXCLUDE_STATE, env=env, check=False)
@@ -438,13 +530,14 @@ class GitRepo:
     def _watched(self) -> WatchedCopy | None:
         return changes.watched(self.root)
 
-    async def _changed_paths(self, copy: WatchedCopy | None) -> list[str] | None:
+    async def _changed_paths(self, copy: WatchedCopy | None, *, index: bool = True) -> list[str] | None:
         """Every path that may differ from this copy's index or HEAD, found without scanning the tree (see
         ``autodev.workspace.changes``); None when only git's full scan can tell.
 
         What the copy knew at its mark, the paths written since, what differs between the index and the
         mark's HEAD when the index file changed (``git add`` by an agent, or the user), and what differs
-        between the mark's HEAD and HEAD when HEAD moved."""
+        between the mark's HEAD and HEAD when HEAD moved. ``index`` False: the caller replaces the index
+        file as a whole, so what it holds now does not matter, only which files differ."""
         if copy is None:
             return None
         found = copy.tracker.changes_since(copy.mark)
@@ -452,7 +545,7 @@ class GitRepo:
             return None
         found |= copy.dirty
         stamp = file_stamp(await self.git_dir() / "index")
-        if stamp != copy.index_stamp:
+        if index and stamp != copy.index_stamp:
             known = copy.answers.get(("index", copy.head, stamp))
             if known is None:
                 staged = await self._run(
@@ -499,12 +592,20 @@ class GitRepo:
         """Everything in the working tree that differs from ``base``, untracked files included: staged
         once into a throw-away index and written as a tree, the diff read between ``base`` and that tree."""
         tree = await self._tree_now()
+        known = self._made.diffs.get((base, tree))
+        if known is not None:
+            return known  # the same two objects: the same diff (the next step asks again)
+        files, patch = await self._names_and_patch(base, tree, *_ALL_BUT_STATE)
+        diff = WorkingDiff(base=base, patch=patch, files=files, tree=tree)
+        self._made.note_diff(diff)
+        return diff
+
+    async def _names_and_patch(self, old: str, new: str, *pathspec: str) -> tuple[tuple[str, ...], str]:
+        """The paths that differ between two commits or trees and the binary patch between them."""
         # One process for the names and the patch: with -z the raw part (":<modes> <ids> <status>\0<path>\0"
         # per file) ends at the first empty field, and the patch after it is byte for byte the plain one.
         out = (
-            await self._run(
-                "diff", "-z", "--patch-with-raw", "--binary", "--no-renames", base, tree, *_ALL_BUT_STATE
-            )
+            await self._run("diff", "-z", "--patch-with-raw", "--binary", "--no-renames", old, new, *pathspec)
         ).stdout
         end = out.find("\0\0")
         raw, patch = (out, "") if end < 0 else (out[: end + 1], out[end + 2 :])
@@ -512,7 +613,7 @@ class GitRepo:
         files = tuple(
             sorted(path for meta, path in zip(fields[::2], fields[1::2], strict=False) if meta and path)
         )
-        return WorkingDiff(base=base, patch=patch, files=files, tree=tree)
+        return files, patch
 
     async def snapshot_tree(self) -> str:
         """The id of the tree git would commit from the working tree now: tracked and untracked files,
@@ -521,10 +622,18 @@ class GitRepo:
         return await self._tree_now()
 
     async def tree_of(self, commit: str) -> str:
-        return (await self._run("rev-parse", f"{commit}^{{tree}}")).stdout.strip()
+        known = self._made.trees.get(commit)
+        if known is not None:
+            return known
+        tree = (await self._run("rev-parse", f"{commit}^{{tree}}")).stdout.strip()
+        if _OBJECT_ID.fullmatch(commit):
+            self._made.trees[commit] = tree  # a commit's tree never changes
+        return tree
 
     async def changed_between(self, old: str, new: str) -> list[str]:
         """Paths whose content or mode differs between two trees (or commits)."""
+        if old == new and _OBJECT_ID.fullmatch(old):
+            return []
         result = await self._run("diff-tree", "-r", "-z", "--name-only", "--no-renames", old, new)
         return sorted(name for name in result.stdout.split("\0") if name)
 
@@ -581,9 +690,12 @@ class GitRepo:
         head = await self.head()
         if head is None:
             raise GitError(f"git commit failed in {self.root}: HEAD names no commit")
+        # The tree last written from the copy, when nothing changed since: staging the same paths into the
+        # same index gives the same tree, so git need not write it again.
+        key = (copy.tracker.generation, file_stamp(await self.git_dir() / "index"), head)
+        snapshot = copy.snapshot_tree if copy.snapshot_key == key else None
         await self._stage(paths)
-        copy.index_stamp = file_stamp(await self.git_dir() / "index")  # AutoDev's own staging
-        tree = (await self._run("write-tree")).stdout.strip()
+        tree = snapshot or (await self._run("write-tree")).stdout.strip()
         if tree == await self.tree_of(head):
             return None
         commit = await self.commit_tree(tree, head, message)
@@ -624,6 +736,10 @@ class GitRepo:
 
     async def resolve(self, ref: str) -> str | None:
         """The commit ``ref`` names, or None when it names none."""
+        if ref.startswith("refs/") and ref.count("/") >= 2:
+            listed = read_refs(await self.common_dir(), [ref.rsplit("/", 1)[0] + "/"])
+            if listed is not None and ref not in listed:
+                return None  # no such ref (the usual answer: a task that parked nothing)
         result = await self._run("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
         return result.stdout.strip() or None if result.code == 0 else None
 
@@ -661,7 +777,10 @@ class GitRepo:
         return head
 
     async def is_ancestor(self, ancestor: str, descendant: str) -> bool:
-        """Whether ``ancestor`` is ``descendant`` or one of its ancestors."""
+        """Whether ``ancestor`` is ``descendant`` or one of its ancestors (known without git when the line
+        between them is of commits AutoDev made)."""
+        if self._made.descends(descendant, ancestor):
+            return True
         result = await self._run("merge-base", "--is-ancestor", ancestor, descendant, check=False)
         return result.code == 0
 
@@ -670,7 +789,11 @@ class GitRepo:
         return await self.refs_under_all([prefix])
 
     async def refs_under_all(self, prefixes: Sequence[str]) -> dict[str, str]:
-        """``{ref: commit}`` for every ref below any of ``prefixes``, in one call."""
+        """``{ref: commit}`` for every ref below any of ``prefixes`` (each ending in ``/``): read from the
+        ref files where they tell for certain (``autodev.workspace.refs``), else from one git call."""
+        from_files = read_refs(await self.common_dir(), prefixes)
+        if from_files is not None:
+            return from_files
         result = await self._run("for-each-ref", "--format=%(refname) %(objectname)", *prefixes)
         pairs = (line.split(" ", 1) for line in result.stdout.splitlines() if " " in line)
         return {name: commit for name, commit in pairs}
@@ -693,6 +816,9 @@ class GitRepo:
 
     async def commit_patch(self, commit: str) -> str:
         """The binary patch ``commit`` makes on top of its first parent."""
+        known = self._made.patches.pop(commit, None)
+        if known is not None:
+            return known  # read when the branch was moved to it (``_fast_forward_changed``)
         result = await self._run("diff", "--binary", "--no-renames", f"{commit}^", commit)
         return result.stdout
 
@@ -723,14 +849,17 @@ class GitRepo:
         path, never a listing of the whole tree. A name with a line break cannot be asked for on git's
         line protocol and counts as new."""
         asked = [path for path in paths if "\n" not in path]
-        query = "".join(f"{commit}:{path}\n" for path in asked).encode("utf-8", errors="surrogateescape")
-        found = await self._run("cat-file", "--batch-check=%(objecttype) %(objectsize)", stdin=query)
-        sizes = {}
-        for path, line in zip(asked, found.stdout.splitlines(), strict=False):
-            kind, _, size = line.partition(" ")
-            if kind == "blob" and size.isdigit():
-                sizes[path] = int(size)
-        return sizes
+        sizes = self._made.sizes_in(commit)
+        unknown = [path for path in asked if path not in sizes]
+        if unknown:
+            query = "".join(f"{commit}:{path}\n" for path in unknown).encode(
+                "utf-8", errors="surrogateescape"
+            )
+            found = await self._run("cat-file", "--batch-check=%(objecttype) %(objectsize)", stdin=query)
+            for path, line in zip(unknown, found.stdout.splitlines(), strict=False):
+                kind, _, count = line.partition(" ")
+                sizes[path] = int(count) if kind == "blob" and count.isdigit() else None
+        return {path: size for path in asked if (size := sizes.get(path)) is not None}
 
     async def dirty_paths(self) -> list[str]:
         """Paths with uncommitted changes (tracked or untracked), ``.autodev/`` excluded.
@@ -740,15 +869,19 @@ class GitRepo:
         copy = self._watched()
         if copy is None:
             return await self._status()
-        if copy.index_bytes is not None:
-            return await self._status(await self._changed_paths(copy))
         # Taken before git looks: whatever changes while it does is after the new mark.
-        mark = copy.tracker.mark()
+        mark = copy.tracker.mark() if copy.index_bytes is None else None
         stamp = file_stamp(await self.git_dir() / "index")
         head = await self.head()
+        # Nothing written, staged or moved since the last answer: it is still the answer.
+        key = (copy.tracker.generation, stamp, head or "")
+        if copy.status_key == key and copy.status_paths is not None:
+            return list(copy.status_paths)
         paths = await self._changed_paths(copy)
         dirty = await self._status(paths)
-        if head is not None and mark > copy.mark:
+        if paths is not None:
+            copy.status_key, copy.status_paths = key, tuple(dirty)
+        if mark is not None and head is not None and mark > copy.mark:
             copy.mark, copy.index_stamp, copy.head, copy.dirty = mark, stamp, head, frozenset(dirty)
             copy.tracker.forget_before(mark)
         return dirty
@@ -814,7 +947,8 @@ class GitRepo:
         copy = self._watched()
         if copy is None or copy.index_bytes is None:
             return False
-        paths = await self._changed_paths(copy)
+        # The index is put back as the last reset left it below: only the files written since matter.
+        paths = await self._changed_paths(copy, index=False)
         if paths is None:
             return False
         git_dir = await self.git_dir()
@@ -867,6 +1001,7 @@ class GitRepo:
         copy.index_bytes = index.read_bytes()
         copy.index_stamp = file_stamp(index)
         copy.snapshot_key = copy.snapshot_tree = None
+        copy.status_key = copy.status_paths = None
 
     async def checkout_detached(self, commit: str) -> None:
         """Make the tree exactly ``commit`` (detached), dropping every change and untracked file in it.
@@ -890,9 +1025,7 @@ class GitRepo:
         if merged.code == 1:
             conflicted = [line for line in lines[1 : lines.index("") if "" in lines else None] if line]
             return conflicted or [" ".join(merged.stdout.split())[:300]]
-        tree = lines[0].strip()
-        made = await self._run(*await self._identity(), "commit-tree", tree, "-p", onto, "-m", message)
-        return made.stdout.strip()
+        return await self.commit_tree(lines[0].strip(), onto, message)
 
     async def _cherry_pick_onto(self, commit: str, onto: str) -> str | list[str]:
         await self.checkout_detached(onto)
@@ -911,7 +1044,9 @@ class GitRepo:
     async def commit_tree(self, tree: str, parent: str, message: str) -> str:
         """A commit of ``tree`` on top of ``parent``, made in the object store only (no branch moves)."""
         made = await self._run(*await self._identity(), "commit-tree", tree, "-p", parent, "-m", message)
-        return made.stdout.strip()
+        commit = made.stdout.strip()
+        self._made.note(commit, tree=tree, parent=parent)
+        return commit
 
     async def reset_soft(self, commit: str) -> None:
         """Move HEAD to ``commit`` and leave every file as it is (only ever in a task's own worktree)."""
@@ -960,7 +1095,13 @@ class GitRepo:
             return None
         if not await self.is_ancestor(head, commit):
             return False
-        written = await self.changed_between(head, commit)
+        if self._made.parent_of(commit) == head:
+            # One process for the paths to write and the patch the task's record keeps (``commit_patch``).
+            names, patch = await self._names_and_patch(head, commit)
+            written = list(names)
+            self._made.note_patch(commit, patch)
+        else:
+            written = await self.changed_between(head, commit)
         if _overlapping(await self.dirty_paths(), written):
             return False
         if written:

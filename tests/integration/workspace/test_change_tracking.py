@@ -152,6 +152,27 @@ def test_the_tracker_cannot_tell_once_its_root_is_gone(tmp_path: Path) -> None:
     tracker.close()
 
 
+def test_a_file_system_mounted_below_the_copy_makes_the_tracker_unsure(tmp_path: Path) -> None:
+    """Writes under a mount point raise no event on the copy's watches: the tracker must stop answering.
+    The mount table is read again only when the kernel reports a change, so a mount made after the
+    tracker's last answer is what this checks."""
+    root = tmp_path / "copy"
+    (root / "mnt").mkdir(parents=True)
+    tracker = ChangeTracker.start(root)
+    assert tracker is not None
+    mark = tracker.mark()
+    assert tracker.changes_since(mark) == set()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "autodev-test", str(root / "mnt")], capture_output=True)
+    if mounted.returncode != 0:
+        tracker.close()
+        pytest.skip("cannot mount a file system here (needs root)")
+    try:
+        assert tracker.changes_since(mark) is None and tracker.broken
+    finally:
+        subprocess.run(["umount", str(root / "mnt")], check=True)
+        tracker.close()
+
+
 def test_a_changed_gitignore_makes_a_tracker_that_skips_ignored_directories_unsure(repo: Path) -> None:
     tracker = ChangeTracker.start(repo, skip=(".git", "build"), skip_ignore_files=True)
     assert tracker is not None
