@@ -355,3 +355,62 @@ async def test_a_recycled_worktree_commits_only_what_changed(watched_worktree: t
     assert _git(copy, "rev-parse", f"{commit}^{{tree}}").strip() == tree
     assert _git(copy, "log", "-1", "--format=%s").strip() == "autodev: 1.1 a task"
     assert await git.dirty_paths() == [] and await git.is_clean()
+
+
+# --- answers from what AutoDev already knows: each must be git's own answer ---------------------------
+
+
+@pytest.mark.asyncio
+async def test_answers_kept_while_nothing_changed_follow_every_later_change(
+    watched_worktree: tuple[GitRepo, str],
+) -> None:
+    """``dirty_paths``, ``added_bytes``, the snapshot and the diff are answered again from memory only
+    while no file, index or HEAD changed; each step below changes one and expects git's new answer."""
+    git, base = watched_worktree
+    copy = git.root
+    (copy / "app.py").write_text("VALUE = 10\n")
+    assert await git.dirty_paths() == ["app.py"] == await git.dirty_paths()
+    first = await git.diff_against(base)
+    assert await git.diff_against(base) == first and first.files == ("app.py",)
+    (copy / "added.txt").write_text("x" * 100)
+    assert sorted(await git.dirty_paths()) == sorted(await _unwatched(git).dirty_paths())
+    assert await git.added_bytes(base) == {"added.txt": 100, "app.py": 1}
+    (copy / "added.txt").write_text("x" * 250)  # the same paths, the base's sizes known: new sizes count
+    assert await git.added_bytes(base) == {"added.txt": 250, "app.py": 1}
+    second = await git.diff_against(base)
+    assert second.tree == _full_scan_tree(copy) != first.tree
+    _git(copy, "add", "added.txt")  # only the index changes
+    assert sorted(await git.dirty_paths()) == sorted(await _unwatched(git).dirty_paths())
+    commit = await git.commit_all("autodev: 1.1 kept answers")
+    assert commit is not None
+    assert _git(copy, "rev-parse", f"{commit}^{{tree}}").strip() == second.tree
+    assert await git.dirty_paths() == [] == await _unwatched(git).dirty_paths()
+
+
+@pytest.mark.asyncio
+async def test_what_autodev_knows_of_its_own_commits_is_what_git_says(repo: Path) -> None:
+    """Trees, ancestry and the patch of a commit AutoDev made, answered from memory, against git."""
+    main = GitRepo(repo)
+    assert await main.watch()
+    try:
+        base = _git(repo, "rev-parse", "HEAD").strip()
+        tree_before = await main.tree_of(base)
+        (repo / "app.py").write_text("VALUE = 11\n")
+        (repo / "data.bin").write_bytes(bytes(range(255, -1, -1)))
+        staged = await main.snapshot_tree()
+        (repo / "app.py").write_text("VALUE = 1\n")
+        (repo / "data.bin").write_bytes(bytes(range(256)))
+        made = await main.commit_tree(staged, base, "autodev: 1.2 made in the object store")
+        replayed = await main.replay(made, base, "autodev: 1.2 replayed")
+        assert isinstance(replayed, str)
+        assert await main.tree_of(made) == _git(repo, "rev-parse", f"{made}^{{tree}}").strip() == staged
+        assert await main.tree_of(base) == tree_before
+        assert await main.is_ancestor(base, replayed) and await main.is_ancestor(replayed, replayed)
+        assert not await main.is_ancestor(replayed, base)  # not known from memory: git answers no
+        assert await main.fast_forward(replayed)
+        expected = _git(repo, "diff", "--binary", "--no-renames", f"{replayed}^", replayed)
+        assert await main.commit_patch(replayed) == expected  # kept from the fast-forward
+        assert await main.commit_patch(replayed) == expected  # asked of git once it was handed out
+        assert sorted(await main.dirty_paths()) == sorted(await _unwatched(main).dirty_paths()) == []
+    finally:
+        main.unwatch()
