@@ -356,6 +356,8 @@ class WatchedCopy:
     # The last tree written from the copy, reusable while nothing changed: (generation, index stamp, head).
     snapshot_key: tuple[int, tuple[int, int, int, int, int] | None, str] | None = None
     snapshot_tree: str | None = None
+    # The throw-away index that wrote ``snapshot_tree`` (a recycled copy's commit installs it).
+    snapshot_index: bytes | None = field(default=None, repr=False)
     # The last ``dirty_paths`` answer, and the (generation, index stamp, head) it was given for.
     status_key: tuple[int, tuple[int, int, int, int, int] | None, str] | None = None
     status_paths: tuple[str, ...] | None = None

@@ -581,11 +581,14 @@ class GitRepo:
             if copy.snapshot_key == key and copy.snapshot_tree is not None:
                 return copy.snapshot_tree
         paths = await self._changed_paths(copy)
+        # A recycled copy keeps the index this writes: its commit installs it instead of staging again.
+        keep = copy is not None and copy.index_bytes is not None and paths is not None
         with self._scratch_index(git_dir) as env:
             await self._stage(paths, env)
             tree = (await self._run("write-tree", env=env)).stdout.strip()
+            staged = await anyio.to_thread.run_sync(Path(env["GIT_INDEX_FILE"]).read_bytes) if keep else None
         if copy is not None and paths is not None:
-            copy.snapshot_key, copy.snapshot_tree = key, tree
+            copy.snapshot_key, copy.snapshot_tree, copy.snapshot_index = key, tree, staged
         return tree
 
     async def diff_against(self, base: str) -> WorkingDiff:
@@ -692,9 +695,15 @@ class GitRepo:
             raise GitError(f"git commit failed in {self.root}: HEAD names no commit")
         # The tree last written from the copy, when nothing changed since: staging the same paths into the
         # same index gives the same tree, so git need not write it again.
-        key = (copy.tracker.generation, file_stamp(await self.git_dir() / "index"), head)
+        git_dir = await self.git_dir()
+        key = (copy.tracker.generation, file_stamp(git_dir / "index"), head)
         snapshot = copy.snapshot_tree if copy.snapshot_key == key else None
-        await self._stage(paths)
+        if snapshot is not None and copy.snapshot_index is not None:
+            # The index that snapshot staged, from this very index and files: what staging again would
+            # write, without git reading and writing every entry of a large index once more.
+            _write_index(git_dir, copy.snapshot_index)
+        else:
+            await self._stage(paths)
         tree = snapshot or (await self._run("write-tree")).stdout.strip()
         if tree == await self.tree_of(head):
             return None
@@ -1000,7 +1009,7 @@ class GitRepo:
         copy.mark, copy.head, copy.dirty = mark, head, frozenset()
         copy.index_bytes = index.read_bytes()
         copy.index_stamp = file_stamp(index)
-        copy.snapshot_key = copy.snapshot_tree = None
+        copy.snapshot_key = copy.snapshot_tree = copy.snapshot_index = None
         copy.status_key = copy.status_paths = None
 
     async def checkout_detached(self, commit: str) -> None:

@@ -414,3 +414,21 @@ async def test_what_autodev_knows_of_its_own_commits_is_what_git_says(repo: Path
         assert sorted(await main.dirty_paths()) == sorted(await _unwatched(main).dirty_paths()) == []
     finally:
         main.unwatch()
+
+
+@pytest.mark.asyncio
+async def test_a_commit_right_after_its_snapshot_installs_the_snapshot_index(
+    watched_worktree: tuple[GitRepo, str],
+) -> None:
+    git, base = watched_worktree
+    copy = git.root
+    (copy / "app.py").write_text("VALUE = 12\n")
+    (copy / "pkg" / "new.py").write_text("NEW = 1\n")
+    (copy / "pkg" / "gone.py").unlink()
+    checked = (await git.diff_against(base)).tree
+    commit = await git.commit_all("autodev: 1.3 committed as checked")
+    assert commit is not None
+    assert _git(copy, "rev-parse", f"{commit}^{{tree}}").strip() == checked == _full_scan_tree(copy)
+    # The worktree's own index is the commit's: git sees nothing staged and nothing changed.
+    assert _git(copy, "diff", "--cached", "--name-only", "HEAD") == ""
+    assert _git(copy, "status", "--porcelain", "--untracked-files=all") == ""
