@@ -37,15 +37,19 @@ def _holder(path: Path) -> subprocess.Popen[str]:
     return process
 
 
-def test_another_process_holding_the_lock_makes_acquire_time_out(tmp_path: Path) -> None:
-    path = tmp_path / "ledger.lock"
-    holder = _holder(path)
-    lock = KeptFileLock(path)
+def _times_out_while_another_process_holds(lock: KeptFileLock) -> None:
+    holder = _holder(lock.path)
     try:
         with pytest.raises(Timeout):
             lock.acquire(timeout=0.2, poll_interval=0.01)
     finally:
         holder.communicate("\n")
+
+
+def test_another_process_holding_the_lock_makes_acquire_time_out(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.lock"
+    lock = KeptFileLock(path)
+    _times_out_while_another_process_holds(lock)
     lock.acquire(timeout=1, poll_interval=0.01)  # free once the other process let go
     lock.release()
     lock.close()
@@ -81,12 +85,7 @@ def test_a_lock_file_replaced_while_another_process_holds_it_is_not_taken_twice(
     lock.acquire(timeout=1, poll_interval=0.01)
     lock.release()
     path.unlink()  # an agent removed it; the kept descriptor still names the old inode
-    holder = _holder(path)
-    try:
-        with pytest.raises(Timeout):
-            lock.acquire(timeout=0.2, poll_interval=0.01)
-    finally:
-        holder.communicate("\n")
+    _times_out_while_another_process_holds(lock)
     lock.acquire(timeout=1, poll_interval=0.01)
     assert path.exists()
     lock.release()
