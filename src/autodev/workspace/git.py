@@ -282,10 +282,13 @@ class WorkingDiff:
 
 
 class CommitFacts:
-    """What AutoDev knows for certain of the commits it made: each one's tree and the parent it gave it.
+    """What AutoDev knows for certain of commits: the tree and the parent of each one it made, the tree of
+    each one it asked about, file sizes in the bases it asked about, the last diffs between a base and a
+    tree, and the patch of a commit the branch was just fast-forwarded to.
 
-    A commit never changes, so these answer ``tree_of`` and ``is_ancestor`` for AutoDev's own commits (a
-    task's commit, its replay onto the branch, the branch fast-forwarded along them) without a process.
+    Commits and trees never change, so these answer ``tree_of``, ``is_ancestor`` along AutoDev's own chain
+    (a task's commit, its replay onto the branch), ``added_bytes``, ``diff_against`` and ``commit_patch``
+    without a process.
     """
 
     # Beyond this many steps along AutoDev's own commits, git answers (it walks the history faster).
