@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -40,6 +42,30 @@ def test_files_git_obeys_are_put_back_and_named(tmp_path: Path) -> None:
     assert "fsmonitor" not in (root / ".git" / "config").read_text()
     assert not (root / ".git" / "hooks" / "pre-commit").exists()
     assert (root / ".autodev" / "config.toml").read_text() == "qa_retry_limit = 3\n"
+
+
+def test_a_hook_rewritten_in_place_with_its_old_size_and_times_is_still_put_back(tmp_path: Path) -> None:
+    """The guarded files are read again only when their stamp changed: an agent that keeps a hook's size
+    and sets its times back (``touch -r``) still changes its change time, which it cannot set."""
+    root = mini_project(tmp_path / "repo")
+    hook = root / ".git" / "hooks" / "pre-push"
+    hook.write_text("#!/bin/sh\nexit 0\n")
+    os.utime(hook, ns=(1_000_000_000, 1_000_000_000))
+    time.sleep(0.15)  # its change time well in the past: the stamp is trusted and its bytes kept
+    before = os.stat(hook)
+    repo, watch = _watch(root)
+
+    async def scenario() -> list[str]:
+        first = await watch.before(repo)
+        assert (await watch.after(first, repo, who="the developer")).restored == []
+        view = await watch.before(repo)  # answered from the kept bytes
+        with hook.open("r+b") as handle:
+            handle.write(b"#!/bin/sh\nexit 1\n")
+        os.utime(hook, ns=(before.st_atime_ns, before.st_mtime_ns))
+        return (await watch.after(view, repo, who="the developer")).restored
+
+    assert anyio.run(scenario) == [".git/hooks/pre-push"]
+    assert hook.read_text() == "#!/bin/sh\nexit 0\n"
 
 
 def test_commits_on_top_of_the_working_copy_are_folded_in_and_anything_else_stops(tmp_path: Path) -> None:
