@@ -321,3 +321,30 @@ def test_a_malformed_answer_is_refused_under_execute_as_under_resume_and_blocks_
     answer(demo.script, delegation)
     following = pending_delegation(autodev(root, "resume"), root)
     assert (following.task_id, following.role) == ("1.1", "reviewer")
+
+
+def test_an_architect_retry_answered_inline_is_the_plan_the_run_goes_on_with(demo: DemoSetup) -> None:
+    root = demo.repo_root
+    result = autodev(root, "run", "--platform", "inline", demo.intent)
+    for role in ("explorer", "domain_expert"):
+        delegation = pending_delegation(result, root)
+        assert (delegation.role, delegation.attempt) == (role, 1)
+        answer(demo.script, delegation)
+        result = autodev(root, "resume")
+    first = pending_delegation(result, root)
+    assert (first.task_id, first.role, first.attempt) == ("plan", "architect", 1)
+    first.response_path.write_text(json.dumps({"text": "I would rather not plan."}), encoding="utf-8")
+
+    retry = pending_delegation(autodev(root, "resume"), root)
+    assert (retry.task_id, retry.role, retry.attempt) == ("plan", "architect", 2)
+    assert "I would rather not plan." in retry.path.read_text(encoding="utf-8")
+    answer(demo.script, retry)
+    following = pending_delegation(autodev(root, "resume"), root)
+
+    assert (following.task_id, following.role, following.attempt) == ("1.1", "developer", 1)
+    archived = sorted(
+        path.name for path in (root / ".autodev" / "evidence" / "inline").glob("plan-architect*")
+    )
+    assert archived == ["plan-architect-1.json", "plan-architect-2.json"]
+    manager = PlanManager.open(root, readonly=True)
+    assert [task.id for task in manager.tasks()] == ["1.1", "1.2"]

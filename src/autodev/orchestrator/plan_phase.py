@@ -1,13 +1,16 @@
 """The plan phase: spec → explorer → domain expert → architect → parse → (plan tournament) → save.
 
 Each finished agent step is recorded in the ledger with its evidence, so a resumed plan phase (after an inline
-suspend or a crash) reuses what was already produced instead of asking an agent again. The architect gets
-one retry with the parse error and its line in context; a second unparsable plan is the user's error to see.
+suspend or a crash) reuses what was already produced instead of asking an agent again. The architect's
+answers are recorded too, before they are parsed: one that does not parse gets one retry with the parse error
+and its line in context; a second unparsable plan is the user's error to see.
 """
 
 from __future__ import annotations
 
+import contextlib
 import unicodedata
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from autodev.adapters.base import AgentResult
@@ -24,7 +27,7 @@ from autodev.state.evidence import read_evidence
 from autodev.state.hashing import sha256_hex
 from autodev.state.paths import normalize_repo_path
 from autodev.state.plan_markdown import parse_plan_markdown
-from autodev.state.schemas import ExploreEvidence, Plan, SMEEvidence
+from autodev.state.schemas import ArchitectEvidence, ExploreEvidence, Plan, SMEEvidence
 
 if TYPE_CHECKING:
     from autodev.orchestrator.run_context import RunContext
@@ -33,6 +36,8 @@ __all__ = ["PlanPhaseError", "run_plan_phase", "spec_hash_of"]
 
 _log = get_logger("autodev.plan_phase")
 MAX_INTENT_BYTES = 256 * 1024
+# The plan steps that hold the architect's answers: the first call, and its retry after a parse error.
+_ARCHITECT_STEPS = ("architect", "architect-retry")
 
 
 class PlanPhaseError(AutodevError):
@@ -62,22 +67,22 @@ def check_intent(intent: str) -> str:
     return cleaned
 
 
-def _recorded_earlier(session: RunContext, role: str, step: str, what: str) -> str | None:
-    """What ``role`` found in an earlier, interrupted plan phase of the same intent (None: it has not run):
-    a step recorded as done is never paid for twice."""
+def _recorded_earlier(session: RunContext, step: str, what: str, *, label: str | None = None) -> str | None:
+    """What plan step ``step`` produced in an earlier, interrupted plan phase of the same intent (None: it
+    has not run): a step recorded as done is never paid for twice."""
     progress = session.plan_manager.plan_phase
-    done = progress.steps.get(role) if progress else None
+    done = progress.steps.get(step) if progress else None
     if done is None:
         return None
     evidence = read_evidence(session.repo_root / done.path)
-    assert isinstance(evidence, ExploreEvidence | SMEEvidence)
-    label = role.replace("_", " ")
-    session.emit(ProgressEvent("note", f"{label}: reusing the {what} recorded earlier", "plan", step))
-    return evidence.findings
+    assert isinstance(evidence, ExploreEvidence | SMEEvidence | ArchitectEvidence)
+    named = label or step.replace("_", " ")
+    session.emit(ProgressEvent("note", f"{named}: reusing the {what} recorded earlier", "plan", step))
+    return evidence.output_text if isinstance(evidence, ArchitectEvidence) else evidence.findings
 
 
 async def _explore(session: RunContext, intent: str) -> str:
-    earlier = _recorded_earlier(session, "explorer", "explore", "findings")
+    earlier = _recorded_earlier(session, "explorer", "findings")
     if earlier is not None:
         return earlier
     envelope = DelegationEnvelope(
@@ -103,7 +108,7 @@ async def _explore(session: RunContext, intent: str) -> str:
 
 
 async def _consult(session: RunContext, intent: str, findings: str) -> str:
-    earlier = _recorded_earlier(session, "domain_expert", "consult", "advice")
+    earlier = _recorded_earlier(session, "domain_expert", "advice")
     if earlier is not None:
         return earlier
     envelope = DelegationEnvelope(
@@ -142,9 +147,9 @@ async def _architect(session: RunContext, intent: str, findings: str, advice: st
         acceptance="A plan in the canonical plan markdown, nothing before '# Plan:'",
         context=context,
     )
-    result = await _call(session, "architect", "architect", envelope)
+    answer = await _architect_answer(session, "architect", envelope, attempt=1)
     try:
-        return parse_plan_markdown(result.text, spec_hash, source="architect output")
+        return parse_plan_markdown(answer, spec_hash, source="architect output")
     except PlanParseError as first:
         _log.warning("plan_phase.parse_failed_retrying", err=first.message)
         session.emit(
@@ -154,14 +159,49 @@ async def _architect(session: RunContext, intent: str, findings: str, advice: st
             update={
                 "context": {
                     **context,
-                    "previous_attempt": result.text,
+                    "previous_attempt": answer,
                     "parse_error": first.message,
                     "parse_error_line": first.line,
                 }
             }
         )
-        retried = await _call(session, "architect", "architect-retry", retry_envelope, attempt=2)
-        return parse_plan_markdown(retried.text, spec_hash, source="architect output (retry)")
+        retried = await _architect_answer(session, "architect-retry", retry_envelope, attempt=2)
+        with _rejects_the_architects_answers(session):
+            return parse_plan_markdown(retried, spec_hash, source="architect output (retry)")
+
+
+@contextlib.contextmanager
+def _rejects_the_architects_answers(session: RunContext) -> Iterator[None]:
+    """Forget the recorded architect answers when the plan they make is refused: the same intent run again
+    asks the architect afresh rather than failing on the same answer. (A stop or crash keeps them.)"""
+    try:
+        yield
+    except AutodevError:
+        session.plan_manager.drop_plan_steps(_ARCHITECT_STEPS)
+        raise
+
+
+async def _architect_answer(
+    session: RunContext, step: str, envelope: DelegationEnvelope, *, attempt: int
+) -> str:
+    """The architect's answer for ``step``: recorded before it is parsed, so that a resumed plan phase reuses
+    it (an inline answer to the retry would otherwise be stale against a first call asked again)."""
+    earlier = _recorded_earlier(session, step, "answer", label="architect")
+    if earlier is not None:
+        return earlier
+    result = await _call(session, "architect", step, envelope, attempt=attempt)
+    path = session.plan_manager.record_evidence(
+        ArchitectEvidence(
+            task_id="plan",
+            role="architect",
+            attempt=attempt,
+            output_text=result.text,
+            cost_usd=result.cost_usd,
+            session_id=result.session_id,
+        )
+    )
+    session.plan_manager.record_plan_step(step, path)
+    return result.text
 
 
 async def _call(
@@ -238,7 +278,8 @@ async def run_plan_phase(
     findings = await _explore(session, intent)
     advice = await _consult(session, intent, findings)
     plan = await _architect(session, intent, findings, advice, spec_hash)
-    _check_plan_paths(session, plan)
+    with _rejects_the_architects_answers(session):
+        _check_plan_paths(session, plan)
     if session.config.tournaments.plan.enabled:
         plan = await run_plan_tournament(session, plan, intent)
     if require_approval or session.config.require_plan_approval:

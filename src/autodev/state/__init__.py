@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     )
     from autodev.state.schemas import (
         AcceptanceCriterion,
+        ArchitectEvidence,
         CoderEvidence,
         CommandRun,
         CriticEvidence,
@@ -68,6 +69,7 @@ __all__ = [
     "TASK_TRANSITIONS",
     "TERMINAL_STATUSES",
     "AcceptanceCriterion",
+    "ArchitectEvidence",
     "AutodevPaths",
     "CoderEvidence",
     "CommandRun",
@@ -106,6 +108,7 @@ __all__ = [
 _LAZY: dict[str, str] = {
     "AcceptanceCriterion": "autodev.state.schemas",
     "AutodevPaths": "autodev.state.paths",
+    "ArchitectEvidence": "autodev.state.schemas",
     "CoderEvidence": "autodev.state.schemas",
     "CommandRun": "autodev.state.schemas",
     "CriticEvidence": "autodev.state.schemas",

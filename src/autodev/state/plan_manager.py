@@ -241,6 +241,7 @@ class PlanManager:
             "plan_approved": self._apply_plan_approved,
             "plan_phase_started": self._apply_plan_phase_started,
             "plan_step_done": self._apply_plan_step_done,
+            "plan_steps_dropped": self._apply_plan_steps_dropped,
             "phase_baseline": self._apply_phase_baseline,
             "phase_checkpoint": self._apply_phase_checkpoint,
             "baseline_recorded": self._apply_baseline_recorded,
@@ -802,6 +803,17 @@ class PlanManager:
                 {"spec_hash": progress.spec_hash, "role": role, "path": ref.path, "sha256": ref.sha256},
             )
 
+    def drop_plan_steps(self, steps: Sequence[str]) -> None:
+        """Forget recorded plan-phase steps whose output was rejected, so that the next plan phase of the
+        same intent asks for them again instead of reusing what failed; steps not recorded are ignored."""
+        with self._locked():
+            progress = self._state.plan_phase
+            if progress is None:
+                raise StateError("no plan phase is under way; start one with start_plan_phase")
+            recorded = [step for step in steps if step in progress.steps]
+            if recorded:
+                self._append("plan_steps_dropped", {"spec_hash": progress.spec_hash, "steps": recorded})
+
     def record_phase_baseline(self, phase_id: str, commit: str) -> bool:
         """Record the commit a phase started from (its review range begins there); once per phase."""
         with self._locked():
@@ -1176,6 +1188,14 @@ class PlanManager:
         progress.steps[str(payload["role"])] = EvidenceRef(
             kind=str(payload["role"]), attempt=1, path=str(payload["path"]), sha256=str(payload["sha256"])
         )
+
+    def _apply_plan_steps_dropped(self, entry: LedgerEntry) -> None:
+        progress = self._state.plan_phase
+        payload = entry.payload
+        if progress is None or progress.spec_hash != payload["spec_hash"]:
+            raise ValueError("dropped plan steps of a plan phase that is not under way")
+        for step in payload["steps"]:
+            progress.steps.pop(str(step), None)
 
     def _apply_plan_approved(self, entry: LedgerEntry) -> None:
         plan = self._state.plan

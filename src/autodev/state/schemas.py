@@ -240,6 +240,17 @@ class SMEEvidence(_EvidenceBase):
     confidence: Confidence = "MEDIUM"
 
 
+class ArchitectEvidence(_EvidenceBase):
+    """An architect answer as it came (attempt 2: the retry after a plan that did not parse).
+
+    Recorded before it is parsed, so that a resumed plan phase (after an inline suspend or a crash) reuses
+    it: a parsed plan is not asked for again, and an unparsable one leads to the retry, not the first call.
+    """
+
+    kind: Literal["architect"] = "architect"
+    output_text: str = ""
+
+
 class CriticEvidence(_EvidenceBase):
     """The critic sounding board's diagnosis of a task that ran out of retries."""
 
@@ -288,12 +299,9 @@ Evidence = Annotated[
     | TestEvidence
     | ExploreEvidence
     | SMEEvidence
+    | ArchitectEvidence
     | CriticEvidence
     | TournamentEvidence
     | PhaseReviewEvidence,
     Field(discriminator="kind"),
-]
-
-EvidenceKind = Literal[
-    "developer", "review", "test", "explore", "domain_expert", "critic", "tournament", "phase_review"
 ]

@@ -337,6 +337,26 @@ def test_plan_phase_progress_survives_and_is_cleared_by_the_plan(repo: Path) -> 
         assert pm.plan_phase is None
 
 
+def test_dropped_plan_steps_stay_dropped_after_a_reopen(repo: Path) -> None:
+    from autodev.state.schemas import ArchitectEvidence, ExploreEvidence
+
+    with PlanManager(repo) as pm:
+        pm.start_plan_phase("spec-a")
+        pm.record_plan_step("explorer", pm.record_evidence(ExploreEvidence(task_id="plan", findings="f")))
+        pm.record_plan_step(
+            "architect", pm.record_evidence(ArchitectEvidence(task_id="plan", output_text="x"))
+        )
+        head = pm.ledger_head.seq
+        pm.drop_plan_steps(["architect", "architect-retry"])
+        pm.drop_plan_steps(["architect-retry"])  # nothing recorded under it: nothing appended
+        assert pm.ledger_head.seq == head + 1
+    for use_snapshot in (True, False):
+        reopened = PlanManager(repo, readonly=True, use_snapshot=use_snapshot)
+        reopened.load()
+        assert reopened.plan_phase is not None
+        assert sorted(reopened.plan_phase.steps) == ["explorer"]
+
+
 def test_retry_back_to_developer_is_one_atomic_op(repo: Path) -> None:
     with PlanManager(repo) as pm:
         pm.init_plan(make_plan(1))
