@@ -363,3 +363,44 @@ def test_a_speculative_child_interrupted_with_its_parent_is_taken_up_again_on_re
     history = git(root, "log", "--format=%s").splitlines()
     assert history.index("autodev: 1.2 Task 1.2") < history.index("autodev: 1.1 Task 1.1")
     _no_leftovers(root)
+
+
+def test_a_resumed_speculative_child_whose_parent_failed_meanwhile_waits_for_its_parent(
+    tmp_path: Path,
+) -> None:
+    root = git_repo(tmp_path / "repo")
+    save_plan(root, plan_of([Spec("1.1"), Spec("1.2", deps=("1.1",))]))
+    entries = [dict(entry, cost_usd=1.0) for entry in entries_for()]
+    entries.append(
+        {
+            "role": "developer",
+            "task_id": "1.1",
+            "text": "done",
+            "cost_usd": 1.0,
+            "latency_s": 0.3,
+            "edits": [{"path": "src/t_{task_id}.py", "content": "VALUE = '{task_id}'\n"}],
+        }
+    )
+    speculative = {"speculative_execution_enabled": True}
+    stop_early = {"guardrails.cost_budget_usd_per_plan": 2.0, **speculative}
+    with pytest.raises(BudgetExceededError):
+        anyio.run(
+            orchestrator(root, WatchedAdapter(script=script_of(entries, 0.05)), 2, **stop_early).execute
+        )
+    assert _manager(root).get_task("1.2").status not in ("pending", "complete")  # the child is mid-flight
+    # The parent's first attempt failed just as the run stopped: the speculation is lost.
+    with PlanManager(root) as manager:
+        manager.mark_task_retry("1.1", ["review: again"])
+    adapter = WatchedAdapter(script=script_of(entries, 0.05))
+    more = {"guardrails.cost_budget_usd_per_plan": 100.0, **speculative}
+    anyio.run(orchestrator(root, adapter, 2, **more).execute)
+
+    assert {t.status for t in _manager(root).tasks()} == {"complete"}
+    ops = ledger_ops(root)
+    rolled = [op["payload"] for op in ops if op["op"] == "speculative_rolled_back"]
+    assert [(op["task_id"], op["parent_task_id"]) for op in rolled] == [("1.2", "1.1")]
+    # The child started again from its parent's commit, and merged after it.
+    assert ("1.2", "developer") in adapter.started
+    history = git(root, "log", "--format=%s").splitlines()
+    assert history.index("autodev: 1.2 Task 1.2") < history.index("autodev: 1.1 Task 1.1")
+    _no_leftovers(root)

@@ -435,11 +435,18 @@ class Dispatcher:
 
     async def _resumed_worktree(self, task: Task) -> Worktree | None:
         """The worktree a resumed task recorded; a vanished one re-queues the task (nothing merged yet)."""
+        worktree = self._recorded_worktree(task)
+        if worktree is not None:
+            return worktree
+        self.pm.revert_task_to_pending(task.id, "its worktree was lost; the task starts again")
+        self.session.emit(ProgressEvent("note", "worktree lost: the task starts again", task.id))
+        return None
+
+    def _recorded_worktree(self, task: Task) -> Worktree | None:
+        """The worktree an interrupted run left for ``task``, taken over; None when there is none."""
         path = self.session.repo_root / task.worktree if task.worktree else None
         if path is not None and task.base_commit is not None and (path / ".git").exists():
             return self.worktrees.adopt(path, task.base_commit)
-        self.pm.revert_task_to_pending(task.id, "its worktree was lost; the task starts again")
-        self.session.emit(ProgressEvent("note", "worktree lost: the task starts again", task.id))
         return None
 
     async def _review_phases(self) -> None:
@@ -535,19 +542,34 @@ class Dispatcher:
                 )
                 del self.speculating[child]
                 worker = self.workers.get(child)
-                if worker is None:
-                    continue
-                self.rolling_back[child] = reason
-                worker.scope.cancel()
+                if worker is not None:
+                    self.rolling_back[child] = reason
+                    worker.scope.cancel()
+                else:
+                    self._roll_back_unstarted(child, reason)
+
+    def _roll_back_unstarted(self, child: str, reason: str) -> None:
+        """Roll back a speculative child adopted at a resume that no worker runs yet: nothing to cancel, but
+        left in flight it would start and merge before its parent."""
+        worktree = self._recorded_worktree(self.pm.get_task(child))
+        self._requeue(child, reason)  # first: a task the ledger holds pending is not started as in flight
+        assert self._task_group is not None
+        self._task_group.start_soon(self._discard, child, worktree, name=f"roll back {child}")
 
     async def _roll_back(self, child: str, reason: str, worker: _Worker) -> None:
         """Discard a cancelled speculative child's work and re-queue it (best effort, idempotent)."""
+        await self._discard(child, worker.worktree)
+        self._requeue(child, reason)
+
+    async def _discard(self, child: str, worktree: Worktree | None) -> None:
         try:
             await self.session.git.delete_ref(task_ref(child))
-            if worker.worktree is not None:
-                await self.worktrees.release(worker.worktree)
+            if worktree is not None:
+                await self.worktrees.release(worktree)
         except Exception:
             _log.exception("dispatcher.rollback_cleanup_failed", task_id=child)
+
+    def _requeue(self, child: str, reason: str) -> None:
         task = self.pm.get_task(child)
         if task.status not in TERMINAL_STATUSES:
             self.pm.revert_task_to_pending(child, f"speculation lost: {reason}")
