@@ -51,7 +51,7 @@ from autodev.state.session_lock import SessionLock
 from autodev.state.status_reader import read_status
 from autodev.state.vocabulary import DONE_STATUSES, IN_FLIGHT_STATUSES
 from autodev.workspace.git import GitRepo
-from autodev.workspace.integration import BLOCKED_REF_PREFIX, TASK_REF_PREFIX, commit_message
+from autodev.workspace.integration import BASE_REF_PREFIX, BLOCKED_REF_PREFIX, TASK_REF_PREFIX, commit_message
 from autodev.workspace.worktree import WorktreeManager
 
 __all__ = ["Orchestrator", "ResponseMissingError", "RunOutcome"]
@@ -243,10 +243,11 @@ class Orchestrator:
         await self.agent_watch.check_interrupted(subjects)
 
     async def _prune_task_worktrees(self, session: RunContext) -> None:
-        """Remove task worktrees and pinned task commits nothing in flight owns any more.
+        """Remove task worktrees, pinned task commits and pinned bases nothing in flight owns any more.
 
-        A task interrupted mid-flight keeps its worktree (``resume`` continues it there), and its pinned
-        commit when it was interrupted while merging.
+        A task interrupted mid-flight keeps its worktree (``resume`` continues it there), its pinned commit
+        when it was interrupted while merging, and its base when that is uncommitted work (``auto_commit``
+        off).
         """
         plans = self.plan_manager
         ids = plans.task_ids_with_status(*IN_FLIGHT_STATUSES) if plans.has_plan else []
@@ -259,6 +260,10 @@ class Orchestrator:
             task = in_flight.get(ref.removeprefix(TASK_REF_PREFIX))
             # A pinned commit belongs to the merge step only; back at an earlier step it is stale.
             if task is None or task.status != "tournamented":
+                await self.git.delete_ref(ref)
+        # A task in the main tree started on uncommitted work keeps that base while it is in flight.
+        for ref in await self.git.refs_under(BASE_REF_PREFIX):
+            if ref.removeprefix(BASE_REF_PREFIX) not in in_flight:
                 await self.git.delete_ref(ref)
         # A blocked task's kept change matters until the task finishes one way or another.
         for ref in await self.git.refs_under(BLOCKED_REF_PREFIX):

@@ -30,6 +30,7 @@ from autodev.state.schemas import Task
 from autodev.workspace.git import GitRepo
 
 __all__ = [
+    "BASE_REF_PREFIX",
     "BLOCKED_REF_PREFIX",
     "TASK_REF_PREFIX",
     "Integrated",
@@ -37,10 +38,12 @@ __all__ = [
     "MainTreeChangedError",
     "TaskCommit",
     "TaskWorkspace",
+    "base_ref",
     "blocked_ref",
     "commit_message",
     "commit_task",
     "integrate",
+    "main_tree_base",
     "park_change",
     "rebase_after_conflict",
     "task_ref",
@@ -49,6 +52,7 @@ __all__ = [
 
 TASK_REF_PREFIX = "refs/autodev/tasks/"
 BLOCKED_REF_PREFIX = "refs/autodev/blocked/"
+BASE_REF_PREFIX = "refs/autodev/bases/"
 _log = get_logger("autodev.workspace")
 
 
@@ -97,6 +101,30 @@ def task_ref(task_id: str) -> str:
 def blocked_ref(task_id: str) -> str:
     """Where a blocked task's last change is kept, as a commit on its base (``git show`` it)."""
     return BLOCKED_REF_PREFIX + task_id
+
+
+def base_ref(task_id: str) -> str:
+    """Where the base of a task in the main tree is pinned while the task runs, when it is not HEAD."""
+    return BASE_REF_PREFIX + task_id
+
+
+async def main_tree_base(main: GitRepo, task_id: str, *, committed: bool) -> str:
+    """The commit a task that works in the main tree starts from.
+
+    With ``committed`` (``auto_commit``) that is HEAD. Without it the tasks before this one left their
+    changes uncommitted in the working tree: the base is then that tree, as a commit on top of HEAD pinned
+    under ``base_ref`` (no branch moves), so that the task's diff, its review and a block that sets its
+    change aside concern its own change only and never take away the earlier tasks' work.
+    """
+    head = await main.ensure_base_commit()
+    if committed:
+        return head
+    tree = await main.snapshot_tree()
+    if tree == await main.tree_of(head):
+        return head
+    base = await main.commit_tree(tree, head, f"autodev: the uncommitted work {task_id} starts from")
+    await main.set_ref(base_ref(task_id), base)
+    return base
 
 
 async def park_change(

@@ -53,6 +53,8 @@ from autodev.workspace.git import GitRepo
 from autodev.workspace.integration import (
     MainTreeChangedError,
     TaskWorkspace,
+    base_ref,
+    main_tree_base,
     park_change,
     task_ref,
     unpark_change,
@@ -358,6 +360,9 @@ class Dispatcher:
         if rollback is not None:
             await self._roll_back(task_id, rollback, worker)
         status = self.pm.get_task(task_id).status
+        if status in TERMINAL_STATUSES and worker.in_place:
+            # Its base is no longer needed: a completed change is in the tree, a blocked one kept on it.
+            await self.session.git.delete_ref(base_ref(task_id))
         if status in TERMINAL_STATUSES and status != "complete":
             async with self.lock:  # a completed task's phase was checkpointed inside its merge
                 await self._checkpoint_phases()
@@ -387,8 +392,9 @@ class Dispatcher:
         if not isolated:
             workspace = TaskWorkspace(self.session.repo_root, self.session.git)
             if starting:
-                base = await self.session.git.ensure_base_commit()
-                self._record_start(task, base, None)
+                git = self.session.git
+                base = await main_tree_base(git, task_id, committed=self.session.config.auto_commit)
+                self._record_start(task, base, None, phase_base=await git.ensure_base_commit())
                 await self._unpark(workspace, task_id)
             return workspace
         if starting:
@@ -416,10 +422,14 @@ class Dispatcher:
             how = "" if applied else " (with conflict markers where the code moved on)"
             self.session.emit(ProgressEvent("note", f"continuing from its last change{how}", task_id))
 
-    def _record_start(self, task: Task, base: str, worktree: Path | None) -> None:
+    def _record_start(
+        self, task: Task, base: str, worktree: Path | None, *, phase_base: str | None = None
+    ) -> None:
+        """``phase_base``: where the phase's commit range begins when it is not ``base`` (a task's base on
+        top of the uncommitted work before it is on no branch)."""
         relative = self.session.paths.relative(worktree) if worktree else None
         self.pm.update_task_status(task.id, "in_progress", base_commit=base, worktree=relative)
-        self.pm.record_phase_baseline(task.phase_id, base)
+        self.pm.record_phase_baseline(task.phase_id, phase_base or base)
         if self.speculative:
             self._changed.set()  # an in-flight parent is what a speculative child waits for
         self.session.emit(
