@@ -9,7 +9,8 @@ Every agent call, tournament and critic calls included, runs ``pre_invocation`` 
   requested timeout and what is left, so a call is stopped *during* its run when the task's time ends;
   wall-clock rather than a sum of call durations, so that parallel calls (tournament judges) are not
   counted twice and time spent between calls (QA gates) counts as the task's time;
-- **diff bytes**: the size of the task's *current* diff, checked by ``check_diff`` whenever it is read;
+- **change size**: what a change adds (``change_size_problem``, before anything is staged) and the size of
+  its diff (``diff_size_problem``); a change over either limit fails the attempt of the role that made it;
 - **cost per plan**: reaching the budget raises ``BudgetExceededError`` (exit 3, suspend).
 
 Where the usage lives: in the ledger. ``post_invocation`` records each call as one ``usage_recorded`` op
@@ -194,21 +195,20 @@ class GuardrailEnforcer:
                 limit="duration",
             )
 
-    def check_diff(self, task_id: str, diff_bytes: int) -> None:
-        """Raise ``GuardrailExceededError`` (``limit="diff_bytes"``) when the task's current diff is too big.
+    def diff_size_problem(self, diff_bytes: int) -> str | None:
+        """What makes the task's current diff too big (None when it is not), as a failure of the attempt.
 
         ``diff_bytes`` is the size of the diff as it stands now (against the task's base), not a sum over
-        attempts: a retry that shrinks the change brings the task back under the limit.
+        attempts: a retry that shrinks the change brings the task back under the limit. It answers the
+        same as ``change_size_problem``: the role whose change it is is told, and an attempt is counted.
         """
         max_diff = self.settings.max_diff_bytes
-        if diff_bytes > max_diff:
-            raise self._breach(
-                f"task {task_id}: its diff is {diff_bytes} bytes, over the limit of {max_diff} bytes; "
-                "split the task or raise guardrails.max_diff_bytes",
-                task_id=task_id,
-                role=None,
-                limit="diff_bytes",
-            )
+        if diff_bytes <= max_diff:
+            return None
+        return (
+            f"the change's diff is {diff_bytes} bytes, over the limit of {max_diff}; make it smaller or "
+            "split the task (guardrails.max_diff_bytes)"
+        )
 
     def change_size_problem(self, added: Mapping[str, int]) -> str | None:
         """What makes a change too big to stage (``added``: bytes each path adds), or None.

@@ -151,15 +151,13 @@ def test_diff_limit_judges_the_current_diff_not_a_running_sum(pm: PlanManager) -
     enforcer = _enforcer(pm, max_diff_bytes=1000)
 
     # Three attempts of 600 bytes each: 1800 bytes re-counted, but never more than 600 at a time.
-    for _ in range(3):
-        enforcer.check_diff("1.1", 600)
-    enforcer.check_diff("1.1", 1000)
+    assert [enforcer.diff_size_problem(600) for _ in range(3)] == [None] * 3
+    assert enforcer.diff_size_problem(1000) is None
 
-    with pytest.raises(GuardrailExceededError) as caught:
-        enforcer.check_diff("1.1", 1001)
-    assert caught.value.limit == "diff_bytes"
-    assert "its diff is 1001 bytes, over the limit of 1000 bytes" in caught.value.message
-    enforcer.check_diff("1.1", 10)  # a smaller retry is back under the limit
+    problem = enforcer.diff_size_problem(1001)
+    assert problem is not None and "diff is 1001 bytes, over the limit of 1000" in problem
+    assert "guardrails.max_diff_bytes" in problem
+    assert enforcer.diff_size_problem(10) is None  # a smaller retry is back under the limit
 
 
 def test_cost_is_in_the_ledger_before_the_budget_breach_is_raised(pm: PlanManager, repo: Path) -> None:

@@ -448,6 +448,10 @@ async def _developer_step(session: RunContext, task: Task, ctx: TaskContext) -> 
             "cannot be part of this task: undo them (`git -C <submodule> checkout -- .` where it is "
             "checked out, else remove what you wrote there) and change only this repository's files"
         )
+    diff: WorkingDiff | None = None
+    if refused is None:  # only a change small enough to stage is diffed
+        diff = await _current_diff(task, ctx)
+        refused = session.guardrails.diff_size_problem(diff.size_bytes)
     if refused is not None:
         pm.record_evidence(
             CoderEvidence(
@@ -463,8 +467,7 @@ async def _developer_step(session: RunContext, task: Task, ctx: TaskContext) -> 
             )
         )
         return StepFailure((refused,))
-    diff = await _current_diff(task, ctx)
-    session.guardrails.check_diff(task.id, diff.size_bytes)
+    assert diff is not None
     pm.record_evidence(
         CoderEvidence(
             task_id=task.id,
@@ -748,7 +751,9 @@ async def _test_step(session: RunContext, task: Task, ctx: TaskContext) -> StepF
     if too_big is not None:
         return StepFailure((too_big,), role="test_engineer")
     diff = await _current_diff(task, ctx)
-    session.guardrails.check_diff(task.id, diff.size_bytes)
+    too_big = session.guardrails.diff_size_problem(diff.size_bytes)
+    if too_big is not None:
+        return StepFailure((too_big,), role="test_engineer")
     now = diff.tree
     added = await git.changed_between(developer_tree, now) if developer_tree else list(diff.files)
     session.emit(ProgressEvent("step_started", "AutoDev checks the tests itself", task.id, "verify", attempt))
