@@ -31,9 +31,12 @@ TOURNAMENT_ROLES = (
 class VariantAgents(ScriptedAdapter):
     """Developers in worktrees write a marker naming their variant; judges prefer ``VARIANT = "B"``."""
 
-    def __init__(self, *, raise_in_worktree: bool = False, **kwargs: object) -> None:
+    def __init__(
+        self, *, raise_in_worktree: bool = False, idle_in_worktree: bool = False, **kwargs: object
+    ) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.raise_in_worktree = raise_in_worktree
+        self.idle_in_worktree = idle_in_worktree
         self.judged = 0
 
     async def execute(self, inv: AgentInvocation) -> AgentResult:
@@ -41,6 +44,8 @@ class VariantAgents(ScriptedAdapter):
         if inv.role == "developer" and in_worktree:
             if self.raise_in_worktree:
                 raise RuntimeError("the developer crashed")
+            if self.idle_in_worktree:
+                return AgentResult(success=True, text="looked, changed nothing", tool_calls=1)
             variant = "AB" if inv.cwd.name.endswith("-ab") else "B"
             marker = inv.cwd / "textutils" / f"variant_{inv.task_id.replace('.', '_')}.py"
             marker.write_text(f'"""Variant marker."""\n\nVARIANT = "{variant}"\n')
@@ -48,7 +53,8 @@ class VariantAgents(ScriptedAdapter):
         if inv.role == "judge":
             self.judged += 1
             sections = _SECTION.findall(inv.prompt)
-            ordered = sorted(sections, key=lambda s: 'VARIANT = "B"' not in s[1])
+            # B first when it carries its marker; without markers, anything before A.
+            ordered = sorted(sections, key=lambda s: ('VARIANT = "B"' not in s[1], s[0] == "A"))
             return AgentResult(
                 success=True, text=f"RANKING: {' > '.join(label for label, _ in ordered)}\n#{self.judged}"
             )
@@ -112,3 +118,24 @@ def test_a_variant_that_raises_leaves_no_worktree_behind(tmp_path: Path) -> None
     # The tested change of the task is kept as evidence; the variant's file went nowhere.
     assert "textutils/slug.py" in (root / ".autodev" / "evidence" / "1.1.developer.patch").read_text()
     assert not (root / "textutils" / "variant_1_1.py").exists()
+
+
+def test_variants_identical_to_a_are_disqualified_and_a_is_kept(tmp_path: Path) -> None:
+    setup = demo_project(tmp_path)
+    script = script_with(setup, *TOURNAMENT_ROLES)
+    orch, _ = orchestrator(setup.repo_root, script, **FAST)
+    orch.adapter = VariantAgents(idle_in_worktree=True, script=script)
+    outcome = anyio.run(orch.run, setup.intent)
+
+    assert [t.status for t in outcome.tasks] == ["complete", "complete"]
+    root = setup.repo_root
+    ledger = [json.loads(line) for line in (root / ".autodev" / "ledger.jsonl").read_text().splitlines()]
+    done = [e["payload"] for e in ledger if e["op"] == "impl_tournament_complete"]
+    # Every judge put a variant before A, but the variants are A itself: A stays, nothing is re-applied.
+    assert [(d["task_id"], d["winner"], d["applied"]) for d in done] == [
+        ("1.1", "A", False),
+        ("1.2", "A", False),
+    ]
+    evidence = json.loads((root / ".autodev" / "evidence" / "1.1-tournament-2.json").read_text())
+    reasons = {name: why for entry in evidence["history"] for name, why in entry["disqualified"].items()}
+    assert reasons == {name: "identical to A: the developer changed nothing" for name in ("B", "AB")}

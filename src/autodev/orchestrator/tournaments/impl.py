@@ -4,7 +4,8 @@ Candidate A is the task's change as git shows it against the task's base commit.
 developer, following architect_b's or the synthesizer's direction, in a detached worktree created from the
 base commit *with A's change applied*; the test engineer then works in the same worktree and AutoDev runs
 the tests there itself. Judges see each variant's diff (bounded) and its test results. A variant whose
-developer failed, that changed nothing, or whose tests fail when AutoDev runs them is disqualified.
+developer failed, that changed nothing (no change against the base, or a tree identical to A's), or whose
+tests fail when AutoDev runs them is disqualified.
 
 When a variant wins, its diff replaces A's change in the main working tree: A's change is taken back out
 with a reverse ``git apply`` (refused, changing nothing, if the tree no longer holds exactly A's change),
@@ -104,13 +105,20 @@ class ImplContentHandler:
         name = f"{self.tournament_id}-p{pass_no:02d}-{variant.lower()}"
         worktree = await self.manager.create(name, self.base, incumbent.payload)
         try:
-            return await self._implement(variant, worktree, reply, incumbent)
+            # A's tree as the variant's worktree holds it before the developer works: a variant left so is A.
+            incumbent_tree = await GitRepo(worktree.path, like=self.session.git).snapshot_tree()
+            return await self._implement(variant, worktree, reply, incumbent, incumbent_tree)
         finally:
             with anyio.CancelScope(shield=True):
                 await self.manager.remove(worktree)
 
     async def _implement(
-        self, variant: str, worktree: Worktree, direction: str, incumbent: Candidate[str]
+        self,
+        variant: str,
+        worktree: Worktree,
+        direction: str,
+        incumbent: Candidate[str],
+        incumbent_tree: str,
     ) -> Candidate[str]:
         self.session.emit(
             ProgressEvent("note", f"tournament: developer builds variant {variant}", self.task.id)
@@ -131,6 +139,11 @@ class ImplContentHandler:
             )
         if diff.is_empty:
             return Candidate("(no change)", diff.patch, variant, "no change against the task's base commit")
+        if diff.tree == incumbent_tree:
+            # Judged, it would split the votes with A for nothing, and could "win" without changing anything.
+            return Candidate(
+                "(identical to A)", diff.patch, variant, "identical to A: the developer changed nothing"
+            )
         try:
             tester = await delegate(self.session, self._request("test_engineer", worktree, ""))
         except LoopDetectedError as exc:
