@@ -144,7 +144,10 @@ class TournamentSettings(_Settings):
     convergence_k: int = Field(
         default=2,
         ge=1,
-        description="The tournament stops once the same candidate wins this many rounds in a row.",
+        description="Decided rounds in a row the incumbent must keep its place for the tournament to "
+        "stop as converged; a challenger that wins becomes the incumbent and starts the count again, an "
+        "inconclusive round neither counts nor resets it. As many inconclusive rounds in a row also end "
+        "it, keeping the incumbent.",
     )
     max_rounds: int = Field(
         default=5, ge=1, description="Upper bound on rounds, whether or not the vote converged."
@@ -152,8 +155,9 @@ class TournamentSettings(_Settings):
     min_margin: int = Field(
         default=0,
         ge=0,
-        description="Votes by which a round's winner must lead the runner-up for the win to count "
-        "toward convergence; 0 counts every win.",
+        description="Borda points by which the best challenger must lead the incumbent to replace it; "
+        "a smaller lead keeps the incumbent (and counts toward its streak). 0 or 1: any lead replaces "
+        "it; a tie always keeps the incumbent.",
     )
     quorum: int | None = Field(
         default=None,

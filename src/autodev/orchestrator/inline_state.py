@@ -1,8 +1,12 @@
-"""Where a suspended inline run stopped, kept in ``.autodev/inline-state.json``.
+"""Where a suspended inline run waits, kept in ``.autodev/inline-state.json``.
 
-The inline adapter hands a step to the agent the user is talking to and the process exits; the next
-``autodev resume`` reads this file to continue the orchestrator from the same step. It is read in place, as
-a regular file of at most ``MAX_STATE_FILE_BYTES`` (64 MiB); a link, a FIFO or a device there is refused.
+``delegate`` writes it when the inline adapter hands a step to the agent the user is talking to and the
+process exits. ``autodev resume`` reads it to check that the named response exists and is valid (before
+anything is recorded), to stay on the inline platform, and to tell the user which step resumes; ``status``
+shows it. The step that runs is still decided by the task's status in the ledger, never by this file.
+
+It is read in place, as a regular file of at most ``MAX_STATE_FILE_BYTES`` (64 MiB); a link, a FIFO or a
+device there is refused.
 """
 
 from __future__ import annotations

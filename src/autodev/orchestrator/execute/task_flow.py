@@ -11,9 +11,10 @@ Each failure goes to whoever can act on it:
 - what the developer can fix (a gate finding new against the base commit, a reviewer's issues, tests that
   fail when AutoDev runs them) goes back to the developer with the concrete failure in its prompt;
 - a role's own mistake (a reply without its ``VERDICT:`` or ``RESULTS:`` line, counts that contradict
-  AutoDev's run, lint errors in the test engineer's own files, a failed call) gets one repair turn in the
-  same role with the exact problem stated, then retries that role's step: an attempt is counted, the
-  developer's work is not thrown back;
+  AutoDev's run, lint errors in the test engineer's own files) gets one repair turn in the same role with
+  the exact problem stated, then retries that role's step; a failed call of the role retries its step at
+  once (there is no reply to repair). Either way an attempt is counted and the developer's work is not
+  thrown back;
 - what nobody in the run can fix (a gate's tool gone missing, an agent CLI that cannot start) stops the
   run resumably (``EnvironmentFaultError``, exit 3) and costs no attempt.
 
