@@ -6,6 +6,7 @@ import json
 import re
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import anyio
 from support.orchestration import demo_project, orchestrator, script_with
@@ -61,6 +62,11 @@ class VariantAgents(ScriptedAdapter):
         return await super().execute(inv)
 
 
+def _tournaments_done(root: Path) -> list[dict[str, Any]]:
+    ledger = [json.loads(line) for line in (root / ".autodev" / "ledger.jsonl").read_text().splitlines()]
+    return [entry["payload"] for entry in ledger if entry["op"] == "impl_tournament_complete"]
+
+
 def _worktree_list(root: Path) -> list[str]:
     out = subprocess.run(["git", "worktree", "list"], cwd=root, capture_output=True, text=True, check=True)
     return out.stdout.splitlines()
@@ -88,8 +94,7 @@ def test_judges_prefer_b_and_b_is_applied_and_committed(tmp_path: Path) -> None:
         subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True).stdout
         == ""
     )
-    ledger = [json.loads(line) for line in (root / ".autodev" / "ledger.jsonl").read_text().splitlines()]
-    done = [e["payload"] for e in ledger if e["op"] == "impl_tournament_complete"]
+    done = _tournaments_done(root)
     assert [(d["task_id"], d["winner"], d["applied"]) for d in done] == [
         ("1.1", "B@1", True),
         ("1.2", "B@1", True),
@@ -129,8 +134,7 @@ def test_variants_identical_to_a_are_disqualified_and_a_is_kept(tmp_path: Path) 
 
     assert [t.status for t in outcome.tasks] == ["complete", "complete"]
     root = setup.repo_root
-    ledger = [json.loads(line) for line in (root / ".autodev" / "ledger.jsonl").read_text().splitlines()]
-    done = [e["payload"] for e in ledger if e["op"] == "impl_tournament_complete"]
+    done = _tournaments_done(root)
     # Every judge put a variant before A, but the variants are A itself: A stays, nothing is re-applied.
     assert [(d["task_id"], d["winner"], d["applied"]) for d in done] == [
         ("1.1", "A", False),

@@ -327,8 +327,11 @@ def test_phase_review_reads_the_phase_change_when_enabled(tmp_path: Path) -> Non
     assert {t.status for t in _manager(root).tasks()} == {"complete"}
 
 
-def test_a_speculative_child_interrupted_with_its_parent_is_taken_up_again_on_resume(tmp_path: Path) -> None:
-    root = git_repo(tmp_path / "repo")
+_SPECULATIVE = {"speculative_execution_enabled": True}
+
+
+def _stopped_with_a_speculative_child_in_flight(root: Path) -> list[dict[str, object]]:
+    """Run 1.1 and its child 1.2 until the budget stops the run with both mid-flight; the script entries."""
     save_plan(root, plan_of([Spec("1.1"), Spec("1.2", deps=("1.1",))]))
     entries = [dict(entry, cost_usd=1.0) for entry in entries_for()]
     # The parent's developer is slow enough for the child to start speculatively beside it.
@@ -342,8 +345,7 @@ def test_a_speculative_child_interrupted_with_its_parent_is_taken_up_again_on_re
             "edits": [{"path": "src/t_{task_id}.py", "content": "VALUE = '{task_id}'\n"}],
         }
     )
-    speculative = {"speculative_execution_enabled": True}
-    stop_early = {"guardrails.cost_budget_usd_per_plan": 2.0, **speculative}
+    stop_early = {"guardrails.cost_budget_usd_per_plan": 2.0, **_SPECULATIVE}
     with pytest.raises(BudgetExceededError):
         anyio.run(
             orchestrator(root, WatchedAdapter(script=script_of(entries, 0.05)), 2, **stop_early).execute
@@ -351,9 +353,20 @@ def test_a_speculative_child_interrupted_with_its_parent_is_taken_up_again_on_re
     manager = _manager(root)
     assert manager.get_task("1.2").status not in ("pending", "complete")  # the child is mid-flight
     assert manager.get_task("1.1").status not in ("pending", "complete")
+    return entries
+
+
+def _resume(root: Path, entries: list[dict[str, object]]) -> WatchedAdapter:
     adapter = WatchedAdapter(script=script_of(entries, 0.05))
-    more = {"guardrails.cost_budget_usd_per_plan": 100.0, **speculative}
+    more = {"guardrails.cost_budget_usd_per_plan": 100.0, **_SPECULATIVE}
     anyio.run(orchestrator(root, adapter, 2, **more).execute)
+    return adapter
+
+
+def test_a_speculative_child_interrupted_with_its_parent_is_taken_up_again_on_resume(tmp_path: Path) -> None:
+    root = git_repo(tmp_path / "repo")
+    entries = _stopped_with_a_speculative_child_in_flight(root)
+    adapter = _resume(root, entries)
     assert {t.status for t in _manager(root).tasks()} == {"complete"}
     names = [op["op"] for op in ledger_ops(root)]
     assert names.count("speculative_started") == 1 and names.count("speculative_committed") == 1
@@ -369,31 +382,11 @@ def test_a_resumed_speculative_child_whose_parent_failed_meanwhile_waits_for_its
     tmp_path: Path,
 ) -> None:
     root = git_repo(tmp_path / "repo")
-    save_plan(root, plan_of([Spec("1.1"), Spec("1.2", deps=("1.1",))]))
-    entries = [dict(entry, cost_usd=1.0) for entry in entries_for()]
-    entries.append(
-        {
-            "role": "developer",
-            "task_id": "1.1",
-            "text": "done",
-            "cost_usd": 1.0,
-            "latency_s": 0.3,
-            "edits": [{"path": "src/t_{task_id}.py", "content": "VALUE = '{task_id}'\n"}],
-        }
-    )
-    speculative = {"speculative_execution_enabled": True}
-    stop_early = {"guardrails.cost_budget_usd_per_plan": 2.0, **speculative}
-    with pytest.raises(BudgetExceededError):
-        anyio.run(
-            orchestrator(root, WatchedAdapter(script=script_of(entries, 0.05)), 2, **stop_early).execute
-        )
-    assert _manager(root).get_task("1.2").status not in ("pending", "complete")  # the child is mid-flight
+    entries = _stopped_with_a_speculative_child_in_flight(root)
     # The parent's first attempt failed just as the run stopped: the speculation is lost.
     with PlanManager(root) as manager:
         manager.mark_task_retry("1.1", ["review: again"])
-    adapter = WatchedAdapter(script=script_of(entries, 0.05))
-    more = {"guardrails.cost_budget_usd_per_plan": 100.0, **speculative}
-    anyio.run(orchestrator(root, adapter, 2, **more).execute)
+    adapter = _resume(root, entries)
 
     assert {t.status for t in _manager(root).tasks()} == {"complete"}
     ops = ledger_ops(root)
