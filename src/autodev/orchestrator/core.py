@@ -8,9 +8,10 @@ second run in the same repository is refused at once.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
-from collections.abc import Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -278,15 +279,25 @@ class Orchestrator:
     async def _require_git(self) -> None:
         await require_repository(self.git)
 
-    # --- the public API -----------------------------------------------------------------------------
-
-    async def plan(self, intent: str, *, replace: bool = False) -> Plan:
-        """Run the plan phase and save the plan."""
+    @contextlib.asynccontextmanager
+    async def _opened(self, *, allow_detached: bool | None = None) -> AsyncIterator[RunContext]:
+        """How every command that may call an agent begins: a git repository, HEAD checked (not when
+        ``allow_detached`` is None: the plan phase commits nothing), the run lock held, what a killed run
+        left cleared, and what interrupted agent calls did to git named."""
         await self._require_git()
+        if allow_detached is not None:
+            await check_head(self.git, self.emit, allow_detached=allow_detached)
         with self._session():
             session = self._context()
             await self._recover_from_a_killed_run(session)
             await self._check_interrupted_calls()
+            yield session
+
+    # --- the public API -----------------------------------------------------------------------------
+
+    async def plan(self, intent: str, *, replace: bool = False) -> Plan:
+        """Run the plan phase and save the plan."""
+        async with self._opened() as session:
             self.emit(ProgressEvent("phase", f"plan phase on {self.platform_name}"))
             _log.info("orchestrator.plan.start", intent_bytes=len(intent.encode("utf-8")))
             plan = await run_plan_phase(session, intent, replace=replace)
@@ -299,12 +310,7 @@ class Orchestrator:
 
         A detached HEAD is refused unless ``allow_detached`` (the task commits would be on no branch).
         """
-        await self._require_git()
-        await check_head(self.git, self.emit, allow_detached=allow_detached)
-        with self._session():
-            session = self._context()
-            await self._recover_from_a_killed_run(session)
-            await self._check_interrupted_calls()
+        async with self._opened(allow_detached=allow_detached) as session:
             await require_clean_tree(session)
             tasks = await run_execute_phase(session, task_id, executor=self.executor)
             clear_suspend_state(self.paths)
@@ -314,12 +320,7 @@ class Orchestrator:
         self, intent: str, *, confirm_plan: bool = False, replace: bool = False, allow_detached: bool = False
     ) -> RunOutcome:
         """Plan, then execute unless the plan must be approved first (``allow_detached``: see ``execute``)."""
-        await self._require_git()
-        await check_head(self.git, self.emit, allow_detached=allow_detached)
-        with self._session():
-            session = self._context()
-            await self._recover_from_a_killed_run(session)
-            await self._check_interrupted_calls()
+        async with self._opened(allow_detached=allow_detached) as session:
             await require_clean_tree(session)
             await session.preflight()
             self.emit(ProgressEvent("phase", f"plan phase on {self.platform_name}"))
@@ -334,12 +335,7 @@ class Orchestrator:
     async def resume(self, *, allow_detached: bool = False) -> list[Task]:
         """Continue after an inline suspend, a crash, an approval or a budget stop (``allow_detached``: see
         ``execute``)."""
-        await self._require_git()
-        await check_head(self.git, self.emit, allow_detached=allow_detached)
-        with self._session():
-            session = self._context()
-            await self._recover_from_a_killed_run(session)
-            await self._check_interrupted_calls()
+        async with self._opened(allow_detached=allow_detached) as session:
             state = load_suspend_state(self.paths)
             if state is not None and not await anyio.Path(state.response_path).exists():
                 raise ResponseMissingError(
