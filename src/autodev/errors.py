@@ -42,7 +42,9 @@ translated at the boundary with ``raise ... from exc``.
     ├── EnvironmentFaultError         the machine, not the work, stopped the run: a tool gone missing, an
     │   │                             agent CLI that cannot start, a full disk (exit 3: fix it, then
     │   │                             `autodev resume`)
-    │   └── WorktreeSetupError        the repository's worktree setup failed (orchestrator.worktree_setup)
+    │   ├── WorktreeSetupError        the repository's worktree setup failed (orchestrator.worktree_setup)
+    │   └── ProviderRefusedError      the agent's provider refused: a usage limit, a refused login, rate
+    │                                 limits or outages that outlast the retries (orchestrator.provider_guard)
     ├── BudgetExceededError           the plan's cost budget is spent (exit 3; guardrails.errors)
     └── GuardrailExceededError        a per-task or per-plan limit was reached (exit 1)
         └── LoopDetectedError         a role returns the same output again and again (guardrails.errors)

@@ -32,7 +32,8 @@ from typing import Any, ClassVar
 
 import anyio
 
-from autodev.adapters.base import AgentError, AgentInvocation, AgentResult, PlatformAdapter
+from autodev.adapters.base import AgentError, AgentErrorKind, AgentInvocation, AgentResult, PlatformAdapter
+from autodev.adapters.provider_errors import classify
 from autodev.config.schema import AutodevConfig
 from autodev.errors import AutodevError
 from autodev.logging import get_logger
@@ -62,6 +63,9 @@ __all__ = [
 HEALTHCHECK_TIMEOUT_S = 10.0
 
 _log = get_logger("autodev.adapters")
+
+# The failures in which a CLI may be relaying the provider's refusal (a deadline or the output bound is ours).
+_PROVIDER_RELAYED: frozenset[AgentErrorKind] = frozenset({"is_error", "nonzero_exit", "malformed_output"})
 
 # Task ids and roles come from plans and config; keep only characters that are safe in a file name.
 _UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
@@ -340,6 +344,8 @@ class StreamParser(ABC):
         self._anonymous_tool_calls = 0
         self.session_id: str | None = None
         self.tool_errors: list[str] = []
+        # The HTTP status of the provider's refusal, where the CLI reports one in its events.
+        self.provider_status: int | None = None
 
     @property
     def skipped_lines(self) -> int:
@@ -415,21 +421,40 @@ class StreamParser(ABC):
             exit_meanings=self.exit_meanings,
         )
         if error is not None:
-            message = self._with_tool_errors(error.message + self._warnings_note())
-            return AgentResult.failure(error.kind, message, **fields)
+            message = error.message + self._warnings_note()
+            return self._failure(error.kind, message, outcome, fields)
         reported = self._reported_error(outcome)
         if reported is not None:
-            return AgentResult.failure("is_error", self._with_tool_errors(reported), **fields)
+            return self._failure("is_error", reported, outcome, fields)
         if outcome.exit_code != 0:
             excerpt = outcome.stderr_excerpt
-            return AgentResult.failure(
+            return self._failure(
                 "nonzero_exit",
                 f"{self.cli} exited {outcome.exit_code} {self.success_claim}"
                 + exit_meaning(outcome.exit_code, self.exit_meanings)
                 + (f": {excerpt}" if excerpt else ""),
-                **fields,
+                outcome,
+                fields,
             )
         return AgentResult(success=True, **fields)
+
+    def _failure(
+        self, kind: AgentErrorKind, message: str, outcome: ProcessOutcome, fields: dict[str, Any]
+    ) -> AgentResult:
+        """The failure, named after the provider's refusal when the CLI's own words (or status) show one.
+
+        Only the CLI's account and its stderr are read: a failed tool call's output (a file "permission
+        denied") says nothing about the provider. A run cut short by its deadline or output bound stays so.
+        """
+        refusal = None
+        if kind in _PROVIDER_RELAYED:
+            refusal = classify(f"{message}\n{outcome.stderr_excerpt}", status=self.provider_status)
+        error = AgentError(
+            kind=refusal.kind if refusal else kind,
+            message=self._with_tool_errors(message),
+            resets_at=refusal.resets_at if refusal else None,
+        )
+        return AgentResult(success=False, error=error, **fields)
 
     def _with_tool_errors(self, message: str) -> str:
         if not self.tool_errors:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -41,6 +42,12 @@ AgentErrorKind = Literal[
     "output_limit",  # the CLI printed more than the configured bound
     "scripted_failure",  # a failure injected by the scripted adapter
     "invalid_response",  # an inline response file that does not match its schema
+    # Refusals by the provider behind the CLI (``adapters.provider_errors``): nobody's mistake in the work.
+    "auth_failed",  # the key or login was refused (401/403, "invalid api key", an expired login)
+    "rate_limited",  # too many requests for now (429); ``resets_at`` when the CLI says when
+    "usage_limit",  # the plan's or account's quota is used up; ``resets_at`` when the CLI says when
+    "provider_unavailable",  # the provider failed or is overloaded (5xx, 529 ``overloaded_error``)
+    "context_overflow",  # the prompt is longer than the model's context window
 ]
 
 
@@ -75,6 +82,9 @@ class AgentInvocation(_Model):
 class AgentError(_Model):
     kind: AgentErrorKind
     message: str
+    resets_at: datetime | None = Field(
+        default=None, description="When a rate or usage limit ends (UTC), when the CLI said so."
+    )
 
 
 class AgentResult(_Model):

@@ -86,6 +86,7 @@ class ClaudeStreamParser(StreamParser):
                     self._count_tool_call(block.get("id"))
         elif kind == "result":
             self.result_event = event
+            self.provider_status = json_int(event.get("api_error_status"))
 
     @property
     def result_seen(self) -> bool:

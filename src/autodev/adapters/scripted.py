@@ -48,13 +48,14 @@ import math
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from autodev.adapters.base import AgentErrorKind, AgentInvocation, AgentResult, PlatformAdapter
+from autodev.adapters.base import AgentError, AgentErrorKind, AgentInvocation, AgentResult, PlatformAdapter
 from autodev.errors import ConfigError, PathEscapeError
 from autodev.files import MAX_INPUT_FILE_BYTES, read_bounded_text
 from autodev.state.paths import normalize_repo_path
@@ -115,6 +116,9 @@ class ScriptFailure(_Model):
 
     kind: AgentErrorKind = Field(default="scripted_failure", description="The error kind to report.")
     message: str = Field(description="The error message to report.")
+    resets_at: datetime | None = Field(
+        default=None, description="When a rate or usage limit ends, as a CLI would report it."
+    )
 
 
 class ScriptResponse(_Model):
@@ -270,7 +274,12 @@ class ScriptedAdapter(PlatformAdapter):
             "duration_s": latency,
         }
         if response.fail is not None:
-            return AgentResult.failure(response.fail.kind, _render(response.fail.message, values), **fields)
+            error = AgentError(
+                kind=response.fail.kind,
+                message=_render(response.fail.message, values),
+                resets_at=response.fail.resets_at,
+            )
+            return AgentResult(success=False, error=error, **fields)
         return AgentResult(success=True, **fields)
 
     async def init_workspace(self, cwd: Path, agents: Sequence[Any]) -> None:

@@ -42,6 +42,7 @@ __all__ = [
     "InlineSettings",
     "ModelPrice",
     "Platform",
+    "ProviderSettings",
     "QAGatesSettings",
     "RoleName",
     "RoleSettings",
@@ -389,6 +390,37 @@ class InlineSettings(_Settings):
     )
 
 
+class ProviderSettings(_Settings):
+    """How the run answers refusals by the provider behind the agent CLI (none of them costs an attempt)."""
+
+    retry_attempts: int = Field(
+        default=4,
+        ge=0,
+        description="Times one call is asked again after a rate limit (429) or an unavailable provider "
+        "(5xx, overloaded), waiting longer each time; when they are used up the run pauses resumably.",
+    )
+    retry_base_delay_s: float = Field(
+        default=2.0,
+        gt=0,
+        description="Seconds before the first retry; each retry waits twice as long, with jitter.",
+    )
+    retry_max_delay_s: float = Field(
+        default=60.0,
+        gt=0,
+        description="Longest wait before one retry; a reset time the CLI names further off pauses the run "
+        "instead.",
+    )
+    breaker_failures: int = Field(
+        default=3,
+        ge=1,
+        description="Refusals (rate limits and unavailable providers) across all tasks within "
+        "breaker_window_s that pause the whole run instead of being retried.",
+    )
+    breaker_window_s: float = Field(
+        default=60.0, gt=0, description="The window, in seconds, over which breaker_failures counts."
+    )
+
+
 class RoleSettings(_Settings):
     """Overrides for one agent role; unset fields keep the role's built-in defaults."""
 
@@ -543,6 +575,10 @@ class AutodevConfig(_Settings):
     qa_gates: QAGatesSettings = Field(
         default_factory=QAGatesSettings,
         description="QA gates: the checks a change must pass before review.",
+    )
+    provider: ProviderSettings = Field(
+        default_factory=ProviderSettings,
+        description="Retries, back-off and the circuit breaker for refusals by the agent's provider.",
     )
     roles: dict[RoleName, RoleSettings] = Field(
         default_factory=dict,

@@ -39,6 +39,7 @@ from autodev.orchestrator.execute.executor import TaskExecutor
 from autodev.orchestrator.inline_state import clear_suspend_state, load_suspend_state
 from autodev.orchestrator.integrity import AgentWatch
 from autodev.orchestrator.plan_phase import run_plan_phase
+from autodev.orchestrator.provider_guard import ProviderGuard
 from autodev.orchestrator.run_context import RunContext
 from autodev.orchestrator.submodules import refuse_submodule_files
 from autodev.orchestrator.tournaments.impl import prune_stale_worktrees
@@ -222,6 +223,7 @@ class Orchestrator:
             disable_impl_tournament=self.disable_impl_tournament,
             delegation_policy=self.delegation_policy,
             agent_slots=anyio.CapacityLimiter(self.config.max_concurrent_agents),
+            provider_guard=ProviderGuard(self.config.provider),
         )
 
     async def _recover_from_a_killed_run(self, session: RunContext) -> None:

@@ -10,9 +10,17 @@ state before letting the signal through. Deciding *whether and where* a call run
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
-from autodev.adapters.base import AgentErrorKind, AgentInvocation, AgentResult, DelegationPendingSignal
+import anyio
+
+from autodev.adapters.base import (
+    AgentError,
+    AgentErrorKind,
+    AgentInvocation,
+    AgentResult,
+    DelegationPendingSignal,
+)
 from autodev.agents.registry import get_spec
 from autodev.errors import EnvironmentFaultError
 from autodev.guardrails.errors import LoopDetectedError
@@ -20,6 +28,12 @@ from autodev.logging import get_logger
 from autodev.orchestrator.delegation_policy import DelegationHeldError, DelegationRequest
 from autodev.orchestrator.events import ProgressEvent
 from autodev.orchestrator.inline_state import InlineSuspendState, write_suspend_state
+from autodev.orchestrator.provider_guard import (
+    RETRIED_REFUSALS,
+    STOPPING_REFUSALS,
+    ProviderRefusedError,
+    pause_message,
+)
 from autodev.workspace.git import GitRepo
 
 if TYPE_CHECKING:
@@ -157,17 +171,94 @@ def _learn_from(session: RunContext, request: DelegationRequest, result: AgentRe
     session.knowledge.add_from_text(result.text, role=request.role, task_id=request.task_id)
 
 
+async def _through_refusals(session: RunContext, request: DelegationRequest, budget_key: str) -> AgentResult:
+    """The call, asked again in place while the provider refuses it for a while; a pause when waiting
+    will not do (``orchestrator.provider_guard``). Every call made, retried ones included, is counted by the
+    guardrails (its cost, tokens, time) like any other."""
+    guard = session.provider_guard
+    retry = 0
+    while True:
+        timeout_s = session.guardrails.pre_invocation(
+            budget_key, request.role, session.config.guardrails.max_duration_s_per_task
+        )
+        result = await _watched_call(session, request, _invocation(session, request, timeout_s))
+        session.guardrails.post_invocation(budget_key, request.role, result)
+        error = result.error
+        if error is None or error.kind not in RETRIED_REFUSALS | STOPPING_REFUSALS:
+            return result
+        retry += 1
+        why = ""
+        wait = None
+        if error.kind in RETRIED_REFUSALS:
+            if guard.note_refusal():
+                why = (
+                    f", {guard.settings.breaker_failures} refusals within "
+                    f"{guard.settings.breaker_window_s:g}s: the circuit breaker paused the run"
+                )
+            else:
+                wait = guard.delay_s(retry, error)
+                if wait is None:
+                    why = f", still refused after {retry - 1} retries"
+        if wait is None:
+            _pause(session, request, error, why)
+        assert wait is not None
+        session.plan_manager.record_event(
+            "provider_backoff",
+            {
+                "task_id": request.task_id,
+                "role": request.role,
+                "kind": error.kind,
+                "retry": retry,
+                "wait_s": round(wait, 3),
+                "message": error.message[:500],
+            },
+        )
+        _log.warning(
+            "delegate.provider_backoff",
+            task_id=request.task_id,
+            role=request.role,
+            kind=error.kind,
+            wait_s=wait,
+        )
+        session.emit(
+            ProgressEvent(
+                "note",
+                f"{request.role}: {error.kind.replace('_', ' ')}; asking again in {wait:.0f}s "
+                f"(retry {retry} of {guard.settings.retry_attempts})",
+                request.task_id,
+                request.step,
+                request.attempt,
+            )
+        )
+        await anyio.sleep(wait)
+
+
+def _pause(session: RunContext, request: DelegationRequest, error: AgentError, why: str) -> NoReturn:
+    session.plan_manager.record_event(
+        "provider_paused",
+        {
+            "task_id": request.task_id,
+            "role": request.role,
+            "kind": error.kind,
+            "resets_at": error.resets_at.isoformat() if error.resets_at else None,
+            "message": error.message[:500],
+        },
+    )
+    _log.warning("delegate.provider_paused", task_id=request.task_id, role=request.role, kind=error.kind)
+    raise ProviderRefusedError(
+        pause_message(error, request.role, request.task_id, why=why),
+        kind=error.kind,
+        resets_at=error.resets_at,
+    )
+
+
 async def delegate(session: RunContext, request: DelegationRequest) -> AgentResult:
     """Run one agent call for ``request`` under every guardrail; see the module docstring."""
     _ask_the_policy(session, request)
     # Plan-phase roles each get their own per-task limits: one shared "plan" budget would let the explorer
     # use up what the architect needs.
     budget_key = f"plan:{request.role}" if request.phase == "plan" else request.task_id
-    timeout_s = session.guardrails.pre_invocation(
-        budget_key, request.role, session.config.guardrails.max_duration_s_per_task
-    )
-    result = await _watched_call(session, request, _invocation(session, request, timeout_s))
-    session.guardrails.post_invocation(budget_key, request.role, result)
+    result = await _through_refusals(session, request, budget_key)
     if result.error is not None and result.error.kind in _ENVIRONMENT_ERRORS:
         _log.warning("delegate.agent_unavailable", role=request.role, error=result.error.message)
         raise EnvironmentFaultError(

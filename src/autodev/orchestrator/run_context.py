@@ -28,6 +28,7 @@ from autodev.orchestrator.events import ProgressEvent, ProgressListener, deliver
 from autodev.orchestrator.execute.parallelism import resolve_parallelism
 from autodev.orchestrator.integrity import AgentWatch
 from autodev.orchestrator.preflight import Preflight, run_preflight
+from autodev.orchestrator.provider_guard import ProviderGuard
 from autodev.qa.environment import EnvironmentResolution, resolve_environment
 from autodev.state.knowledge import KnowledgeStore
 from autodev.state.paths import AutodevPaths
@@ -73,6 +74,8 @@ class RunContext:
     delegation_policy: DelegationPolicy = field(default_factory=ExecuteEverything)
     # At most ``max_concurrent_agents`` agent calls at once, however many tasks are in flight.
     agent_slots: anyio.CapacityLimiter
+    # Back-off and the circuit breaker for the provider's refusals, shared by every task of the call.
+    provider_guard: ProviderGuard
     # One lock for ``git worktree add/remove/list/prune``: concurrent ones read each other's half-written
     # admin files and fail.
     worktree_admin_lock: anyio.Lock = field(default_factory=anyio.Lock)

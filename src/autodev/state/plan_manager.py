@@ -73,6 +73,8 @@ _AUDIT_OPS = frozenset(
         "speculative_committed",
         "plan_tournament_complete",
         "impl_tournament_complete",
+        "provider_backoff",
+        "provider_paused",
     }
 )
 # Tasks that can be re-queued by revert_task_to_pending; finished work is never silently undone.

@@ -1,0 +1,111 @@
+"""Refusals by the agent's provider cost no task attempt: rate limits and outages are asked again in place
+after a back-off, a usage limit or a refused login pauses the run resumably, and refusals piling up across
+tasks open the circuit breaker once for the whole run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from support.parallel import (
+    Spec,
+    WatchedAdapter,
+    entries_for,
+    git_repo,
+    ledger_ops,
+    orchestrator,
+    plan_of,
+    save_plan,
+    script_of,
+)
+
+from autodev.orchestrator.provider_guard import ProviderRefusedError
+from autodev.state.plan_manager import PlanManager
+
+FAST_BACKOFF = {"provider.retry_base_delay_s": 0.01, "provider.retry_max_delay_s": 0.05}
+
+
+def _refused(kind: str, message: str, resets_at: str | None = None) -> dict[str, Any]:
+    return {"fail": {"kind": kind, "message": message, "resets_at": resets_at}}
+
+
+def _developer(task_id: str, *responses: dict[str, Any]) -> dict[str, Any]:
+    done = {"text": "done", "edits": [{"path": "src/t_{task_id}.py", "content": "VALUE = '{task_id}'\n"}]}
+    return {"role": "developer", "task_id": task_id, "responses": [*responses, done]}
+
+
+def _ops(root: Path, name: str) -> list[dict[str, Any]]:
+    return [op["payload"] for op in ledger_ops(root) if op["op"] == name]
+
+
+def test_a_call_rate_limited_twice_is_asked_again_and_the_task_completes_at_its_first_attempt(
+    tmp_path: Path,
+) -> None:
+    root = git_repo(tmp_path / "repo")
+    save_plan(root, plan_of([Spec("1.1")]))
+    limited = _refused(
+        "rate_limited", "429 rate_limit_error: Number of requests has exceeded your rate limit"
+    )
+    entries = [*entries_for(), _developer("1.1", limited, limited)]
+    adapter = WatchedAdapter(script=script_of(entries))
+
+    anyio.run(orchestrator(root, adapter, 1, **FAST_BACKOFF).execute)
+
+    task = PlanManager.open(root, readonly=True).get_task("1.1")
+    assert (task.status, task.retry_count) == ("complete", 0)
+    assert [(op["task_id"], op["kind"], op["retry"]) for op in _ops(root, "provider_backoff")] == [
+        ("1.1", "rate_limited", 1),
+        ("1.1", "rate_limited", 2),
+    ]
+    assert [role for task_id, role in adapter.started if task_id == "1.1"].count("developer") == 3
+    # Every call made is counted, the refused ones too.
+    assert PlanManager.open(root, readonly=True).usage_for("1.1").calls == 5
+
+
+def test_a_usage_limit_pauses_the_run_and_resume_finishes_the_plan_with_nothing_repeated(
+    tmp_path: Path,
+) -> None:
+    root = git_repo(tmp_path / "repo")
+    save_plan(root, plan_of([Spec("1.1"), Spec("1.2")]))
+    used_up = _refused("usage_limit", "Claude AI usage limit reached|1893456000", "2030-01-01T00:00:00Z")
+    entries = [*entries_for(), _developer("1.2", used_up)]
+
+    with pytest.raises(ProviderRefusedError) as stopped:
+        anyio.run(orchestrator(root, WatchedAdapter(script=script_of(entries)), 1, **FAST_BACKOFF).execute)
+
+    assert stopped.value.exit_code == 3
+    assert "usage limit" in stopped.value.message and "2030-01-01 00:00 UTC" in stopped.value.message
+    assert "autodev resume" in stopped.value.message and "no attempt was counted" in stopped.value.message
+    manager = PlanManager.open(root, readonly=True)
+    assert manager.get_task("1.1").status == "complete"
+    assert (manager.get_task("1.2").status, manager.get_task("1.2").retry_count) == ("in_progress", 0)
+    assert [op["kind"] for op in _ops(root, "provider_paused")] == ["usage_limit"]
+
+    adapter = WatchedAdapter(script=script_of(entries_for()))
+    anyio.run(orchestrator(root, adapter, 1, **FAST_BACKOFF).execute)
+
+    manager = PlanManager.open(root, readonly=True)
+    assert {task.id: (task.status, task.retry_count) for task in manager.tasks()} == {
+        "1.1": ("complete", 0),
+        "1.2": ("complete", 0),
+    }
+    assert {task_id for task_id, _ in adapter.started} == {"1.2"}
+
+
+def test_three_outages_across_two_parallel_tasks_open_the_breaker_once(tmp_path: Path) -> None:
+    root = git_repo(tmp_path / "repo")
+    save_plan(root, plan_of([Spec("1.1"), Spec("1.2")]))
+    outage = _refused("provider_unavailable", "529 overloaded_error: Overloaded")
+    entries = [*entries_for(), _developer("1.1", outage, outage), _developer("1.2", outage, outage)]
+    slow = {**FAST_BACKOFF, "provider.retry_base_delay_s": 0.2, "provider.retry_max_delay_s": 0.4}
+
+    with pytest.raises(ProviderRefusedError, match="circuit breaker"):
+        anyio.run(orchestrator(root, WatchedAdapter(script=script_of(entries, 0.02)), 2, **slow).execute)
+
+    assert len(_ops(root, "provider_paused")) == 1
+    assert len(_ops(root, "provider_backoff")) == 2
+    manager = PlanManager.open(root, readonly=True)
+    assert {task.id: task.retry_count for task in manager.tasks()} == {"1.1": 0, "1.2": 0}
+    assert all(task.status != "blocked" for task in manager.tasks())
