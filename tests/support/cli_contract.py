@@ -30,7 +30,7 @@ from autodev.adapters.opencode import OpenCodeAdapter
 from autodev.config.schema import AutodevConfig, ModelPrice
 from support.agent_clis import isolated_env
 from support.fake_cursor import fake_cursor_env, install_fake_cursor
-from support.model_server import BIG_END, BIG_START, ModelServer, RecordedRequest, Scenario
+from support.model_server import BIG_END, BIG_START, ModelServer, RecordedRequest, Refusal, Scenario
 from support.processes import survivors
 
 __all__ = [
@@ -44,6 +44,7 @@ __all__ = [
     "OFFERING_SPECS",
     "OPENCODE",
     "READ_TOOLS",
+    "REFUSAL_CASES",
     "SERVED_SPECS",
     "WRITE_TOOLS",
     "Case",
@@ -61,7 +62,19 @@ __all__ = [
 # The scenarios every CLI plays: a role that may write, one that may only read and one with no capabilities
 # (whose scripted models all try to write), a model that answers HTTP 400, one that never answers, and a
 # prompt over 200 kB.
-Case = Literal["write", "read_only", "no_tools", "api_error", "hang", "big_prompt"]
+Case = Literal[
+    "write",
+    "read_only",
+    "no_tools",
+    "api_error",
+    "hang",
+    "big_prompt",
+    "rate_limited",
+    "unavailable",
+    "auth_failed",
+]
+# The provider refuses in these cases, with its real status and body (``model_server.REFUSALS``).
+REFUSAL_CASES: tuple[Refusal, ...] = ("rate_limited", "unavailable", "auth_failed")
 
 WRITE_TOOLS: tuple[ToolName, ...] = ("read", "search", "write", "edit", "bash")
 READ_TOOLS: tuple[ToolName, ...] = ("read", "search")
@@ -186,6 +199,8 @@ def _scenario_for(spec: CliSpec, case: Case, workdir: Path) -> Scenario:
         return Scenario(error_status=400, error_message="scripted bad request 7f3a")
     if case == "hang":
         return Scenario(hang=True)
+    if case in REFUSAL_CASES:
+        return Scenario(refusal=case)
     return Scenario(text="Read it.")
 
 
@@ -196,6 +211,9 @@ _PROMPTS: dict[Case, tuple[str, tuple[ToolName, ...]]] = {
     "api_error": ("Do something.", WRITE_TOOLS),
     "hang": ("Do something.", WRITE_TOOLS),
     "big_prompt": (f"Summarise:\n{BIG_START}{BIG_PAYLOAD}{BIG_END}\n", ()),
+    "rate_limited": ("Do something.", WRITE_TOOLS),
+    "unavailable": ("Do something.", WRITE_TOOLS),
+    "auth_failed": ("Do something.", WRITE_TOOLS),
 }
 
 
@@ -278,6 +296,9 @@ def claude_env(server_url: str, *, api_key: str = "test-key") -> dict[str, str]:
 
 def _claude_code(setup: Setup) -> CliAdapter:
     env = isolated_env(setup.home, setup.workdir, **claude_env(setup.server.url))
+    if setup.case in REFUSAL_CASES:
+        # Claude Code retries 429s and 5xx up to ten times over minutes; it reports the same at the end.
+        env["CLAUDE_CODE_MAX_RETRIES"] = "0"
     return ClaudeCodeAdapter(
         repo_root=setup.repo, config=AutodevConfig(), executable=str(setup.clis["claude"]), env=env
     )
@@ -291,7 +312,13 @@ def _codex(setup: Setup) -> CliAdapter:
     codex_home = setup.home / ".codex"
     codex_home.mkdir()
     env = isolated_env(setup.home, setup.workdir, CODEX_HOME=str(codex_home), MOCK_API_KEY="test-key")
-    provider = f'{{name="mock",base_url="{setup.server.url}/v1",wire_api="responses",env_key="MOCK_API_KEY"}}'
+    # Codex retries a refused request and a dropped stream on its own; the refusal it reports at the end is
+    # the same, sooner.
+    retries = ",request_max_retries=0,stream_max_retries=0" if setup.case in REFUSAL_CASES else ""
+    provider = (
+        f'{{name="mock",base_url="{setup.server.url}/v1",wire_api="responses",'
+        f'env_key="MOCK_API_KEY"{retries}}}'
+    )
     return CodexAdapter(
         repo_root=setup.repo,
         config=AutodevConfig(price_table={CODEX_MODEL: CODEX_PRICE}),

@@ -8,6 +8,7 @@ scripted model server does, emitting the events of https://cursor.com/docs/cli/r
 
 - ``hang``: never answers, with a child in the same process group (the deadline must take both down);
 - ``error_status``: a ``result`` with ``is_error`` true carrying ``error_message``, exit 1;
+- ``refusal``: the provider's refusal (Anthropic's words) on stderr and exit 1, without a ``result``;
 - ``crash`` (a key of its own): that message on stderr and exit 3, without a ``result``;
 - ``write_path``: a ``writeToolCall`` writing ``write_content`` there, which lands only with ``--force``
   (or with no ``--mode``), then ``text``;
@@ -27,7 +28,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from support.model_server import BIG_END, BIG_START, Scenario
+from support.model_server import BIG_END, BIG_START, REFUSALS, Scenario
 
 __all__ = ["SESSION_ID", "fake_cursor_env", "install_fake_cursor", "logged_calls"]
 
@@ -68,7 +69,11 @@ if BIG_START in prompt and BIG_END in prompt:
     inner = prompt[prompt.index(BIG_START) + len(BIG_START):prompt.index(BIG_END)].encode()
     text += " BIG_BYTES=%d BIG_SHA256=%s" % (len(inner), hashlib.sha256(inner).hexdigest())
 
-if scenario.get("crash"):
+if scenario.get("refusal_error"):
+    # What Cursor documents for a failure: a non-zero exit, the message on stderr, no result.
+    sys.stderr.write("Error: " + scenario["refusal_error"] + "\n")
+    sys.exit(1)
+elif scenario.get("crash"):
     sys.stderr.write(scenario["crash"] + "\n")
     sys.exit(3)
 elif scenario.get("hang"):
@@ -112,7 +117,11 @@ def install_fake_cursor(bin_dir: Path) -> Path:
 
 def fake_cursor_env(log_file: Path, scenario: Scenario | dict[str, Any]) -> dict[str, str]:
     """The environment that makes the fake log to ``log_file`` and play ``scenario``."""
-    fields = asdict(scenario) if isinstance(scenario, Scenario) else scenario
+    fields = asdict(scenario) if isinstance(scenario, Scenario) else dict(scenario)
+    if fields.get("refusal"):
+        # Cursor's default models are Anthropic's: the refusal reads as Anthropic words it.
+        status, body = REFUSALS[fields["refusal"]]["anthropic"]
+        fields["refusal_error"] = f"{status} {json.dumps(body)}"
     return {"FAKE_CURSOR_LOG": str(log_file), "FAKE_CURSOR_SCENARIO": json.dumps(fields)}
 
 

@@ -22,9 +22,17 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Literal
 
-__all__ = ["BIG_END", "BIG_START", "ModelServer", "RecordedRequest", "Scenario"]
+__all__ = [
+    "BIG_END",
+    "BIG_START",
+    "REFUSALS",
+    "ModelServer",
+    "RecordedRequest",
+    "Refusal",
+    "Scenario",
+]
 
 # A prompt sent between these sentinels is hashed by the server (delivery-intact checks for huge prompts).
 BIG_START = "<<BIG-PROMPT-START>>"
@@ -41,9 +49,103 @@ class Scenario:
     write_content: str = ""
     error_status: int | None = None
     error_message: str = "scripted model failure"
+    # A provider's own refusal, answered with that provider's real status, body and headers (``REFUSALS``).
+    refusal: Refusal | None = None
     hang: bool = False
     input_tokens: int = 120
     output_tokens: int = 30
+
+
+Refusal = Literal["rate_limited", "unavailable", "auth_failed"]
+
+# (status, body) per API of each refusal, as the providers send them.
+REFUSALS: dict[Refusal, dict[str, tuple[int, Any]]] = {
+    "rate_limited": {
+        "anthropic": (
+            429,
+            {
+                "type": "error",
+                "error": {
+                    "type": "rate_limit_error",
+                    "message": "Number of request tokens has exceeded your per-minute rate limit",
+                },
+            },
+        ),
+        "openai": (
+            429,
+            {
+                "error": {
+                    "message": "Rate limit reached for requests per min (RPM): Limit 3, Used 3.",
+                    "type": "requests",
+                    "param": None,
+                    "code": "rate_limit_exceeded",
+                }
+            },
+        ),
+        "gemini": (
+            429,
+            {
+                "error": {
+                    "code": 429,
+                    "message": "Resource has been exhausted (e.g. check quota).",
+                    "status": "RESOURCE_EXHAUSTED",
+                }
+            },
+        ),
+    },
+    "unavailable": {
+        "anthropic": (529, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+        "openai": (
+            503,
+            {
+                "error": {
+                    "message": "The server is overloaded or not ready yet.",
+                    "type": "server_error",
+                    "param": None,
+                    "code": None,
+                }
+            },
+        ),
+        "gemini": (
+            503,
+            {
+                "error": {
+                    "code": 503,
+                    "message": "The model is overloaded. Please try again later.",
+                    "status": "UNAVAILABLE",
+                }
+            },
+        ),
+    },
+    "auth_failed": {
+        "anthropic": (
+            401,
+            {"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}},
+        ),
+        "openai": (
+            401,
+            {
+                "error": {
+                    "message": "Incorrect API key provided: test-key. You can find your API key at "
+                    "https://platform.openai.com/account/api-keys.",
+                    "type": "invalid_request_error",
+                    "param": None,
+                    "code": "invalid_api_key",
+                }
+            },
+        ),
+        "gemini": (
+            400,
+            {
+                "error": {
+                    "code": 400,
+                    "message": "API key not valid. Please pass a valid API key.",
+                    "status": "INVALID_ARGUMENT",
+                }
+            },
+        ),
+    },
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,6 +312,10 @@ class _Handler(BaseHTTPRequestHandler):
             scenario = next((s for s in scenarios if not s.marker), Scenario())
         if scenario.hang:
             state.stop.wait(3600)
+            return
+        if scenario.refusal is not None:
+            status, payload = REFUSALS[scenario.refusal]["openai" if api in ("responses", "chat") else api]
+            self._send_json(status, payload)
             return
         if scenario.error_status is not None:
             self._send_error(api, scenario)

@@ -18,6 +18,7 @@ from support.cli_contract import (
     CLI_SPECS,
     OFFERING_SPECS,
     SERVED_SPECS,
+    Case,
     CliSpec,
     RunOf,
     invocation,
@@ -148,6 +149,27 @@ async def test_a_model_error_is_an_is_error_failure_with_the_servers_message(
     assert result.exit_code == spec.error_exit_code
     # A 400 is not retried until the deadline.
     assert result.duration_s < 30.0
+
+
+@each(CLI_SPECS)
+@pytest.mark.parametrize(
+    ("case", "kind"),
+    [
+        ("rate_limited", "rate_limited"),
+        ("unavailable", "provider_unavailable"),
+        ("auth_failed", "auth_failed"),
+    ],
+)
+async def test_a_providers_refusal_is_named_from_what_the_cli_reports(
+    spec: CliSpec, run_of: RunOf, case: Case, kind: str
+) -> None:
+    result = (await run_of(spec, case)).result
+
+    assert not result.success
+    assert result.error is not None
+    assert result.error.kind == kind, result.error.message
+    # Refused at once: not retried until the deadline.
+    assert result.duration_s < spec.timeout_s
 
 
 @each(CLI_SPECS)
