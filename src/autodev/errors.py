@@ -39,6 +39,7 @@ translated at the boundary with ``raise ... from exc``.
     ├── DelegationHeldError           the delegation policy did not let a call run (exit 3;
     │                                 orchestrator.delegation_policy)
     ├── TournamentNotFoundError       `autodev tournament show` of an unknown id (tournament.artifacts)
+    ├── AgentUnusableError            the chosen agent CLI failed its health check before any work
     ├── EnvironmentFaultError         the machine, not the work, stopped the run: a tool gone missing, an
     │   │                             agent CLI that cannot start, a full disk (exit 3: fix it, then
     │   │                             `autodev resume`)
@@ -53,6 +54,7 @@ translated at the boundary with ``raise ... from exc``.
 from __future__ import annotations
 
 __all__ = [
+    "AgentUnusableError",
     "AutodevError",
     "ConfigError",
     "DetachedHeadError",
@@ -244,6 +246,11 @@ class LockHeldError(AutodevError):
                 "then try again"
             )
         super().__init__(message)
+
+
+class AgentUnusableError(AutodevError):
+    """The chosen agent platform failed its health check (missing, its login or key refused, its model
+    unreachable) before anything was paid for; the message carries the CLI's own words."""
 
 
 class EnvironmentFaultError(AutodevError):

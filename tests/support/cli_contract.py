@@ -50,6 +50,9 @@ __all__ = [
     "Case",
     "CliSpec",
     "ContractRuns",
+    "Health",
+    "HealthCase",
+    "HealthOf",
     "Run",
     "RunOf",
     "Setup",
@@ -181,8 +184,20 @@ class Run:
         return [names for names in offered if names] if self.spec.side_requests_without_tools else offered
 
 
+@dataclass(frozen=True, slots=True)
+class Health:
+    """A CLI's health check with its paid probe: the verdict, its line, and what the model server saw."""
+
+    healthy: bool
+    line: str
+    requests: tuple[RecordedRequest, ...]
+
+
 # ``await run_of(spec, case)`` (a fixture of ``tests/e2e/adapters/conftest.py``): that CLI's run of that case.
+# ``await health_of(spec, case)``: that CLI's health check against that model.
 RunOf = Callable[[CliSpec, Case], Awaitable[Run]]
+HealthCase = Literal["write", "auth_failed"]
+HealthOf = Callable[[CliSpec, HealthCase], Awaitable["Health"]]
 
 
 def _scenario_for(spec: CliSpec, case: Case, workdir: Path) -> Scenario:
@@ -249,6 +264,7 @@ class ContractRuns:
 
     root: Path
     _runs: dict[tuple[str, Case], Run | Exception] = field(default_factory=dict)
+    _health: dict[tuple[str, str], Health] = field(default_factory=dict)
 
     async def get(self, spec: CliSpec, case: Case, clis: Mapping[str, Path]) -> Run:
         key = (spec.platform, case)
@@ -261,6 +277,22 @@ class ContractRuns:
         if isinstance(run, Exception):
             raise RuntimeError(f"the {case!r} run of {spec.platform} failed") from run
         return run
+
+    async def health(self, spec: CliSpec, case: HealthCase, clis: Mapping[str, Path]) -> Health:
+        """``spec``'s health check with its paid probe, against a model that answers (``write``) or that
+        refuses the key (``auth_failed``); played once per CLI and case, like the runs."""
+        key = (spec.platform, case)
+        if key not in self._health:
+            base = self.root / f"{spec.platform}-health-{case}"
+            home, workdir, repo = base / "home", base / "work", base / "repo"
+            for directory in (home, workdir, repo):
+                directory.mkdir(parents=True)
+            scenario = _scenario_for(spec, case, workdir)
+            with ModelServer([scenario]) as server:
+                adapter = spec.build(Setup(clis, server, home, workdir, repo, case, scenario))
+                healthy, line = await adapter.healthcheck(probe=True, model=spec.model)
+                self._health[key] = Health(healthy, line, tuple(server.requests))
+        return self._health[key]
 
     async def _play(self, spec: CliSpec, case: Case, clis: Mapping[str, Path]) -> Run:
         base = self.root / f"{spec.platform}-{case}"

@@ -38,6 +38,9 @@ _SCRIPT = r"""
 import hashlib, json, os, subprocess, sys, time
 
 argv = sys.argv[1:]
+if argv == ["--version"]:
+    print("2025.11.25-fake")
+    sys.exit(0)
 prompt = sys.stdin.read()
 scenario = json.loads(os.environ.get("FAKE_CURSOR_SCENARIO") or "{}")
 with open(os.environ["FAKE_CURSOR_LOG"], "a") as log:

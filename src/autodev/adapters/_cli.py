@@ -42,6 +42,8 @@ from autodev.state.paths import AutodevPaths
 
 __all__ = [
     "HEALTHCHECK_TIMEOUT_S",
+    "HEALTH_PROBE_PROMPT",
+    "HEALTH_PROBE_TIMEOUT_S",
     "CliAdapter",
     "JsonLines",
     "StreamParser",
@@ -61,6 +63,9 @@ __all__ = [
 ]
 
 HEALTHCHECK_TIMEOUT_S = 10.0
+# The paid part of a health check: the cheapest real call, bounded well below any task's time.
+HEALTH_PROBE_PROMPT = "This is a connectivity check. Reply with the single word OK and nothing else."
+HEALTH_PROBE_TIMEOUT_S = 120.0
 
 _log = get_logger("autodev.adapters")
 
@@ -525,6 +530,26 @@ class CliAdapter(PlatformAdapter):
         """Check ``cwd`` and create the transcripts directory (these CLIs need no instruction files)."""
         prepare_workspace(self.repo_root, cwd)
 
-    async def healthcheck(self) -> tuple[bool, str]:
-        """Whether ``<executable> --version`` answers within 10 s, with the version it prints."""
-        return await check_health(self.executable, install_hint=self.install_hint, env=self.env)
+    async def healthcheck(self, *, probe: bool = False, model: str | None = None) -> tuple[bool, str]:
+        """Whether ``<executable> --version`` answers within 10 s, with the version it prints; with
+        ``probe`` also whether ``model`` answers a one-word prompt (no tools, one turn), which is where a
+        refused key, a used-up plan or an unreachable provider shows, in the CLI's own words."""
+        healthy, line = await check_health(self.executable, install_hint=self.install_hint, env=self.env)
+        if not healthy or not probe:
+            return healthy, line
+        prepare_workspace(self.repo_root, self.repo_root)
+        call = AgentInvocation(
+            role="healthcheck",
+            prompt=HEALTH_PROBE_PROMPT,
+            cwd=self.repo_root,
+            model=model,
+            tools=(),
+            max_turns=1,
+            timeout_s=HEALTH_PROBE_TIMEOUT_S,
+            task_id="healthcheck",
+        )
+        result = await self.execute(call)
+        which = model or "its default model"
+        if result.error is not None:
+            return False, f"{line}; {which} did not answer ({result.error.kind}: {result.error.message})"
+        return True, f"{line}; {which} answered"

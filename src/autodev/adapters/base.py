@@ -149,5 +149,10 @@ class PlatformAdapter(ABC):
         """Prepare ``cwd`` for this platform's agents (e.g. write instruction files); idempotent."""
 
     @abstractmethod
-    async def healthcheck(self) -> tuple[bool, str]:
-        """Whether the platform can be used here, and a one-line reason (version or what is missing)."""
+    async def healthcheck(self, *, probe: bool = False, model: str | None = None) -> tuple[bool, str]:
+        """Whether the platform can be used here, and a one-line reason (version or what is missing).
+
+        With ``probe`` a platform that reaches a paid model also makes the cheapest real call it can (a
+        one-word answer from ``model``, or the CLI's default model), so that a refused key or a used-up plan
+        shows before any work is paid for.
+        """

@@ -186,7 +186,7 @@ class InlineAdapter(PlatformAdapter):
         self.paths.delegations_dir.mkdir(exist_ok=True)
         self.paths.responses_dir.mkdir(exist_ok=True)
 
-    async def healthcheck(self) -> tuple[bool, str]:
+    async def healthcheck(self, *, probe: bool = False, model: str | None = None) -> tuple[bool, str]:
         return True, f"inline: delegations in {self.paths.delegations_dir}"
 
     def _delegation_file(self, task_id: str, role: str) -> Path:

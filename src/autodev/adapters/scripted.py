@@ -285,7 +285,7 @@ class ScriptedAdapter(PlatformAdapter):
     async def init_workspace(self, cwd: Path, agents: Sequence[Any]) -> None:
         """Nothing to prepare: the scripted agent reads no instruction files."""
 
-    async def healthcheck(self) -> tuple[bool, str]:
+    async def healthcheck(self, *, probe: bool = False, model: str | None = None) -> tuple[bool, str]:
         count = len(self.script.entries)
         return True, f"scripted: {count} {'entry' if count == 1 else 'entries'}"
 

@@ -465,18 +465,31 @@ def demo(obj: CliContext, directory: Path | None, force: bool) -> None:
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
+@click.option(
+    "--no-probe",
+    is_flag=True,
+    help="Skip the paid part of the agents' health check (a one-word answer from each installed CLI).",
+)
 @click.pass_obj
-def doctor(obj: CliContext) -> None:
+def doctor(obj: CliContext, no_probe: bool) -> None:
     """List every agent platform and QA tool, the project's environment, and what the gates would lack."""
     import anyio
 
     from autodev.adapters.detect import detect_platform, probe_platforms
-    from autodev.cli.render import print_environment, print_probes
+    from autodev.agents.registry import build_registry
+    from autodev.cli.render import print_agent_health, print_environment, print_probes
     from autodev.config import load_config
+    from autodev.orchestrator.agent_health import check_installed
     from autodev.orchestrator.preflight import diagnose
 
-    print_probes("Agent platforms", probe_platforms())
+    platforms = probe_platforms()
+    print_probes("Agent platforms", platforms)
     config = load_config(obj.repo_root)
+    health = anyio.run(
+        lambda: check_installed(obj.repo_root, config, build_registry(), platforms, probe=not no_probe)
+    )
+    if health:
+        print_agent_health(health, probed=not no_probe)
     # The same lookups the gates and the preflight make: the project's environment, then each tool.
     diagnosis = anyio.run(diagnose, obj.repo_root, config)
     print_probes("QA tools", diagnosis.tools)

@@ -18,10 +18,18 @@ if TYPE_CHECKING:
     # Only named in signatures: `autodev status` renders without importing the models behind them.
     from autodev.adapters.detect import ToolProbe
     from autodev.config import ConfigEntry
+    from autodev.orchestrator.agent_health import AgentHealth
     from autodev.qa.environment import EnvironmentResolution
     from autodev.state.schemas import Plan
 
-__all__ = ["plan_summary", "print_config", "print_environment", "print_probes", "print_status"]
+__all__ = [
+    "plan_summary",
+    "print_agent_health",
+    "print_config",
+    "print_environment",
+    "print_probes",
+    "print_status",
+]
 
 _STATUS_STYLE = {
     "pending": "dim",
@@ -334,6 +342,18 @@ def print_probes(title: str, probes: Iterable[ToolProbe]) -> None:
             found,
             terminal_markup(detail),
         )
+    _console().print(table)
+
+
+def print_agent_health(health: Iterable[AgentHealth], *, probed: bool) -> None:
+    """Each installed agent platform's health check (with the paid probe unless ``probed`` is false)."""
+    title = "Agent health (one real call each)" if probed else "Agent health (--no-probe: versions only)"
+    table = Table(title=terminal_markup(title), title_justify="left")
+    for column in ("Platform", "Usable", "Detail"):
+        table.add_column(column)
+    for item in health:
+        usable = "[green]yes[/green]" if item.healthy else "[red]no[/red]"
+        table.add_row(terminal_markup(item.platform), usable, terminal_markup(item.line))
     _console().print(table)
 
 

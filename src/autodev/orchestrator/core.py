@@ -27,10 +27,11 @@ from autodev.agents.registry import build_registry
 from autodev.agents.spec import AgentSpec
 from autodev.config import PLATFORMS, AutodevConfig, load_config
 from autodev.config.schema import Platform
-from autodev.errors import EXIT_SUSPENDED, AutodevError, StateError
+from autodev.errors import EXIT_SUSPENDED, AgentUnusableError, AutodevError, StateError
 from autodev.files import MAX_INPUT_FILE_BYTES, led_by, read_bounded_text
 from autodev.guardrails import GuardrailEnforcer, LoopDetector
 from autodev.logging import configure_logging, get_logger
+from autodev.orchestrator.agent_health import check_adapter, probe_model
 from autodev.orchestrator.checkout import check_head, require_clean_tree, require_repository
 from autodev.orchestrator.delegation_policy import DelegationPolicy, ExecuteEverything
 from autodev.orchestrator.events import ProgressEvent, ProgressListener, deliver
@@ -149,6 +150,7 @@ class Orchestrator:
         self.disable_impl_tournament = disable_impl_tournament
         self.delegation_policy: DelegationPolicy = delegation_policy or ExecuteEverything()
         self.executor = executor
+        self._agent_checked = False
         self.git = GitRepo(self.repo_root)
         self.agent_watch = AgentWatch(
             self.git,
@@ -293,7 +295,30 @@ class Orchestrator:
             session = self._context()
             await self._recover_from_a_killed_run(session)
             await self._check_interrupted_calls()
+            await self._check_agent()
             yield session
+
+    async def _check_agent(self) -> None:
+        """Once per facade, before its first agent call: the platform's health check, paid part included
+        (a one-word answer from the developer's model), so that a refused login or a used-up plan stops the
+        run before the plan phase is paid for. Recorded nowhere: nothing was done."""
+        if self._agent_checked:
+            return
+        health = await check_adapter(
+            self.adapter, probe_model(self.registry, self.config, self.platform_name)
+        )
+        _log.info(
+            "orchestrator.agent_checked",
+            platform=self.platform_name,
+            healthy=health.healthy,
+            detail=health.line,
+        )
+        if not health.healthy:
+            raise AgentUnusableError(
+                f"the {self.platform_name} agent cannot be used: {health.line}; fix that (log in, set the "
+                "API key, install the CLI) or choose another --platform, then run the command again"
+            )
+        self._agent_checked = True
 
     # --- the public API -----------------------------------------------------------------------------
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support.cli_contract import Case, CliSpec, ContractRuns, Run, RunOf
+from support.cli_contract import Case, CliSpec, ContractRuns, Health, HealthCase, HealthOf, Run, RunOf
 
 
 @pytest.fixture(scope="session")
@@ -23,5 +23,16 @@ def run_of(request: pytest.FixtureRequest, contract_runs: ContractRuns) -> RunOf
     async def get(spec: CliSpec, case: Case) -> Run:
         clis: dict[str, Path] = request.getfixturevalue("agent_clis") if spec.needs_npm else {}
         return await contract_runs.get(spec, case, clis)
+
+    return get
+
+
+@pytest.fixture
+def health_of(request: pytest.FixtureRequest, contract_runs: ContractRuns) -> HealthOf:
+    """``await health_of(spec, case)``: that CLI's health check with its probe, against that model."""
+
+    async def get(spec: CliSpec, case: HealthCase) -> Health:
+        clis: dict[str, Path] = request.getfixturevalue("agent_clis") if spec.needs_npm else {}
+        return await contract_runs.health(spec, case, clis)
 
     return get

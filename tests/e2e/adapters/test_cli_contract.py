@@ -20,6 +20,7 @@ from support.cli_contract import (
     SERVED_SPECS,
     Case,
     CliSpec,
+    HealthOf,
     RunOf,
     invocation,
 )
@@ -211,3 +212,29 @@ async def test_a_prompt_over_200_kb_arrives_intact(spec: CliSpec, run_of: RunOf)
 
     assert result.success, result.error
     assert result.text == f"Read it. {BIG_PAYLOAD_DIGEST}"
+
+
+# --- the health check -------------------------------------------------------------------------------------
+
+
+@each(CLI_SPECS)
+async def test_the_health_check_makes_one_real_call_to_the_model(spec: CliSpec, health_of: HealthOf) -> None:
+    health = await health_of(spec, "write")
+
+    assert health.healthy, health.line
+    assert "answered" in health.line
+    if spec.api is not None:
+        assert any(request.api == spec.api for request in health.requests)
+    if spec.api is not None and spec.offer_follows_capabilities:
+        # The probe offers the model nothing to do: no tool is offered.
+        assert [request.api for request in health.requests if request.tool_names] == []
+
+
+@each(CLI_SPECS)
+async def test_the_health_check_names_a_refused_key_in_the_clis_words(
+    spec: CliSpec, health_of: HealthOf
+) -> None:
+    health = await health_of(spec, "auth_failed")
+
+    assert not health.healthy
+    assert "auth_failed" in health.line
