@@ -374,11 +374,13 @@ def gemini_adapter(
     """
     settings = setup.home / ".gemini" / "settings.json"
     settings.parent.mkdir(parents=True, exist_ok=True)
-    settings.write_text(
-        json.dumps(
-            {"security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}}}
-        )
-    )
+    values: dict[str, object] = {
+        "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}}
+    }
+    if setup.case in REFUSAL_CASES:
+        # Gemini CLI retries a 429 or a 5xx up to ten times, 5 to 30 s apart; it reports the same at the end.
+        values["general"] = {"maxAttempts": 1}
+    settings.write_text(json.dumps(values))
     extra = {"GEMINI_API_KEY": "test-key", "GOOGLE_GEMINI_BASE_URL": setup.server.url}
     if not relaunch:
         extra["GEMINI_CLI_NO_RELAUNCH"] = "1"

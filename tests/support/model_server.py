@@ -258,9 +258,11 @@ class _Handler(BaseHTTPRequestHandler):
             return {}
         return parsed if isinstance(parsed, dict) else {}
 
-    def _send_json(self, status: int, payload: Any) -> None:
+    def _send_json(self, status: int, payload: Any, *, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(payload).encode()
         self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
@@ -315,7 +317,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if scenario.refusal is not None:
             status, payload = REFUSALS[scenario.refusal]["openai" if api in ("responses", "chat") else api]
-            self._send_json(status, payload)
+            # Providers say when to come back on a 429 or a 5xx; a second keeps the CLIs' own retries short.
+            after = {"retry-after": "1"} if scenario.refusal != "auth_failed" else {}
+            self._send_json(status, payload, headers=after)
             return
         if scenario.error_status is not None:
             self._send_error(api, scenario)

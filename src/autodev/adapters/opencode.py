@@ -223,6 +223,8 @@ class OpenCodeStreamParser(StreamParser):
             self._on_step_finish(part)
         elif kind == "error":
             self.errors.append(_error_message(event.get("error")))
+            status = json_int(json_object(json_object(event.get("error")).get("data")).get("statusCode"))
+            self.provider_status = status if status is not None else self.provider_status
 
     def _on_tool(self, part: dict[str, Any]) -> None:
         # OpenCode sends one ``tool_use`` event per call, once it completed or failed.

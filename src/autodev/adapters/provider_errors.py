@@ -76,6 +76,7 @@ _RATE_LIMITED = _any(
     r"rate[_ ]limit",
     r"too many requests",
     r"resource[_ ]exhausted",
+    r"resource has been exhausted",
     r"quota exceeded",
 )
 _UNAVAILABLE = _any(

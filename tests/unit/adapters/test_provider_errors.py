@@ -135,6 +135,18 @@ NOW = datetime(2026, 12, 3, 10, 0, tzinfo=UTC)
             ),
             "provider_unavailable",
         ),
+        # What the CLIs themselves print after their own retries (Gemini CLI 0.61, OpenCode 1.18).
+        (
+            None,
+            "[API Error: Resource has been exhausted (e.g. check quota).] Please wait and try again later.",
+            "rate_limited",
+        ),
+        (None, "[API Error: The model is overloaded. Please try again later.]", "provider_unavailable"),
+        (
+            429,
+            "APIError: Rate limit reached for requests per min (RPM): Limit 3, Used 3. (HTTP 429)",
+            "rate_limited",
+        ),
         # A status alone still says enough.
         (502, "upstream connect error", "provider_unavailable"),
     ],
