@@ -283,10 +283,7 @@ class ContractRuns:
         refuses the key (``auth_failed``); played once per CLI and case, like the runs."""
         key = (spec.platform, case)
         if key not in self._health:
-            base = self.root / f"{spec.platform}-health-{case}"
-            home, workdir, repo = base / "home", base / "work", base / "repo"
-            for directory in (home, workdir, repo):
-                directory.mkdir(parents=True)
+            home, workdir, repo = self._directories(f"{spec.platform}-health-{case}")
             scenario = _scenario_for(spec, case, workdir)
             with ModelServer([scenario]) as server:
                 adapter = spec.build(Setup(clis, server, home, workdir, repo, case, scenario))
@@ -294,11 +291,16 @@ class ContractRuns:
                 self._health[key] = Health(healthy, line, tuple(server.requests))
         return self._health[key]
 
-    async def _play(self, spec: CliSpec, case: Case, clis: Mapping[str, Path]) -> Run:
-        base = self.root / f"{spec.platform}-{case}"
+    def _directories(self, name: str) -> tuple[Path, Path, Path]:
+        """A fresh home, working directory and repository for one run."""
+        base = self.root / name
         home, workdir, repo = base / "home", base / "work", base / "repo"
         for directory in (home, workdir, repo):
             directory.mkdir(parents=True)
+        return home, workdir, repo
+
+    async def _play(self, spec: CliSpec, case: Case, clis: Mapping[str, Path]) -> Run:
+        home, workdir, repo = self._directories(f"{spec.platform}-{case}")
         scenario = _scenario_for(spec, case, workdir)
         with ModelServer([scenario]) as server:
             setup = Setup(clis, server, home, workdir, repo, case, scenario)
