@@ -28,8 +28,15 @@ _FAKE = r"""
 import json, os, re, subprocess, sys
 
 SCRIPT = __SCRIPT__
+if sys.argv[1:] == ["--version"]:
+    print("2025.11.25-hostile")
+    sys.exit(0)
 prompt = sys.stdin.read()
-role = re.search(r"^AGENT: (\S+)", prompt, re.M).group(1)
+agent = re.search(r"^AGENT: (\S+)", prompt, re.M)
+if agent is None:  # not a role's call: the health check's one-word probe
+    print(json.dumps({"type": "result", "subtype": "success", "is_error": False, "result": "OK"}))
+    sys.exit(0)
+role = agent.group(1)
 task = re.search(r"^TASK: (\S+)", prompt, re.M).group(1)
 with open(SCRIPT) as handle:
     steps = json.load(handle)
