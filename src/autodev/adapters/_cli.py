@@ -427,10 +427,10 @@ class StreamParser(ABC):
         )
         if error is not None:
             message = error.message + self._warnings_note()
-            return self._failure(error.kind, message, outcome, fields)
+            return self._failure(error.kind, message, fields)
         reported = self._reported_error(outcome)
         if reported is not None:
-            return self._failure("is_error", reported, outcome, fields)
+            return self._failure("is_error", reported, fields)
         if outcome.exit_code != 0:
             excerpt = outcome.stderr_excerpt
             return self._failure(
@@ -438,22 +438,21 @@ class StreamParser(ABC):
                 f"{self.cli} exited {outcome.exit_code} {self.success_claim}"
                 + exit_meaning(outcome.exit_code, self.exit_meanings)
                 + (f": {excerpt}" if excerpt else ""),
-                outcome,
                 fields,
             )
         return AgentResult(success=True, **fields)
 
-    def _failure(
-        self, kind: AgentErrorKind, message: str, outcome: ProcessOutcome, fields: dict[str, Any]
-    ) -> AgentResult:
+    def _failure(self, kind: AgentErrorKind, message: str, fields: dict[str, Any]) -> AgentResult:
         """The failure, named after the provider's refusal when the CLI's own words (or status) show one.
 
-        Only the CLI's account and its stderr are read: a failed tool call's output (a file "permission
-        denied") says nothing about the provider. A run cut short by its deadline or output bound stays so.
+        Only the CLI's account of the failure is read: its reported error, or (with no result) the stderr
+        the message quotes. Its other stderr lines (warnings about side requests) and a failed tool call's
+        output (a file "permission denied") say nothing about this call's provider. A run cut short by its
+        deadline or output bound stays so.
         """
         refusal = None
         if kind in _PROVIDER_RELAYED:
-            refusal = classify(f"{message}\n{outcome.stderr_excerpt}", status=self.provider_status)
+            refusal = classify(message, status=self.provider_status)
         error = AgentError(
             kind=refusal.kind if refusal else kind,
             message=self._with_tool_errors(message),

@@ -172,11 +172,11 @@ def test_no_result_event_with_exit_zero_is_malformed_output() -> None:
     assert result.session_id == "5268f0d8"
 
 
-def test_no_result_event_with_a_nonzero_exit_quotes_stderr() -> None:
+def test_no_result_event_with_a_nonzero_exit_quotes_stderr_and_names_a_refused_key() -> None:
     result = _result(outcome=_done(1, stderr="Error: Invalid API key\n   please log in"))
 
     assert result.error is not None
-    assert result.error.kind == "nonzero_exit"
+    assert result.error.kind == "auth_failed"
     assert result.error.message == "claude exited 1 without a result: Error: Invalid API key please log in"
 
 

@@ -168,12 +168,12 @@ def test_a_tool_call_without_a_completed_event_still_counts_once() -> None:
     assert _result(INIT, started, started, RESULT).tool_calls == 1
 
 
-def test_an_is_error_result_is_a_failure_with_its_text() -> None:
+def test_an_is_error_result_is_a_failure_with_its_text_named_after_the_refusal() -> None:
     result = _result(INIT, USER, _error_result("Rate limit exceeded"), outcome=_done(1))
 
     assert not result.success
     assert result.error is not None
-    assert result.error.kind == "is_error"
+    assert result.error.kind == "rate_limited"
     assert result.error.message == "cursor-agent reported an error (subtype error): Rate limit exceeded"
     assert result.exit_code == 1
 
@@ -185,13 +185,13 @@ def test_an_is_error_flag_fails_even_with_subtype_success() -> None:
     assert result.error.kind == "is_error"
 
 
-def test_a_failure_with_no_result_reports_the_exit_code_and_stderr() -> None:
+def test_a_failure_with_no_result_reports_the_exit_code_and_stderr_and_names_a_lost_login() -> None:
     result = _result(
         INIT, USER, outcome=_done(1, stderr="Error: You are not logged in. Run cursor-agent login.")
     )
 
     assert result.error is not None
-    assert result.error.kind == "nonzero_exit"
+    assert result.error.kind == "auth_failed"
     assert "cursor-agent exited 1 without a result" in result.error.message
     assert "not logged in" in result.error.message
 
