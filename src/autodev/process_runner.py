@@ -51,6 +51,9 @@ class ProcessSpec:
     # killed, the next run can stop what it left behind: children live in their own sessions and do not
     # die with their parent.
     children_dir: Path | None = None
+    # Seconds the process may print nothing (stdout or stderr) while alive before it is killed as stalled;
+    # None: only ``timeout_s`` bounds it.
+    stall_timeout_s: float | None = None
 
 
 @dataclass(slots=True)
@@ -60,6 +63,8 @@ class ProcessOutcome:
     exit_code: int | None
     duration_s: float
     timed_out: bool = False
+    # Killed after printing nothing for ``stall_timeout_s`` (``stdout_bytes`` says whether it ever had).
+    stalled: bool = False
     output_limited: bool = False
     stdout_bytes: int = 0
     long_lines: int = 0
@@ -204,8 +209,22 @@ async def run_process(spec: ProcessSpec, on_line: Callable[[bytes], None]) -> Pr
         with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             await process.stdin.aclose()
 
+    last_output = [time.monotonic()]
+    stall_watch = anyio.CancelScope()
+
+    async def watch_stall(limit: float, scope: anyio.CancelScope) -> None:
+        with stall_watch:
+            while True:
+                remaining = last_output[0] + limit - time.monotonic()
+                if remaining <= 0:
+                    outcome.stalled = True
+                    scope.cancel()
+                    return
+                await anyio.sleep(remaining)
+
     async def pump_stdout(stream: ByteReceiveStream, scope: anyio.CancelScope) -> None:
         async for chunk in stream:
+            last_output[0] = time.monotonic()
             outcome.stdout_bytes += len(chunk)
             if transcript is not None:
                 transcript.write(chunk)
@@ -218,6 +237,7 @@ async def run_process(spec: ProcessSpec, on_line: Callable[[bytes], None]) -> Pr
 
     async def pump_stderr(stream: ByteReceiveStream) -> None:
         async for chunk in stream:
+            last_output[0] = time.monotonic()
             stderr.add(chunk)
 
     try:
@@ -227,12 +247,15 @@ async def run_process(spec: ProcessSpec, on_line: Callable[[bytes], None]) -> Pr
                 assert process.stdout is not None and process.stderr is not None
                 group.start_soon(pump_stdout, process.stdout, deadline)
                 group.start_soon(pump_stderr, process.stderr)
+                if spec.stall_timeout_s is not None:
+                    group.start_soon(watch_stall, spec.stall_timeout_s, deadline)
                 await process.wait()
+                stall_watch.cancel()  # a process that has ended is not stalled, whatever it still prints
                 # The leader is done; anything it left in its group, or that left the group, would keep
                 # our pipes open forever.
                 _signal_group(process.pid, signal.SIGKILL)
                 outcome.stray_pids += await anyio.to_thread.run_sync(kill_tagged, tag)
-        outcome.timed_out = deadline.cancelled_caught and not outcome.output_limited
+        outcome.timed_out = deadline.cancelled_caught and not (outcome.output_limited or outcome.stalled)
     finally:
         with anyio.CancelScope(shield=True):
             await _stop_group(process, spec.grace_s)
@@ -245,7 +268,7 @@ async def run_process(spec: ProcessSpec, on_line: Callable[[bytes], None]) -> Pr
                 transcript.close()
             with contextlib.suppress(OSError, anyio.BrokenResourceError):
                 await process.aclose()
-    killed_by_us = outcome.timed_out or outcome.output_limited
+    killed_by_us = outcome.timed_out or outcome.output_limited or outcome.stalled
     outcome.exit_code = None if killed_by_us else process.returncode
     outcome.duration_s = time.monotonic() - started
     outcome.long_lines = splitter.long_lines

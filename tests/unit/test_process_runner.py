@@ -105,3 +105,45 @@ async def test_missing_executable(tmp_path: Path) -> None:
     with pytest.raises(ProcessStartError) as info:
         await run_process(ProcessSpec(argv=["no-such-cli-xyz"], cwd=tmp_path, timeout_s=5), lambda _l: None)
     assert info.value.missing
+
+
+@pytest.mark.asyncio
+async def test_a_process_silent_from_the_start_is_killed_as_stalled_long_before_its_deadline(
+    tmp_path: Path,
+) -> None:
+    code = "import subprocess, time; subprocess.Popen(['sleep', '60']); time.sleep(60)"
+    outcome = await run_process(_spec(code, tmp_path, timeout_s=60, stall_timeout_s=0.5), lambda _: None)
+
+    assert outcome.stalled and not outcome.timed_out
+    assert outcome.exit_code is None and outcome.stdout_bytes == 0
+    assert outcome.duration_s < 30
+    assert live_group_members(outcome.pid) == []
+
+
+@pytest.mark.asyncio
+async def test_a_process_that_falls_silent_after_printing_is_stalled_and_its_output_kept(
+    tmp_path: Path,
+) -> None:
+    lines: list[bytes] = []
+    code = "import time; print('started', flush=True); time.sleep(60)"
+    outcome = await run_process(_spec(code, tmp_path, timeout_s=60, stall_timeout_s=0.5), lines.append)
+
+    assert outcome.stalled and outcome.stdout_bytes > 0
+    assert lines == [b"started"]
+
+
+@pytest.mark.asyncio
+async def test_a_process_that_keeps_printing_is_not_stalled_however_long_it_runs(tmp_path: Path) -> None:
+    # Four times the stall limit in all, never silent for longer than a fifth of it; stderr counts as output.
+    code = (
+        "import sys, time\n"
+        "for i in range(20):\n"
+        "    (sys.stdout if i % 2 else sys.stderr).write('tick\\n'); sys.stdout.flush(); sys.stderr.flush()\n"
+        "    time.sleep(0.1)\n"
+        "print('done')\n"
+    )
+    lines: list[bytes] = []
+    outcome = await run_process(_spec(code, tmp_path, timeout_s=60, stall_timeout_s=0.5), lines.append)
+
+    assert not outcome.stalled and outcome.exit_code == 0
+    assert lines[-1] == b"done"

@@ -120,6 +120,7 @@ async def run_cli(
         transcript_path=transcript,
         max_output_bytes=AGENT_OUTPUT_LIMIT_BYTES,
         children_dir=children_dir,
+        stall_timeout_s=inv.stall_timeout_s,
     )
     if not await anyio.Path(spec.cwd).is_dir():
         raise ProcessStartError(argv[0], False, f"working directory {spec.cwd} does not exist")
@@ -258,6 +259,7 @@ def outcome_failure(
     *,
     cli: str,
     timeout_s: float,
+    stall_timeout_s: float | None = None,
     result_seen: bool,
     skipped_lines: int = 0,
     exit_meanings: Mapping[int, str] | None = None,
@@ -272,6 +274,17 @@ def outcome_failure(
         return AgentError(
             kind="timeout",
             message=f"{cli} did not finish within {timeout_s:g}s; its process group was killed",
+        )
+    if outcome.stalled:
+        # Silent from the start: it never came up (a hung login, an update check, a lock). Silent later:
+        # a stalled session, which the call's deadline would only have caught much later.
+        started = outcome.stdout_bytes > 0
+        silence = f"{stall_timeout_s:g}s" if stall_timeout_s is not None else "too long"
+        return AgentError(
+            kind="timeout" if started else "cli_start_failed",
+            message=f"{cli} printed nothing for {silence} "
+            + ("after its first output" if started else "after it started")
+            + "; its process group was killed (agent_stall_timeout_s)",
         )
     if outcome.output_limited:
         return AgentError(
@@ -406,7 +419,12 @@ class StreamParser(ABC):
         )
 
     def to_result(
-        self, outcome: ProcessOutcome, *, timeout_s: float, transcript: Path | None = None
+        self,
+        outcome: ProcessOutcome,
+        *,
+        timeout_s: float,
+        stall_timeout_s: float | None = None,
+        transcript: Path | None = None,
     ) -> AgentResult:
         """The ``AgentResult`` the stream and the way the process ended prove."""
         fields: dict[str, Any] = {
@@ -421,6 +439,7 @@ class StreamParser(ABC):
             outcome,
             cli=self.cli,
             timeout_s=timeout_s,
+            stall_timeout_s=stall_timeout_s,
             result_seen=self.result_seen,
             skipped_lines=self.skipped_lines,
             exit_meanings=self.exit_meanings,
@@ -523,7 +542,9 @@ class CliAdapter(PlatformAdapter):
                 task_id=inv.task_id,
                 detail=failure,
             )
-        return parser.to_result(outcome, timeout_s=inv.timeout_s, transcript=transcript)
+        return parser.to_result(
+            outcome, timeout_s=inv.timeout_s, stall_timeout_s=inv.stall_timeout_s, transcript=transcript
+        )
 
     async def init_workspace(self, cwd: Path, agents: Sequence[Any]) -> None:
         """Check ``cwd`` and create the transcripts directory (these CLIs need no instruction files)."""

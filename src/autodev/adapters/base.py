@@ -48,6 +48,7 @@ AgentErrorKind = Literal[
     "usage_limit",  # the plan's or account's quota is used up; ``resets_at`` when the CLI says when
     "provider_unavailable",  # the provider failed or is overloaded (5xx, 529 ``overloaded_error``)
     "context_overflow",  # the prompt is longer than the model's context window
+    "cli_start_failed",  # the CLI started but printed nothing for ``stall_timeout_s``: it never came up
 ]
 
 
@@ -69,6 +70,9 @@ class AgentInvocation(_Model):
     )
     max_turns: int | None = Field(default=None, ge=1)
     timeout_s: float = Field(default=900.0, gt=0)
+    stall_timeout_s: float | None = Field(
+        default=None, gt=0, description="Seconds the CLI may print nothing while alive; None: no limit."
+    )
     task_id: str = "plan"
     attempt: int = Field(default=1, ge=1)
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment for the process.")

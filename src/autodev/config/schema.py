@@ -542,6 +542,13 @@ class AutodevConfig(_Settings):
         description="When every task of a phase has finished, have the reviewer read the phase's "
         "whole change (one agent call per phase). The phase's commit range is recorded either way.",
     )
+    agent_stall_timeout_s: float | None = Field(
+        default=600.0,
+        gt=0,
+        description="Seconds an agent CLI may print nothing while it runs before it is killed "
+        "(cli_start_failed before its first output, timeout after); keep it above the longest tool run "
+        "(a test suite) an agent waits on silently. Unset for no limit but the task's duration.",
+    )
     max_concurrent_agents: int = Field(
         default=8,
         ge=1,

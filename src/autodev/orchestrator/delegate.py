@@ -47,8 +47,10 @@ __all__ = [
 
 _log = get_logger("autodev.delegate")
 _TOURNAMENT_ROLES = frozenset({"critic_t", "architect_b", "synthesizer", "judge"})
-# An agent that could not even be started failed for the machine's reasons, not the work's.
-_ENVIRONMENT_ERRORS: frozenset[AgentErrorKind] = frozenset({"cli_missing", "spawn_failed"})
+# An agent that could not even be started (or never came up) failed for the machine's reasons, not the work's.
+_ENVIRONMENT_ERRORS: frozenset[AgentErrorKind] = frozenset(
+    {"cli_missing", "spawn_failed", "cli_start_failed"}
+)
 
 
 def landed_commits(session: RunContext) -> dict[str, str]:
@@ -93,6 +95,7 @@ def _invocation(session: RunContext, request: DelegationRequest, timeout_s: floa
         tools=spec.tools,
         max_turns=settings.max_turns,
         timeout_s=timeout_s,
+        stall_timeout_s=session.config.agent_stall_timeout_s,
         task_id=request.task_id,
         attempt=request.attempt,
         metadata={"step": request.step, "phase": request.phase, "session_id": session.session_id},

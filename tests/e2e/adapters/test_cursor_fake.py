@@ -74,3 +74,45 @@ async def test_a_crash_without_a_result_reports_the_exit_code_and_stderr(repo: P
     assert "scripted crash 9c1e" in result.error.message
     assert result.exit_code == 3
     assert len(logged_calls(log)) == 1
+
+
+async def test_a_cli_silent_from_the_start_is_killed_as_cli_start_failed(repo: Path, tmp_path: Path) -> None:
+    never_up = tmp_path / "bin" / "cursor-agent"
+    never_up.parent.mkdir(parents=True)
+    # Stuck before its first output (a login prompt, an update check, a lock), it would outlive the call.
+    never_up.write_text("#!/bin/sh\nsleep 60\n")
+    never_up.chmod(0o755)
+    adapter = CursorAdapter(repo_root=repo, config=AutodevConfig(), executable=str(never_up))
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    call = invocation(CURSOR, workdir, "Do it.", WRITE_TOOLS).model_copy(update={"stall_timeout_s": 1.0})
+
+    result = await adapter.execute(call)
+
+    assert result.error is not None
+    assert result.error.kind == "cli_start_failed"
+    assert "printed nothing for 1s after it started" in result.error.message
+    assert "agent_stall_timeout_s" in result.error.message
+    assert result.duration_s < call.timeout_s
+
+
+async def test_a_cli_that_falls_silent_mid_call_is_a_timeout_long_before_the_deadline(
+    repo: Path, tmp_path: Path
+) -> None:
+    log = tmp_path / "fake-cursor.log"
+    adapter = CursorAdapter(
+        repo_root=repo,
+        config=AutodevConfig(),
+        executable=str(install_fake_cursor(tmp_path / "bin")),
+        env=fake_cursor_env(log, {"hang": True}),  # its init events, then nothing
+    )
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    call = invocation(CURSOR, workdir, "Do it.", WRITE_TOOLS).model_copy(update={"stall_timeout_s": 1.0})
+
+    result = await adapter.execute(call)
+
+    assert result.error is not None
+    assert result.error.kind == "timeout"
+    assert "printed nothing for 1s after its first output" in result.error.message
+    assert result.duration_s < call.timeout_s

@@ -21,6 +21,7 @@ from support.parallel import (
     script_of,
 )
 
+from autodev.errors import EnvironmentFaultError
 from autodev.orchestrator.provider_guard import ProviderRefusedError
 from autodev.state.plan_manager import PlanManager
 
@@ -109,3 +110,17 @@ def test_three_outages_across_two_parallel_tasks_open_the_breaker_once(tmp_path:
     manager = PlanManager.open(root, readonly=True)
     assert {task.id: task.retry_count for task in manager.tasks()} == {"1.1": 0, "1.2": 0}
     assert all(task.status != "blocked" for task in manager.tasks())
+
+
+def test_a_cli_that_never_comes_up_pauses_the_run_without_costing_an_attempt(tmp_path: Path) -> None:
+    root = git_repo(tmp_path / "repo")
+    save_plan(root, plan_of([Spec("1.1")]))
+    silent = _refused("cli_start_failed", "cursor-agent printed nothing for 600s after it started")
+    entries = [*entries_for(), _developer("1.1", silent)]
+
+    with pytest.raises(EnvironmentFaultError, match="printed nothing for 600s") as stopped:
+        anyio.run(orchestrator(root, WatchedAdapter(script=script_of(entries)), 1).execute)
+
+    assert stopped.value.exit_code == 3
+    task = PlanManager.open(root, readonly=True).get_task("1.1")
+    assert (task.status, task.retry_count) == ("in_progress", 0)
