@@ -351,7 +351,9 @@ class Orchestrator:
             await require_clean_tree(session)
             await session.preflight()
             self.emit(ProgressEvent("phase", f"plan phase on {self.platform_name}"))
+            _log.info("orchestrator.plan.start", intent_bytes=len(intent.encode("utf-8")))
             plan = await run_plan_phase(session, intent, replace=replace, require_approval=confirm_plan)
+            _log.info("orchestrator.plan.done", plan_id=plan.plan_id, phases=len(plan.phases))
             if plan.metadata.get("requires_approval"):
                 clear_suspend_state(self.paths)
                 return RunOutcome(plan, [], awaiting_approval=True)
@@ -386,7 +388,9 @@ class Orchestrator:
                 intent = self._saved_intent()
                 await require_clean_tree(session)
                 await session.preflight()
-                await run_plan_phase(session, intent, replace=True)
+                _log.info("orchestrator.plan.start", intent_bytes=len(intent.encode("utf-8")), resumed=True)
+                plan = await run_plan_phase(session, intent, replace=True)
+                _log.info("orchestrator.plan.done", plan_id=plan.plan_id, phases=len(plan.phases))
             else:
                 await require_clean_tree(session)
             tasks = await run_execute_phase(session, executor=self.executor)

@@ -194,6 +194,13 @@ async def _through_refusals(session: RunContext, request: DelegationRequest, bud
         wait = None
         if error.kind in RETRIED_REFUSALS:
             if guard.note_refusal():
+                _log.warning(
+                    "delegate.circuit_open",
+                    task_id=request.task_id,
+                    role=request.role,
+                    failures=guard.settings.breaker_failures,
+                    window_s=guard.settings.breaker_window_s,
+                )
                 why = (
                     f", {guard.settings.breaker_failures} refusals within "
                     f"{guard.settings.breaker_window_s:g}s: the circuit breaker paused the run"

@@ -26,7 +26,7 @@ from autodev.state.atomic import atomic_write_text
 from autodev.state.evidence import read_evidence
 from autodev.state.hashing import sha256_hex
 from autodev.state.paths import normalize_repo_path
-from autodev.state.plan_markdown import parse_plan_markdown
+from autodev.state.plan_markdown import parse_plan_markdown, render_plan_markdown
 from autodev.state.schemas import ArchitectEvidence, ExploreEvidence, Plan, SMEEvidence
 
 if TYPE_CHECKING:
@@ -281,7 +281,14 @@ async def run_plan_phase(
     with _rejects_the_architects_answers(session):
         _check_plan_paths(session, plan)
     if session.config.tournaments.plan.enabled:
-        plan = await run_plan_tournament(session, plan, intent)
+        refined = await run_plan_tournament(session, plan, intent)
+        if refined is not plan:
+            _log.info(
+                "plan_phase.tournament_applied",
+                pre_bytes=len(render_plan_markdown(plan).encode("utf-8")),
+                post_bytes=len(render_plan_markdown(refined).encode("utf-8")),
+            )
+        plan = refined
     if require_approval or session.config.require_plan_approval:
         plan = plan.model_copy(update={"metadata": {**plan.metadata, "requires_approval": True}})
     saved = session.plan_manager.init_plan(plan, session_id=session.session_id, replace=True)

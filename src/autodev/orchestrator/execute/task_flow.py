@@ -234,6 +234,7 @@ async def execute_task(session: RunContext, task_id: str, ctx: TaskContext) -> N
             await block_and_park(session, task_id, f"loop_detected: {exc.message}", ctx)
             return
         except GuardrailExceededError as exc:
+            _log.warning("execute_phase.guardrail_exceeded", task_id=task_id, reason=exc.message)
             await block_and_park(session, task_id, f"guardrail: {exc.message}", ctx)
             return
         if failure is None:
@@ -249,9 +250,7 @@ async def execute_task(session: RunContext, task_id: str, ctx: TaskContext) -> N
         if failure.new_base is not None:
             await ctx.workspace.git.delete_ref(task_ref(task_id))
         ctx.on_change(task_id)
-        _log.info(
-            "execute_phase.retry", task_id=task_id, retry=count, reason=failure.summary, role=failure.role
-        )
+        _log_failure(session, task, failure, count)
         again = f"; the {failure.role.replace('_', ' ')} tries again" if failure.role else ""
         session.emit(
             ProgressEvent(
@@ -264,6 +263,41 @@ async def execute_task(session: RunContext, task_id: str, ctx: TaskContext) -> N
                 details=failure.issues,
             )
         )
+
+
+# The log event of a failed attempt, by the step that failed (the task's status when it ran).
+_FAILURE_EVENTS = {
+    "in_progress": "execute_phase.developer_failed",
+    "coded": "execute_phase.qa_gate_failed",
+    "auto_gated": "execute_phase.review_needs_changes",
+    "reviewed": "execute_phase.tests_failed",
+    "tested": "execute_phase.tournament_failed",
+    "tournamented": "execute_phase.integration_failed",
+}
+
+
+def _log_failure(session: RunContext, task: Task, failure: StepFailure, retry: int) -> None:
+    """One event per kind of failed attempt, with the fields a reader greps for: what failed and why."""
+    event = _FAILURE_EVENTS.get(task.status, "execute_phase.step_failed")
+    fields: dict[str, object] = {"task_id": task.id, "retry": retry, "role": failure.role}
+    if event.endswith("developer_failed"):
+        fields["err"] = failure.summary
+    elif event.endswith("qa_gate_failed"):
+        fields["details"] = list(failure.issues)
+    elif event.endswith("review_needs_changes"):
+        review = _recorded(session, task.id, "review", task.retry_count + 1)
+        fields["verdict"] = review.verdict if isinstance(review, ReviewEvidence) else None
+        fields["issues"] = list(failure.issues)
+    elif event.endswith("tests_failed"):
+        tests = _recorded(session, task.id, "test", task.retry_count + 1)
+        if isinstance(tests, TestEvidence):
+            # AutoDev's own run where it ran, else the test engineer's claim.
+            fields["failed"] = tests.run_failed if tests.run_failed is not None else tests.failed
+            fields["total"] = tests.run_total if tests.run_total is not None else tests.total
+        fields["reason"] = failure.summary
+    else:
+        fields["reason"] = failure.summary
+    _log.info(event, **fields)
 
 
 def count_below(task: Task, limit: int) -> bool:

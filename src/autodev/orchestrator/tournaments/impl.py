@@ -230,6 +230,13 @@ async def run_impl_tournament(session: RunContext, task: Task, tree: Path, git: 
         a_diff.patch,
         "A",
     )
+    _log.info(
+        "impl_tournament.start",
+        tournament_id=tournament_id,
+        task_id=task.id,
+        model=tournament_model(session, settings),
+        num_judges=settings.num_judges,
+    )
     session.emit(ProgressEvent("note", f"implementation tournament {tournament_id} started", task.id))
     try:
         result = await engine.run(task_prompt, initial)
@@ -280,7 +287,13 @@ async def run_impl_tournament(session: RunContext, task: Task, tree: Path, git: 
             history=tournament_summary(result),
         )
     )
-    _log.info("impl_tournament.done", task_id=task.id, tournament_id=tournament_id, winner=winner)
+    _log.info(
+        "impl_tournament.done",
+        tournament_id=tournament_id,
+        task_id=task.id,
+        passes=len(result.passes),
+        winner_last=winner,
+    )
     session.emit(
         ProgressEvent("note", f"implementation tournament {tournament_id}: winner {winner} ({note})", task.id)
     )

@@ -245,6 +245,13 @@ async def run_plan_tournament(session: RunContext, plan: Plan, intent: str) -> P
         settings=EngineSettings.from_config(settings, session.config.tournaments),
         artifacts=artifacts,
     )
+    _log.info(
+        "plan_tournament.start",
+        tournament_id=tournament_id,
+        model=tournament_model(session, settings),
+        num_judges=settings.num_judges,
+        max_rounds=settings.max_rounds,
+    )
     session.emit(ProgressEvent("note", f"plan tournament {tournament_id} started", "plan"))
     task_prompt = (
         f"THE USER'S INTENT:\n{intent.strip()}\n\nACCEPTANCE: the plan covers the whole intent and "
@@ -285,7 +292,12 @@ async def run_plan_tournament(session: RunContext, plan: Plan, intent: str) -> P
             history=history,
         )
     )
-    _log.info("plan_tournament.done", tournament_id=tournament_id, winner=result.winner.origin)
+    _log.info(
+        "plan_tournament.done",
+        tournament_id=tournament_id,
+        passes=len(result.passes),
+        winner_last=result.winner.origin,
+    )
     session.emit(
         ProgressEvent(
             "note",
