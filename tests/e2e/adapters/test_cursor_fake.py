@@ -11,6 +11,7 @@ import pytest
 from support.cli_contract import CURSOR, WRITE_TOOLS, RunOf, cursor_log, invocation
 from support.fake_cursor import SESSION_ID, fake_cursor_env, install_fake_cursor, logged_calls
 
+from autodev.adapters.base import AgentInvocation
 from autodev.adapters.cursor import CursorAdapter
 from autodev.config.schema import AutodevConfig
 
@@ -76,6 +77,12 @@ async def test_a_crash_without_a_result_reports_the_exit_code_and_stderr(repo: P
     assert len(logged_calls(log)) == 1
 
 
+def _call_silent_for_a_second_at_most(tmp_path: Path) -> AgentInvocation:
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    return invocation(CURSOR, workdir, "Do it.", WRITE_TOOLS).model_copy(update={"stall_timeout_s": 1.0})
+
+
 async def test_a_cli_silent_from_the_start_is_killed_as_cli_start_failed(repo: Path, tmp_path: Path) -> None:
     never_up = tmp_path / "bin" / "cursor-agent"
     never_up.parent.mkdir(parents=True)
@@ -83,9 +90,7 @@ async def test_a_cli_silent_from_the_start_is_killed_as_cli_start_failed(repo: P
     never_up.write_text("#!/bin/sh\nsleep 60\n")
     never_up.chmod(0o755)
     adapter = CursorAdapter(repo_root=repo, config=AutodevConfig(), executable=str(never_up))
-    workdir = tmp_path / "work"
-    workdir.mkdir()
-    call = invocation(CURSOR, workdir, "Do it.", WRITE_TOOLS).model_copy(update={"stall_timeout_s": 1.0})
+    call = _call_silent_for_a_second_at_most(tmp_path)
 
     result = await adapter.execute(call)
 
@@ -106,9 +111,7 @@ async def test_a_cli_that_falls_silent_mid_call_is_a_timeout_long_before_the_dea
         executable=str(install_fake_cursor(tmp_path / "bin")),
         env=fake_cursor_env(log, {"hang": True}),  # its init events, then nothing
     )
-    workdir = tmp_path / "work"
-    workdir.mkdir()
-    call = invocation(CURSOR, workdir, "Do it.", WRITE_TOOLS).model_copy(update={"stall_timeout_s": 1.0})
+    call = _call_silent_for_a_second_at_most(tmp_path)
 
     result = await adapter.execute(call)
 
