@@ -394,6 +394,11 @@ class StreamParser(ABC):
     def _reported_error(self, outcome: ProcessOutcome) -> str | None:
         """The CLI's own account of a failed run once a result was seen; None when it reported success."""
 
+    def _may_relay_the_provider(self) -> bool:
+        """Whether the failure can be the provider's refusal: not when the CLI says it ended for its own
+        reasons (a turn limit), whose message quotes the agent's last words, which may mention anything."""
+        return True
+
     def _warnings_note(self) -> str:
         """What the CLI warned about, appended to a failure the way the process ended proves."""
         return ""
@@ -470,7 +475,7 @@ class StreamParser(ABC):
         deadline or output bound stays so.
         """
         refusal = None
-        if kind in _PROVIDER_RELAYED:
+        if kind in _PROVIDER_RELAYED and self._may_relay_the_provider():
             refusal = classify(message, status=self.provider_status)
         error = AgentError(
             kind=refusal.kind if refusal else kind,

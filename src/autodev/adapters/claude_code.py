@@ -115,6 +115,9 @@ class ClaudeStreamParser(StreamParser):
             "num_turns": json_int(result.get("num_turns")),
         }
 
+    def _may_relay_the_provider(self) -> bool:
+        return (self.result_event or {}).get("subtype") != "error_max_turns"
+
     def _reported_error(self, outcome: ProcessOutcome) -> str | None:
         result = self.result_event or {}
         if result.get("is_error") is not False or result.get("subtype") != "success":

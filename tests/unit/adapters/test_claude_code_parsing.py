@@ -393,3 +393,16 @@ async def test_check_health_reports_the_version_line(tmp_path: Path) -> None:
     healthy, reason = await check_health(str(failing), install_hint="-")
     assert not healthy
     assert reason == f"`{failing} --version` exited 3: broken install"
+
+
+def test_a_turn_limit_is_no_refusal_whatever_the_agents_last_words_say() -> None:
+    last_words = MAX_TURNS_RESULT.replace(
+        '"errors":["Reached maximum number of turns (1)"]',
+        '"result":"I was adding a retry for the 429 rate limit and the invalid API key case"',
+    )
+
+    result = _result(INIT, last_words, outcome=_done(1))
+
+    assert result.error is not None
+    assert result.error.kind == "is_error"
+    assert "turn limit" in result.error.message
