@@ -21,11 +21,11 @@ def _env(tmp_path: Path, scenario: Scenario) -> tuple[dict[str, str], Path]:
     return env, log
 
 
-def test_a_refused_key_stops_the_run_before_the_plan_phase_with_the_clis_words(tmp_path: Path) -> None:
+def test_a_refused_key_stops_the_plan_phase_before_it_starts_with_the_clis_words(tmp_path: Path) -> None:
     repo = git_repo(tmp_path / "repo")
     env, log = _env(tmp_path, Scenario(refusal="auth_failed"))
 
-    result = autodev(repo, "run", "--platform", "cursor", "add a --json flag", env=env)
+    result = autodev(repo, "plan", "--platform", "cursor", "add a --json flag", env=env)
 
     assert_clean_error(result, 2)
     assert "cursor" in result.err and "auth_failed" in result.err and "invalid x-api-key" in result.err
@@ -63,3 +63,15 @@ def test_doctor_probes_each_installed_agent_and_no_probe_skips_the_paid_call(tmp
     assert versions_only.code == 0, versions_only.err
     assert "--no-probe: versions only" in " ".join(versions_only.out.split())
     assert len(logged_calls(log)) == 1  # the probe of the first doctor only
+
+
+def test_a_dirty_tree_is_refused_before_the_paid_probe(tmp_path: Path) -> None:
+    repo = git_repo(tmp_path / "repo")
+    (repo / "README.md").write_text("edited by the user\n")
+    env, log = _env(tmp_path, Scenario(refusal="auth_failed"))
+
+    result = autodev(repo, "run", "--platform", "cursor", "add a --json flag", env=env)
+
+    assert_clean_error(result, 2)
+    assert "README.md" in result.err and "auth_failed" not in result.err
+    assert not log.exists()  # the agent was never called

@@ -295,13 +295,13 @@ class Orchestrator:
             session = self._context()
             await self._recover_from_a_killed_run(session)
             await self._check_interrupted_calls()
-            await self._check_agent()
             yield session
 
     async def _check_agent(self) -> None:
-        """Once per facade, before its first agent call: the platform's health check, paid part included
-        (a one-word answer from the developer's model), so that a refused login or a used-up plan stops the
-        run before the plan phase is paid for. Recorded nowhere: nothing was done."""
+        """Once per facade, before its first agent call and after the free local checks (a clean tree, the
+        preflight): the platform's health check, paid part included (a one-word answer from the developer's
+        model), so that a refused login or a used-up plan stops the run before the plan phase is paid for.
+        Recorded nowhere: nothing was done."""
         if self._agent_checked:
             return
         health = await check_adapter(
@@ -325,6 +325,7 @@ class Orchestrator:
     async def plan(self, intent: str, *, replace: bool = False) -> Plan:
         """Run the plan phase and save the plan."""
         async with self._opened() as session:
+            await self._check_agent()
             self.emit(ProgressEvent("phase", f"plan phase on {self.platform_name}"))
             _log.info("orchestrator.plan.start", intent_bytes=len(intent.encode("utf-8")))
             plan = await run_plan_phase(session, intent, replace=replace)
@@ -339,6 +340,7 @@ class Orchestrator:
         """
         async with self._opened(allow_detached=allow_detached) as session:
             await require_clean_tree(session)
+            await self._check_agent()
             tasks = await run_execute_phase(session, task_id, executor=self.executor)
             clear_suspend_state(self.paths)
             return tasks
@@ -350,6 +352,7 @@ class Orchestrator:
         async with self._opened(allow_detached=allow_detached) as session:
             await require_clean_tree(session)
             await session.preflight()
+            await self._check_agent()
             self.emit(ProgressEvent("phase", f"plan phase on {self.platform_name}"))
             _log.info("orchestrator.plan.start", intent_bytes=len(intent.encode("utf-8")))
             plan = await run_plan_phase(session, intent, replace=replace, require_approval=confirm_plan)
@@ -388,11 +391,13 @@ class Orchestrator:
                 intent = self._saved_intent()
                 await require_clean_tree(session)
                 await session.preflight()
+                await self._check_agent()
                 _log.info("orchestrator.plan.start", intent_bytes=len(intent.encode("utf-8")), resumed=True)
                 plan = await run_plan_phase(session, intent, replace=True)
                 _log.info("orchestrator.plan.done", plan_id=plan.plan_id, phases=len(plan.phases))
             else:
                 await require_clean_tree(session)
+                await self._check_agent()
             tasks = await run_execute_phase(session, executor=self.executor)
             clear_suspend_state(self.paths)
             return tasks
