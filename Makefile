@@ -25,8 +25,10 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# Two workers: the suite mostly waits on subprocesses. `make test PYTEST_WORKERS=0` runs it in one process.
+PYTEST_WORKERS ?= 2
 test: lint typecheck $(STAMP)
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(PYTEST_WORKERS)
 
 bench: $(STAMP)
 	$(BIN)/python bench/run_all.py
