@@ -47,6 +47,7 @@ translated at the boundary with ``raise ... from exc``.
     │   └── ProviderRefusedError      the agent's provider refused: a usage limit, a refused login, rate
     │                                 limits or outages that outlast the retries (orchestrator.provider_guard)
     ├── BudgetExceededError           the plan's cost budget is spent (exit 3; guardrails.errors)
+    │   └── CostUnknownError          a call's cost is unknown, so the budget cannot be enforced
     └── GuardrailExceededError        a per-task or per-plan limit was reached (exit 1)
         └── LoopDetectedError         a role returns the same output again and again (guardrails.errors)
 """

@@ -13,7 +13,17 @@ from pathlib import Path
 AUTODEV = Path(sys.executable).with_name("autodev")
 # The keys of `autodev status --json`.
 STATUS_KEYS = frozenset(
-    {"plan", "session_id", "tasks", "totals", "in_flight", "baseline", "waiting_for", "missing_commits"}
+    {
+        "plan",
+        "session_id",
+        "tasks",
+        "totals",
+        "in_flight",
+        "baseline",
+        "waiting_for",
+        "missing_commits",
+        "cost",
+    }
 )
 
 

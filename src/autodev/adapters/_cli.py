@@ -14,8 +14,13 @@ implement ``healthcheck`` and ``init_workspace``; ``json_object``, ``json_int``,
 ``one_line`` read untrusted event fields.
 
 Token convention shared by all adapters: ``tokens_in`` counts every input token of the call, including
-those served from the provider's cache; ``tokens_cached`` is the cached part of ``tokens_in``;
-``tokens_out`` counts output tokens (reasoning included). ``cost_from_tokens`` prices them that way.
+those served from the provider's cache and those written to it; ``tokens_cached`` and
+``tokens_cache_write`` are those parts of ``tokens_in``; ``tokens_out`` counts output tokens (reasoning
+included). ``cost_from_tokens`` prices them that way.
+
+Cost: the CLI's own figure when it reports one. Otherwise ``StreamParser.to_result`` prices the tokens at
+``price_table`` for the model the CLI's output names (``reported_model``), else the model asked for, and
+marks the cost ``cost_estimated``; a model nobody priced leaves the cost None: unknown, never $0.
 """
 
 from __future__ import annotations
@@ -179,22 +184,23 @@ def cost_from_tokens(
     tokens_in: int | None,
     tokens_out: int | None,
     tokens_cached: int | None = None,
+    tokens_cache_write: int | None = None,
 ) -> float | None:
-    """US dollars for the tokens at ``config.price_table[model]``; None when the model is not priced.
+    """US dollars for the tokens at ``config.price_for(model)``; None when the model is not priced.
 
-    ``tokens_in`` includes ``tokens_cached`` (see the module's token convention).
+    ``tokens_in`` includes ``tokens_cached`` and ``tokens_cache_write`` (the module's token convention).
     """
-    if model is None or tokens_in is None or tokens_out is None:
+    if tokens_in is None or tokens_out is None:
         return None
-    price = config.price_table.get(model)
+    price = config.price_for(model)
     if price is None:
         return None
-    cached = min(tokens_cached or 0, tokens_in)
-    return (
-        (tokens_in - cached) * price.input_per_mtok
-        + cached * price.cached_input_per_mtok
-        + tokens_out * price.output_per_mtok
-    ) / 1_000_000
+    return price.dollars(
+        tokens_in=tokens_in,
+        tokens_out=tokens_out,
+        tokens_cached=tokens_cached or 0,
+        tokens_cache_write=tokens_cache_write or 0,
+    )
 
 
 async def check_health(
@@ -343,8 +349,9 @@ class StreamParser(ABC):
     A subclass reads its events in ``on_event`` and reports through ``result_seen``, ``_reported_fields``
     and ``_reported_error``; ``to_result`` judges those against the way the process ended. It counts tool
     calls with ``_count_tool_call``, keeps the session id in ``session_id`` and failed tool calls in
-    ``tool_errors`` (added to every failure message but a late non-zero exit's). ``config`` and ``model``
-    price the tokens (``_price_tokens``); without ``config`` nothing is priced.
+    ``tool_errors`` (added to every failure message but a late non-zero exit's), and the model its output
+    names in ``reported_model``. ``config`` prices the tokens of a call whose CLI reported no cost, at the
+    reported model or else ``model`` (the one asked for); without ``config`` nothing is priced.
     """
 
     cli: ClassVar[str]
@@ -364,6 +371,8 @@ class StreamParser(ABC):
         self.tool_errors: list[str] = []
         # The HTTP status of the provider's refusal, where the CLI reports one in its events.
         self.provider_status: int | None = None
+        # The model the CLI says the call ran on.
+        self.reported_model: str | None = None
 
     @property
     def skipped_lines(self) -> int:
@@ -413,16 +422,6 @@ class StreamParser(ABC):
         elif count_without_id:
             self._anonymous_tool_calls += 1
 
-    def _price_tokens(
-        self, model: str | None, *, tokens_in: int | None, tokens_out: int | None, tokens_cached: int | None
-    ) -> float | None:
-        """``cost_from_tokens`` at the configured prices; None without a configuration."""
-        if self._config is None:
-            return None
-        return cost_from_tokens(
-            self._config, model, tokens_in=tokens_in, tokens_out=tokens_out, tokens_cached=tokens_cached
-        )
-
     def to_result(
         self,
         outcome: ProcessOutcome,
@@ -433,7 +432,7 @@ class StreamParser(ABC):
     ) -> AgentResult:
         """The ``AgentResult`` the stream and the way the process ended prove."""
         fields: dict[str, Any] = {
-            **self._reported_fields(),
+            **self._priced(self._reported_fields()),
             "tool_calls": self.tool_calls,
             "duration_s": outcome.duration_s,
             "session_id": self.session_id,
@@ -465,6 +464,29 @@ class StreamParser(ABC):
                 fields,
             )
         return AgentResult(success=True, **fields)
+
+    def _priced(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """``fields`` with the model the call ran on and, where the CLI reported no cost, the tokens priced
+        at ``price_table`` (marked ``cost_estimated``)."""
+        model = fields.get("model") or self.reported_model or self._model
+        fields["model"] = model
+        if fields.get("cost_usd") is not None or self._config is None:
+            return fields
+        # The price table may name the model as the CLI reports it or as AutoDev asked for it (an alias).
+        for name in dict.fromkeys((model, self._model)):
+            cost = cost_from_tokens(
+                self._config,
+                name,
+                tokens_in=fields.get("tokens_in"),
+                tokens_out=fields.get("tokens_out"),
+                tokens_cached=fields.get("tokens_cached"),
+                tokens_cache_write=fields.get("tokens_cache_write"),
+            )
+            if cost is not None:
+                fields["cost_usd"] = cost
+                fields["cost_estimated"] = True
+                break
+        return fields
 
     def _failure(self, kind: AgentErrorKind, message: str, fields: dict[str, Any]) -> AgentResult:
         """The failure, named after the provider's refusal when the CLI's own words (or status) show one.

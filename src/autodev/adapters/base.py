@@ -97,10 +97,18 @@ class AgentResult(_Model):
     success: bool
     text: str = ""
     structured: dict[str, Any] | None = None
+    # None: nobody knows what the call cost (never the same as 0.0).
     cost_usd: float | None = None
+    # True when AutoDev priced the tokens itself (``price_table``) because the CLI reported no cost.
+    cost_estimated: bool = False
+    # Token convention: ``tokens_in`` counts every input token, the cached reads and the cache writes
+    # included; ``tokens_cached`` and ``tokens_cache_write`` are those parts of it.
     tokens_in: int | None = None
     tokens_out: int | None = None
     tokens_cached: int | None = None
+    tokens_cache_write: int | None = None
+    # The model the call ran on, as the CLI's output names it; else the model AutoDev asked for.
+    model: str | None = None
     tool_calls: int = 0
     num_turns: int | None = None
     duration_s: float = 0.0

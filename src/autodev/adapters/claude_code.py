@@ -66,7 +66,7 @@ class ClaudeStreamParser(StreamParser):
     """Reads Claude Code's ``stream-json`` events; feed it stdout lines, then ask for the result.
 
     Counts ``tool_use`` blocks of ``assistant`` messages (each block id once) and keeps the last ``result``
-    event. ``config`` and ``model`` price the tokens when a result carries no ``total_cost_usd``.
+    event; the ``system``/``init`` event names the model. The cost is the result's ``total_cost_usd``.
     """
 
     cli = "claude"
@@ -79,6 +79,9 @@ class ClaudeStreamParser(StreamParser):
         kind = event.get("type")
         if isinstance(event.get("session_id"), str):
             self.session_id = event["session_id"]
+        if kind == "system" and event.get("subtype") == "init" and isinstance(event.get("model"), str):
+            # The full name behind an alias (--model sonnet), which is what a price list names.
+            self.reported_model = event["model"]
         if kind == "assistant":
             content = json_object(event.get("message")).get("content")
             for block in content if isinstance(content, list) else []:
@@ -100,18 +103,14 @@ class ClaudeStreamParser(StreamParser):
         uncached = json_int(usage.get("input_tokens"))
         tokens_in = None if uncached is None else uncached + (cache_read or 0) + (cache_write or 0)
         tokens_out = json_int(usage.get("output_tokens"))
-        cost = json_number(result.get("total_cost_usd"))
-        if cost is None:
-            cost = self._price_tokens(
-                self._model, tokens_in=tokens_in, tokens_out=tokens_out, tokens_cached=cache_read
-            )
         text = result.get("result")
         return {
             "text": text if isinstance(text, str) else "",
-            "cost_usd": cost,
+            "cost_usd": json_number(result.get("total_cost_usd")),
             "tokens_in": tokens_in,
             "tokens_out": tokens_out,
             "tokens_cached": cache_read,
+            "tokens_cache_write": cache_write,
             "num_turns": json_int(result.get("num_turns")),
         }
 

@@ -58,7 +58,7 @@ class CodexStreamParser(StreamParser):
     Keeps the thread id, the last agent message, tool items (each item id once, however many of its
     started/updated/completed events arrive), token usage summed over ``turn.completed`` events, the last
     ``turn.failed`` error and the last top-level ``error`` (a warning unless no turn completes).
-    ``config`` and ``model`` price the tokens.
+    Codex names no model in its events: ``config`` prices the tokens at ``model``, the one asked for.
     """
 
     cli = "codex"
@@ -72,6 +72,7 @@ class CodexStreamParser(StreamParser):
         self.last_error: str | None = None
         self.tokens_in: int | None = None
         self.tokens_cached: int | None = None
+        self.tokens_cache_write: int | None = None
         self.tokens_out: int | None = None
 
     def on_event(self, event: dict[str, Any]) -> None:
@@ -88,6 +89,7 @@ class CodexStreamParser(StreamParser):
             if isinstance(usage, dict):
                 self.tokens_in = _add(self.tokens_in, usage.get("input_tokens"))
                 self.tokens_cached = _add(self.tokens_cached, usage.get("cached_input_tokens"))
+                self.tokens_cache_write = _add(self.tokens_cache_write, usage.get("cache_write_input_tokens"))
                 self.tokens_out = _add(self.tokens_out, usage.get("output_tokens"))
         elif kind == "turn.failed":
             error = event.get("error")
@@ -111,15 +113,10 @@ class CodexStreamParser(StreamParser):
     def _reported_fields(self) -> dict[str, Any]:
         return {
             "text": self.text,
-            "cost_usd": self._price_tokens(
-                self._model,
-                tokens_in=self.tokens_in,
-                tokens_out=self.tokens_out,
-                tokens_cached=self.tokens_cached,
-            ),
             "tokens_in": self.tokens_in,
             "tokens_out": self.tokens_out,
             "tokens_cached": self.tokens_cached,
+            "tokens_cache_write": self.tokens_cache_write,
             "num_turns": self.turns_completed or None,
         }
 

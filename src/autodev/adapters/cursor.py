@@ -59,8 +59,8 @@ class CursorStreamParser(StreamParser):
 
     cli = "cursor-agent"
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, *, model: str | None = None) -> None:
+        super().__init__(model=model)
         self._segment: list[str] = []
         self._last_segment: list[str] = []
         self.result_event: dict[str, Any] | None = None
@@ -78,6 +78,8 @@ class CursorStreamParser(StreamParser):
         if isinstance(event.get("session_id"), str):
             self.session_id = event["session_id"]
         kind = event.get("type")
+        if kind == "system" and event.get("subtype") == "init" and isinstance(event.get("model"), str):
+            self.reported_model = event["model"]
         if kind == "assistant":
             content = json_object(event.get("message")).get("content")
             texts = [
@@ -112,7 +114,7 @@ class CursorStreamParser(StreamParser):
         return self.result_event is not None
 
     def _reported_fields(self) -> dict[str, Any]:
-        # The stream reports no tokens and no cost.
+        # The stream reports no tokens and no cost: what a Cursor call cost is unknown.
         return {"text": self.text}
 
     def _reported_error(self, outcome: ProcessOutcome) -> str | None:
@@ -134,7 +136,7 @@ class CursorAdapter(CliAdapter):
 
     async def execute(self, inv: AgentInvocation) -> AgentResult:
         """Run ``inv`` with ``cursor-agent -p`` and report what its result event affirms."""
-        return await self._run(build_argv(self.executable, inv), inv, CursorStreamParser())
+        return await self._run(build_argv(self.executable, inv), inv, CursorStreamParser(model=inv.model))
 
 
 def _error_message(result: dict[str, Any]) -> str:

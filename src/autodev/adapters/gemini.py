@@ -46,6 +46,7 @@ from autodev.adapters._cli import (
     CliAdapter,
     StreamParser,
     child_env,
+    cost_from_tokens,
     exit_meaning,
     json_int,
     json_object,
@@ -197,10 +198,15 @@ def build_argv(
     return argv
 
 
+# (tokens_in, tokens_out, tokens_cached) of a stats block.
+_Tokens = tuple[int | None, int | None, int | None]
+
+
 class GeminiStreamParser(StreamParser):
     """Reads Gemini CLI's ``stream-json`` events; feed it stdout lines, then ask for the result.
 
-    ``config`` prices the tokens per model named in the result's stats; ``model`` is the fallback name.
+    ``config`` prices the tokens per model named in the result's stats; the ``init`` event's model, else
+    ``model`` (the one asked for), is the name for stats that name none.
     """
 
     cli = "gemini"
@@ -222,8 +228,11 @@ class GeminiStreamParser(StreamParser):
 
     def on_event(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
-        if kind == "init" and isinstance(event.get("session_id"), str):
-            self.session_id = event["session_id"]
+        if kind == "init":
+            if isinstance(event.get("session_id"), str):
+                self.session_id = event["session_id"]
+            if isinstance(event.get("model"), str):
+                self.reported_model = event["model"]
         elif kind == "message" and event.get("role") == "assistant":
             content = event.get("content")
             if isinstance(content, str):
@@ -259,22 +268,32 @@ class GeminiStreamParser(StreamParser):
         detail = error.get("message") or event.get("output")
         self.tool_errors.append(f"{name}: {one_line(detail) if isinstance(detail, str) else 'failed'}")
 
-    def _cost_usd(self) -> float | None:
+    def _models(self) -> list[tuple[str, _Tokens]]:
+        """Each model the result's stats name, with its tokens; the stats' totals under the reported (or
+        asked-for) model when they name none."""
         stats = json_object((self.result_event or {}).get("stats"))
         models = json_object(stats.get("models"))
         per_model = [(name, _tokens(json_object(counts))) for name, counts in models.items()]
-        if not per_model and self._model is not None:
-            per_model = [(self._model, _tokens(stats))]
+        fallback = self.reported_model or self._model
+        if not per_model and fallback is not None:
+            per_model = [(fallback, _tokens(stats))]
+        return per_model
+
+    def _cost_usd(
+        self, per_model: list[tuple[str, tuple[int | None, int | None, int | None]]]
+    ) -> float | None:
+        if self._config is None or not per_model:
+            return None
         total = 0.0
         for name, (tokens_in, tokens_out, tokens_cached) in per_model:
-            cost = self._price_tokens(
-                name, tokens_in=tokens_in, tokens_out=tokens_out, tokens_cached=tokens_cached
+            cost = cost_from_tokens(
+                self._config, name, tokens_in=tokens_in, tokens_out=tokens_out, tokens_cached=tokens_cached
             )
             if cost is None:
                 # A partial sum would understate what the call cost.
                 return None
             total += cost
-        return total if per_model else None
+        return total
 
     @property
     def result_seen(self) -> bool:
@@ -282,9 +301,16 @@ class GeminiStreamParser(StreamParser):
 
     def _reported_fields(self) -> dict[str, Any]:
         tokens_in, tokens_out, tokens_cached = _tokens(json_object((self.result_event or {}).get("stats")))
+        per_model = self._models()
+        cost = self._cost_usd(per_model)
+        # One model in the stats is the one the call ran on; with several (a router's helper model besides
+        # the main one), the main one is the model the session started with.
+        model = per_model[0][0] if len(per_model) == 1 else self.reported_model
         return {
             "text": self.text,
-            "cost_usd": self._cost_usd(),
+            "cost_usd": cost,
+            "cost_estimated": cost is not None,
+            "model": model,
             "tokens_in": tokens_in,
             "tokens_out": tokens_out,
             "tokens_cached": tokens_cached,
@@ -329,7 +355,7 @@ class GeminiAdapter(CliAdapter):
         return await self._run(argv, inv, parser)
 
 
-def _tokens(counts: dict[str, Any]) -> tuple[int | None, int | None, int | None]:
+def _tokens(counts: dict[str, Any]) -> _Tokens:
     """``(tokens_in, tokens_out, tokens_cached)`` from a stats block (see the module docstring)."""
     prompt = json_int(counts.get("input_tokens"))
     output = json_int(counts.get("output_tokens"))

@@ -30,7 +30,9 @@ texts are narration between tool calls ("let me look at ..."); the last one is t
 Tokens and cost are summed over steps. OpenCode reports input without the cached part and reasoning
 apart from output, so ``tokens_in`` = input + cache read + cache write and ``tokens_out`` = output +
 reasoning. The reported cost is used when it is positive; OpenCode reports 0 for models it has no price
-for, so then ``price_table`` prices the tokens when it knows the model.
+for, so then ``price_table`` prices the tokens when it knows the model, and otherwise the cost is unknown.
+The events name no model: with no ``-m`` (OpenCode's default model) the adapter asks ``opencode export
+<session>`` which model the session ran on, so that its tokens can still be priced.
 
 OpenCode hangs forever on some provider failures (a server that never answers) and retries 5xx answers
 for over a minute: the call's deadline is what ends those, as a ``timeout``.
@@ -40,12 +42,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from autodev.adapters._cli import (
     CliAdapter,
     StreamParser,
     child_env,
+    cost_from_tokens,
     json_int,
     json_number,
     json_object,
@@ -53,7 +57,7 @@ from autodev.adapters._cli import (
 )
 from autodev.adapters.base import AgentInvocation, AgentResult, ToolName
 from autodev.config.schema import AutodevConfig
-from autodev.process_runner import ProcessOutcome
+from autodev.process_runner import ProcessOutcome, ProcessSpec, ProcessStartError, run_process
 
 __all__ = [
     "AGENT_NAME",
@@ -179,7 +183,8 @@ def build_argv(executable: str, inv: AgentInvocation) -> list[str]:
 class OpenCodeStreamParser(StreamParser):
     """Reads ``opencode run --format json`` events; feed it stdout lines, then ask for the result.
 
-    ``config`` and ``model`` price the tokens when OpenCode reports no cost for them.
+    ``config`` prices the tokens at ``model`` when OpenCode reports no cost for them; OpenCode names no
+    model in these events (``OpenCodeAdapter`` asks the session when no model was given).
     """
 
     cli = "opencode"
@@ -195,6 +200,7 @@ class OpenCodeStreamParser(StreamParser):
         self._tokens_in = 0
         self._tokens_out = 0
         self._tokens_cached = 0
+        self._tokens_cache_write = 0
         self._tokens_seen = False
         self._cost = 0.0
         self._cost_seen = False
@@ -250,9 +256,11 @@ class OpenCodeStreamParser(StreamParser):
         tokens = json_object(part.get("tokens"))
         cache = json_object(tokens.get("cache"))
         cache_read = _count(cache.get("read"))
-        self._tokens_in += _count(tokens.get("input")) + cache_read + _count(cache.get("write"))
+        cache_write = _count(cache.get("write"))
+        self._tokens_in += _count(tokens.get("input")) + cache_read + cache_write
         self._tokens_out += _count(tokens.get("output")) + _count(tokens.get("reasoning"))
         self._tokens_cached += cache_read
+        self._tokens_cache_write += cache_write
         self._tokens_seen = True
 
     @property
@@ -261,28 +269,12 @@ class OpenCodeStreamParser(StreamParser):
         return self.steps > 0 and self.last_finish_reason != "tool-calls"
 
     def _cost_usd(self) -> float | None:
-        if self._cost_seen and self._cost > 0:
-            return self._cost
-        priced = self._priced_tokens() if self._tokens_seen else None
-        if priced is not None:
-            return priced
-        return self._cost if self._cost_seen else None
-
-    def _priced_tokens(self) -> float | None:
-        """``price_table`` cost for the model as given (``provider/model``), else for its model id alone."""
-        if self._model is None:
+        """OpenCode's own cost when it priced the call. It reports 0 for a model it has no price for, so a
+        0 for tokens spent is no price at all (``to_result`` then prices the tokens at ``price_table``)."""
+        if not self._cost_seen:
             return None
-        for name in (self._model, self._model.partition("/")[2]):
-            if name:
-                cost = self._price_tokens(
-                    name,
-                    tokens_in=self._tokens_in,
-                    tokens_out=self._tokens_out,
-                    tokens_cached=self._tokens_cached,
-                )
-                if cost is not None:
-                    return cost
-        return None
+        spent = self._tokens_in + self._tokens_out
+        return self._cost if self._cost > 0 or spent == 0 else None
 
     @property
     def result_seen(self) -> bool:
@@ -295,6 +287,7 @@ class OpenCodeStreamParser(StreamParser):
             "tokens_in": self._tokens_in if self._tokens_seen else None,
             "tokens_out": self._tokens_out if self._tokens_seen else None,
             "tokens_cached": self._tokens_cached if self._tokens_seen else None,
+            "tokens_cache_write": self._tokens_cache_write if self._tokens_seen else None,
             "num_turns": self.steps or None,
         }
 
@@ -324,7 +317,64 @@ class OpenCodeAdapter(CliAdapter):
             return AgentResult.failure("spawn_failed", f"opencode was not started: {exc}")
         call = inv.model_copy(update={"env": {**inv.env, CONFIG_CONTENT_ENV: content}})
         parser = OpenCodeStreamParser(config=self.config, model=inv.model)
-        return await self._run(build_argv(self.executable, inv), inv, parser, call=call)
+        result = await self._run(build_argv(self.executable, inv), inv, parser, call=call)
+        if inv.model is None and result.session_id is not None and result.tokens_in:
+            result = await self._with_session_model(result, call)
+        return result
+
+    async def _with_session_model(self, result: AgentResult, call: AgentInvocation) -> AgentResult:
+        """``result`` with the model OpenCode chose (none was asked for), read back from the session, and
+        its tokens priced at that model when OpenCode did not price them. Without a model name a call on
+        OpenCode's default model could not be priced at all."""
+        assert result.session_id is not None
+        model = await session_model(self.executable, result.session_id, child_env(self.env, call), call.cwd)
+        if model is None:
+            return result
+        update: dict[str, Any] = {"model": model}
+        if result.cost_usd is None:
+            cost = cost_from_tokens(
+                self.config,
+                model,
+                tokens_in=result.tokens_in,
+                tokens_out=result.tokens_out,
+                tokens_cached=result.tokens_cached,
+                tokens_cache_write=result.tokens_cache_write,
+            )
+            if cost is not None:
+                update |= {"cost_usd": cost, "cost_estimated": True}
+        return result.model_copy(update=update)
+
+
+# ``opencode export`` starts the whole CLI (about 3 s here); a minute means it is stuck.
+_EXPORT_TIMEOUT_S = 60.0
+
+
+async def session_model(executable: str, session_id: str, env: Mapping[str, str], cwd: Path) -> str | None:
+    """``provider/model`` of session ``session_id`` as ``opencode export`` reports it; None when the export
+    fails or names no model (the lookup is best effort: the call itself already succeeded or failed)."""
+    chunks: list[bytes] = []
+    spec = ProcessSpec(
+        argv=[executable, "export", session_id], cwd=cwd, timeout_s=_EXPORT_TIMEOUT_S, env=dict(env)
+    )
+    try:
+        outcome = await run_process(spec, chunks.append)
+    except ProcessStartError:
+        return None
+    if outcome.exit_code != 0:
+        return None
+    text = b"\n".join(chunks).decode("utf-8", errors="replace")
+    # The JSON document follows a line saying which session is exported.
+    start = text.find("{")
+    try:
+        exported = json.loads(text[start:]) if start >= 0 else None
+    except ValueError:
+        return None
+    info = json_object(json_object(exported).get("info"))
+    model = json_object(info.get("model"))
+    provider, name = model.get("providerID"), model.get("id")
+    if isinstance(provider, str) and isinstance(name, str) and provider and name:
+        return f"{provider}/{name}"
+    return None
 
 
 def _error_message(error: Any) -> str:

@@ -135,6 +135,9 @@ class ScriptResponse(_Model):
     cost_usd: float | None = Field(default=None, ge=0, description="Cost to report, in US dollars.")
     tokens_in: int | None = Field(default=None, ge=0, description="Input tokens to report.")
     tokens_out: int | None = Field(default=None, ge=0, description="Output tokens to report.")
+    model: str | None = Field(
+        default=None, description="The model to report the call ran on; unset reports the one asked for."
+    )
     tool_calls: int | None = Field(
         default=None, ge=0, description="Tool calls to report; unset reports one per edit."
     )
@@ -270,6 +273,7 @@ class ScriptedAdapter(PlatformAdapter):
             "cost_usd": response.cost_usd,
             "tokens_in": response.tokens_in,
             "tokens_out": response.tokens_out,
+            "model": response.model or inv.model,
             "tool_calls": len(response.edits) if response.tool_calls is None else response.tool_calls,
             "duration_s": latency,
         }

@@ -13,7 +13,7 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import click
 
@@ -525,6 +525,35 @@ def status(obj: CliContext, as_json: bool, show_all: bool) -> None:
     print_status(data, obj.repo_root, show_all=show_all)
 
 
+@cli.command(epilog=EXIT_CODES_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print the totals and rows as JSON.")
+@click.option(
+    "--by",
+    type=click.Choice(["task", "role", "model", "phase"]),
+    default="task",
+    show_default=True,
+    help="One row per task, role, model or phase.",
+)
+@click.pass_obj
+def cost(obj: CliContext, as_json: bool, by: str) -> None:
+    """What the current plan's agent calls cost, from the ledger: every call counted (retries, repairs,
+    tournaments, refused calls), estimates marked, unknown costs shown as unknown. Read-only."""
+    from autodev.state.costs import Grouping, cost_report
+    from autodev.state.plan_manager import PlanManager
+
+    if obj.verbose:
+        obj.start_logging(create_state=False)
+    with PlanManager.open(obj.repo_root, readonly=True) as manager:
+        report = cost_report(manager.usage_entries(), by=cast("Grouping", by))
+        plan_id = manager.plan.plan_id if manager.has_plan else None
+    if as_json:
+        sys.stdout.write(json.dumps({"plan_id": plan_id, **report.as_json()}, separators=(",", ":")) + "\n")
+        return
+    from autodev.cli.render import print_cost
+
+    print_cost(report, plan_id)
+
+
 @cli.group()
 def ledger() -> None:
     """Inspect the append-only ledger (.autodev/ledger.jsonl)."""
@@ -623,16 +652,22 @@ def _finish(obj: CliContext, display: Any, tasks: list[Any], *, exit_after: bool
     import time
 
     from autodev.cli.live import print_summary
+    from autodev.cli.render import cost_figure
     from autodev.cli.text import ReaderMayLeaveConsole
     from autodev.state.plan_manager import PlanManager
     from autodev.state.vocabulary import DONE_STATUSES
 
     manager = PlanManager.open(obj.repo_root, readonly=True)
     everything = manager.tasks() if manager.has_plan else tasks
+    known, unknown = manager.cost_usd_total, manager.unknown_cost_calls
     print_summary(
         ReaderMayLeaveConsole(),
         everything,
-        manager.cost_usd_total,
+        cost_figure(
+            known if known or not unknown else None,
+            estimated_usd=manager.estimated_cost_usd,
+            unknown_calls=unknown,
+        ),
         time.monotonic() - display.started,
         obj.paths.evidence_dir,
     )

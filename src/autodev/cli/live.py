@@ -154,10 +154,9 @@ def _plain(event: ProgressEvent) -> str:
     return "\n".join(terminal_text(line) for line in lines)
 
 
-def print_summary(
-    console: Console, tasks: list[Task], cost_usd: float, elapsed_s: float, evidence: Path
-) -> None:
+def print_summary(console: Console, tasks: list[Task], cost: str, elapsed_s: float, evidence: Path) -> None:
     """The end-of-run table: every task's outcome, retries and commit, then totals and where to look.
+    ``cost`` is the plan's cost as ``render.cost_figure`` words it (an unknown cost is not $0.00).
 
     Every cell is ``Text``, not markup: a title or a blocked reason with ``[/bold]`` in it shows as written.
     """
@@ -180,7 +179,7 @@ def print_summary(
     retries = sum(task.retry_count for task in tasks)
     console.print(
         Text(
-            f"{complete} complete, {blocked} blocked, {retries} retries, cost ${cost_usd:.2f}, "
+            f"{complete} complete, {blocked} blocked, {retries} retries, cost {cost}, "
             f"{elapsed_s:.0f}s. Evidence: {terminal_text(evidence)}"
         )
     )

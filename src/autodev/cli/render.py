@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from autodev.config import ConfigEntry
     from autodev.orchestrator.agent_health import AgentHealth
     from autodev.qa.environment import EnvironmentResolution
+    from autodev.state.costs import CostReport, CostRow
     from autodev.state.schemas import Plan
 
 __all__ = [
@@ -129,6 +130,14 @@ def _print_status(console: Console, data: dict[str, Any], repo_root: Path, *, sh
     counts = ", ".join(f"{totals[name]} {name}" for name in _STATUS_STYLE if totals.get(name))
     in_flight = f" ({totals['in_flight']} in flight)" if totals.get("in_flight") else ""
     console.print(f"{totals['total']} tasks{in_flight}: {counts}")
+    cost = data.get("cost")
+    if cost and (cost["usd"] or cost["unknown_calls"]):
+        spent = cost_figure(
+            cost["usd"] if cost["usd"] or not cost["unknown_calls"] else None,
+            estimated_usd=cost["estimated_usd"],
+            unknown_calls=cost["unknown_calls"],
+        )
+        console.print(f"cost so far: {spent} (`autodev cost` for the breakdown)")
 
 
 # The default view shows at most this many tasks of each kind; the rest are counted (``--all`` lists all).
@@ -149,6 +158,7 @@ def _task_table(title: str, tasks: list[dict[str, Any]]) -> Table:
     table.add_column("Status", no_wrap=True)
     table.add_column("Retries", justify="right")
     table.add_column("Depends on")
+    table.add_column("Cost", justify="right")
     table.add_column("Note")
     for task in tasks:
         table.add_row(
@@ -157,9 +167,16 @@ def _task_table(title: str, tasks: list[dict[str, Any]]) -> Table:
             _styled(task["status"]),
             str(task["retry_count"]),
             terminal_markup(", ".join(task["depends_on"]) or "-"),
+            _task_cost(task.get("cost")),
             terminal_markup(_note(task)),
         )
     return table
+
+
+def _task_cost(cost: dict[str, Any] | None) -> str:
+    if not cost:
+        return "-"
+    return cost_figure(cost["usd"], estimated_usd=cost["estimated_usd"], unknown_calls=cost["unknown_calls"])
 
 
 def _counts(tasks: list[dict[str, Any]]) -> str:
@@ -379,3 +396,61 @@ def print_environment(resolution: EnvironmentResolution, problems: list[str]) ->
             console.print(f"  - {terminal_markup(problem)}")
     else:
         console.print("Every enabled gate has what it needs.")
+
+
+def cost_figure(cost_usd: float | None, *, estimated_usd: float = 0.0, unknown_calls: int = 0) -> str:
+    """A cost as a user should read it: ``$0.0123``; ``~$0.0123`` when all of it is AutoDev's estimate
+    (``$0.0123 (~$0.0100 estimated)`` when part of it is); ``+ 2 unknown`` for calls nobody priced; and
+    ``unknown`` for none known at all, never ``$0.00``."""
+    if cost_usd is None:
+        return f"unknown ({unknown_calls} call{'s' if unknown_calls != 1 else ''})" if unknown_calls else "-"
+    if estimated_usd and round(estimated_usd, 6) >= round(cost_usd, 6):
+        figure = f"~${cost_usd:.4f}"
+    elif estimated_usd:
+        figure = f"${cost_usd:.4f} (~${estimated_usd:.4f} estimated)"
+    else:
+        figure = f"${cost_usd:.4f}"
+    return f"{figure} + {unknown_calls} unknown" if unknown_calls else figure
+
+
+def print_cost(report: CostReport, plan_id: str | None) -> None:
+    """``autodev cost``: one row per task, role, model or phase, then the plan's total."""
+    console = _console()
+    if not report.total.calls:
+        which = f"plan {terminal_markup(plan_id)}" if plan_id else "this repository"
+        console.print(f"No agent calls recorded for {which} yet.")
+        return
+    title = f"Cost of plan {terminal_markup(plan_id)} by {report.by}" if plan_id else f"Cost by {report.by}"
+    table = Table(title=title, title_justify="left", expand=False)
+    table.add_column(report.by.capitalize(), no_wrap=True)
+    for name in ("Calls", "Input tokens", "Cached", "Output tokens", "Agent time"):
+        table.add_column(name, justify="right")
+    table.add_column("Cost", justify="right")
+    for row in [*report.rows, report.total]:
+        is_total = row is report.total
+        table.add_row(
+            "[bold]total[/bold]" if is_total else terminal_markup(row.key or "(not named)"),
+            str(row.calls),
+            _tokens(row.tokens_in, row),
+            _tokens(row.tokens_cache_read, row),
+            _tokens(row.tokens_out, row),
+            f"{row.duration_s:.0f}s",
+            cost_figure(row.cost_usd, estimated_usd=row.estimated_usd, unknown_calls=row.unknown_calls),
+            end_section=len(report.rows) > 0 and row is report.rows[-1],
+        )
+    console.print(table)
+    if report.total.estimated_usd:
+        console.print(
+            "~ marks AutoDev's estimate from token counts and price_table (the CLI reported no cost)."
+        )
+    if report.total.unknown_calls:
+        console.print(
+            f"{report.total.unknown_calls} call(s) of unknown cost are not in the figures: their CLI "
+            "reported no cost and price_table has no price for their model."
+        )
+
+
+def _tokens(count: int, row: CostRow) -> str:
+    if row.calls_without_tokens == row.calls:
+        return "-"
+    return f"{count:,}"

@@ -55,6 +55,7 @@ __all__ = [
 Platform = Literal["auto", "claude_code", "codex", "cursor", "opencode", "gemini", "inline", "scripted"]
 AgentCLI = Literal["claude_code", "codex", "cursor", "opencode", "gemini"]
 CapabilityTier = Literal["fast", "standard", "strong"]
+UnknownCostPolicy = Literal["refuse", "warn", "estimate"]
 RoleName = Literal[
     "explorer",
     "domain_expert",
@@ -231,6 +232,40 @@ class TournamentsSettings(_Settings):
     )
 
 
+class ModelPrice(_Settings):
+    """What one model costs, in US dollars per million tokens."""
+
+    input_per_mtok: float = Field(ge=0, description="Dollars per million input tokens.", examples=[3.0])
+    output_per_mtok: float = Field(ge=0, description="Dollars per million output tokens.", examples=[15.0])
+    cached_input_per_mtok: float = Field(
+        default=0.0,
+        ge=0,
+        description="Dollars per million input tokens served from the provider's cache.",
+        examples=[0.3],
+    )
+    cache_write_per_mtok: float | None = Field(
+        default=None,
+        ge=0,
+        description="Dollars per million input tokens written to the provider's cache; unset means the "
+        "input price.",
+        examples=[3.75],
+    )
+
+    def dollars(
+        self, *, tokens_in: int, tokens_out: int, tokens_cached: int = 0, tokens_cache_write: int = 0
+    ) -> float:
+        """What the tokens cost; ``tokens_in`` includes the cached reads and the cache writes."""
+        cached = min(tokens_cached, tokens_in)
+        written = min(tokens_cache_write, tokens_in - cached)
+        write_price = self.input_per_mtok if self.cache_write_per_mtok is None else self.cache_write_per_mtok
+        return (
+            (tokens_in - cached - written) * self.input_per_mtok
+            + cached * self.cached_input_per_mtok
+            + written * write_price
+            + tokens_out * self.output_per_mtok
+        ) / 1_000_000
+
+
 class GuardrailSettings(_Settings):
     """Limits that stop a runaway agent or plan."""
 
@@ -260,6 +295,21 @@ class GuardrailSettings(_Settings):
         description="US dollars all agent calls of one plan may cost before the run stops; unset "
         "means no cost cap.",
         examples=[5.0],
+    )
+    unknown_cost: UnknownCostPolicy = Field(
+        default="refuse",
+        description="What the cost budget does with a call whose cost nobody knows (the CLI reported "
+        "none and price_table has no price for its model): refuse (stop the run resumably until the "
+        "model is priced), warn (count it as unknown and go on), or estimate (price its tokens at "
+        "unknown_model_price).",
+        examples=["warn"],
+    )
+    unknown_model_price: ModelPrice = Field(
+        default_factory=lambda: ModelPrice(
+            input_per_mtok=15.0, output_per_mtok=75.0, cached_input_per_mtok=1.5, cache_write_per_mtok=18.75
+        ),
+        description="The price unknown_cost = estimate gives the tokens of a model price_table does not "
+        "list; the default is a top-tier model's, so that an estimate errs high.",
     )
     loop_detection_threshold: int = Field(
         default=3,
@@ -475,19 +525,6 @@ def _default_model_tiers() -> dict[AgentCLI, TierModels]:
     }
 
 
-class ModelPrice(_Settings):
-    """What one model costs, in US dollars per million tokens."""
-
-    input_per_mtok: float = Field(ge=0, description="Dollars per million input tokens.", examples=[3.0])
-    output_per_mtok: float = Field(ge=0, description="Dollars per million output tokens.", examples=[15.0])
-    cached_input_per_mtok: float = Field(
-        default=0.0,
-        ge=0,
-        description="Dollars per million input tokens served from the provider's cache.",
-        examples=[0.3],
-    )
-
-
 class AutodevConfig(_Settings):
     """Every setting of one AutoDev run, as ``autodev.config.load_config`` builds it."""
 
@@ -605,6 +642,16 @@ class AutodevConfig(_Settings):
         "token counts but no cost.",
         examples=["my-model"],
     )
+
+    def price_for(self, model: str | None) -> ModelPrice | None:
+        """``price_table``'s price for ``model``: by its full name, else by the name after its provider
+        (``provider/model``, as OpenCode names models); None when the table does not list it."""
+        if model is None:
+            return None
+        price = self.price_table.get(model)
+        if price is None and "/" in model:
+            price = self.price_table.get(model.rpartition("/")[2])
+        return price
 
     def resolve_model(self, platform: Platform, requested: str | None) -> str | None:
         """The model name to hand to ``platform`` for ``requested``.

@@ -11,10 +11,16 @@ Every agent call, tournament and critic calls included, runs ``pre_invocation`` 
   counted twice and time spent between calls (QA gates) counts as the task's time;
 - **change size**: what a change adds (``change_size_problem``, before anything is staged) and the size of
   its diff (``diff_size_problem``); a change over either limit fails the attempt of the role that made it;
-- **cost per plan**: reaching the budget raises ``BudgetExceededError`` (exit 3, suspend).
+- **cost per plan**: reaching the budget raises ``BudgetExceededError`` (exit 3, suspend). Every call
+  counts, whatever made it: retries, repairs, critics, tournament variants and judges, and the calls a
+  provider refused before a backoff. A call whose cost nobody knows (no figure from the CLI, no price for
+  its model) is never counted as $0: with a budget set, ``guardrails.unknown_cost`` refuses the next call
+  (``CostUnknownError``, exit 3, suspend; the unknown call's own work is kept), warns about it once per
+  model, or estimates it from its tokens at ``guardrails.unknown_model_price``.
 
 Where the usage lives: in the ledger. ``post_invocation`` records each call as one ``usage_recorded`` op
-(its tool calls, the task's seconds since the previous record, its cost when priced), and a task's
+(its tool calls, the task's seconds since the previous record, its cost when known, whether that cost is an
+estimate, its tokens, model, duration, phase, step and attempt), and a task's
 counters start from what the ledger holds for it the first time this process sees the task. So no limit
 restarts with a new process: inline resumes and crash resumes add up to the same totals as one run. One
 fsync'd append per agent call costs a fraction of a millisecond against seconds of agent work.
@@ -29,8 +35,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from autodev.errors import GuardrailExceededError
-from autodev.guardrails.errors import BudgetExceededError
+from autodev.guardrails.errors import BudgetExceededError, CostUnknownError
 from autodev.logging import get_logger
+from autodev.state.plan_manager import CallUsage
 
 if TYPE_CHECKING:
     from autodev.adapters.base import AgentResult
@@ -65,6 +72,31 @@ class _Counters:
     recorded_until: float | None = None
 
 
+# Failures before the model did any work: the CLI never started or never came up, or the provider refused
+# the request. With no tokens reported, such a call cost nothing, and a 429 must not read as unknown cost.
+_NOTHING_BILLED: frozenset[str] = frozenset(
+    {
+        "cli_missing",
+        "spawn_failed",
+        "cli_start_failed",
+        "auth_failed",
+        "rate_limited",
+        "usage_limit",
+        "provider_unavailable",
+        "context_overflow",
+    }
+)
+
+
+def _never_reached_the_model(result: AgentResult) -> bool:
+    return (
+        result.error is not None
+        and result.error.kind in _NOTHING_BILLED
+        and not result.tokens_in
+        and not result.tokens_out
+    )
+
+
 class GuardrailEnforcer:
     """Per-task and per-plan limits around agent calls.
 
@@ -83,6 +115,10 @@ class GuardrailEnforcer:
         self.plan_manager = plan_manager
         self._clock = clock
         self._counters: dict[str, _Counters] = {}
+        # Models whose unknown cost was warned about (once per model and process).
+        self._unknown_models: set[str | None] = set()
+        # The refusal of an unknown cost under ``unknown_cost = refuse``, raised at the next call.
+        self._refusal: CostUnknownError | None = None
         self._lock = threading.Lock()
 
     # --- queries ------------------------------------------------------------------------------------
@@ -121,11 +157,14 @@ class GuardrailEnforcer:
     def pre_invocation(self, task_id: str, role: str, requested_timeout_s: float) -> float:
         """Refuse a call whose limits are already used up; return the timeout the call must use.
 
-        Raises ``BudgetExceededError`` when the plan's recorded cost has reached the budget, and
+        Raises ``BudgetExceededError`` when the plan's recorded cost has reached the budget (its
+        ``CostUnknownError`` when an earlier call's cost was unknown under ``unknown_cost = refuse``), and
         ``GuardrailExceededError`` (``limit`` ``"tool_calls"`` or ``"duration"``) when the task has used up
         its tool calls or its time. The returned timeout is ``min(requested_timeout_s, seconds left)``.
         """
         self._check_budget(self.plan_manager.cost_usd_total)
+        if self._refusal is not None:
+            raise self._refusal
         max_tool_calls = self.settings.max_tool_calls_per_task
         max_duration = self.settings.max_duration_s_per_task
         with self._lock:
@@ -152,13 +191,37 @@ class GuardrailEnforcer:
             )
         return min(requested_timeout_s, max_duration - elapsed)
 
-    def post_invocation(self, task_id: str, role: str, result: AgentResult) -> None:
+    def post_invocation(
+        self,
+        task_id: str,
+        role: str,
+        result: AgentResult,
+        *,
+        phase: str = "execute",
+        step: str | None = None,
+        attempt: int | None = None,
+    ) -> None:
         """Account for a finished call; raise when it took the task or the plan over a limit.
 
-        The usage (and the cost) is recorded in the ledger *before* anything is raised, so a breach never
-        loses it. A budget breach wins over a per-task one: it suspends the whole run rather than blocking
-        the task. Calls without a price (``cost_usd`` None) record no cost.
+        The usage (the cost, tokens, model, duration, and where the call ran: ``phase``, ``step``,
+        ``attempt``) is recorded in the ledger *before* anything is raised, so a breach never loses it. A
+        budget breach wins over a per-task one: it suspends the whole run rather than blocking the task. A
+        call whose cost nobody knows records no cost and is counted as unknown; with a budget set,
+        ``unknown_cost`` decides what that means (``_cost_of``, ``_unknown_cost``).
         """
+        cost, estimated = self._cost_of(result)
+        call = CallUsage(
+            phase=phase,
+            step=step,
+            attempt=attempt,
+            model=result.model,
+            tokens_in=result.tokens_in,
+            tokens_out=result.tokens_out,
+            tokens_cache_read=result.tokens_cached,
+            tokens_cache_write=result.tokens_cache_write,
+            duration_s=result.duration_s,
+            cost_estimated=estimated,
+        )
         with self._lock:
             counters = self._counters_of(task_id)
             now = self._clock()
@@ -172,10 +235,12 @@ class GuardrailEnforcer:
             tool_calls = counters.tool_calls
             elapsed = self._elapsed(counters)
         total = self.plan_manager.record_usage(
-            task_id, role, tool_calls=result.tool_calls, seconds=seconds, cost_usd=result.cost_usd
+            task_id, role, tool_calls=result.tool_calls, seconds=seconds, cost_usd=cost, call=call
         )
-        if result.cost_usd is not None:
+        if cost is not None:
             self._check_budget(total)
+        else:
+            self._unknown_cost(total, task_id, role, result)
         max_tool_calls = self.settings.max_tool_calls_per_task
         max_duration = self.settings.max_duration_s_per_task
         if tool_calls > max_tool_calls:
@@ -237,6 +302,50 @@ class GuardrailEnforcer:
     def _elapsed(self, counters: _Counters) -> float:
         running = 0.0 if counters.started_at is None else self._clock() - counters.started_at
         return counters.restored_s + running
+
+    def _cost_of(self, result: AgentResult) -> tuple[float | None, bool]:
+        """The call's cost and whether it is an estimate: the adapter's figure; else, with
+        ``unknown_cost = estimate``, its tokens at ``unknown_model_price``; else None (unknown)."""
+        if result.cost_usd is not None:
+            return result.cost_usd, result.cost_estimated
+        if _never_reached_the_model(result):
+            return 0.0, False
+        if self.settings.unknown_cost != "estimate" or result.tokens_in is None or result.tokens_out is None:
+            return None, False
+        cost = self.settings.unknown_model_price.dollars(
+            tokens_in=result.tokens_in,
+            tokens_out=result.tokens_out,
+            tokens_cached=result.tokens_cached or 0,
+            tokens_cache_write=result.tokens_cache_write or 0,
+        )
+        return cost, True
+
+    def _unknown_cost(self, spent_usd: float, task_id: str, role: str, result: AgentResult) -> None:
+        """A call of unknown cost under a budget: refused (the run suspends) or warned about, per
+        ``unknown_cost`` (an ``estimate`` that had no token counts to price warns too)."""
+        budget = self.settings.cost_budget_usd_per_plan
+        if budget is None:
+            return
+        model = result.model
+        if self.settings.unknown_cost == "refuse":
+            _log.warning("guardrail.cost_unknown", task_id=task_id, role=role, model=model, refused=True)
+            # Refused at the next call, not now: this call's work is done and paid for, and raising here
+            # would throw it away for a resume to pay for again.
+            with self._lock:
+                self._refusal = CostUnknownError(
+                    spent_usd,
+                    budget,
+                    task_id=task_id,
+                    role=role,
+                    model=model,
+                    tokens_known=result.tokens_in is not None and result.tokens_out is not None,
+                )
+            return
+        with self._lock:
+            first = model not in self._unknown_models
+            self._unknown_models.add(model)
+        if first:
+            _log.warning("guardrail.cost_unknown", task_id=task_id, role=role, model=model, refused=False)
 
     def _check_budget(self, spent_usd: float) -> None:
         budget = self.settings.cost_budget_usd_per_plan

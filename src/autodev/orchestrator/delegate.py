@@ -185,7 +185,14 @@ async def _through_refusals(session: RunContext, request: DelegationRequest, bud
             budget_key, request.role, session.config.guardrails.max_duration_s_per_task
         )
         result = await _watched_call(session, request, _invocation(session, request, timeout_s))
-        session.guardrails.post_invocation(budget_key, request.role, result)
+        session.guardrails.post_invocation(
+            budget_key,
+            request.role,
+            result,
+            phase=request.phase,
+            step=request.step,
+            attempt=request.attempt,
+        )
         error = result.error
         if error is None or error.kind not in RETRIED_REFUSALS | STOPPING_REFUSALS:
             return result

@@ -56,6 +56,7 @@ from autodev.state.vocabulary import DONE_STATUSES, TASK_STATUSES, TERMINAL_STAT
 __all__ = [
     "BaselineGate",
     "BaselineRecord",
+    "CallUsage",
     "EvidenceRef",
     "PhaseProgress",
     "PlanManager",
@@ -139,6 +140,30 @@ class TaskUsageRecord(BaseModel):
     calls: int = 0
     tool_calls: int = 0
     seconds: float = 0.0
+    # Calls whose cost nobody knows (they add nothing to the cost figures), and the part of the task's
+    # cost AutoDev estimated from token counts rather than took from the CLI.
+    unknown_cost_calls: int = 0
+    estimated_cost_usd: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class CallUsage:
+    """What the ledger keeps of one agent call besides its limits: where it ran and what it consumed.
+
+    Token counts follow the adapters' convention (``tokens_in`` includes the cache reads and writes); a
+    count the CLI did not report is None and is left out of the record.
+    """
+
+    phase: str
+    step: str | None = None
+    attempt: int | None = None
+    model: str | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    tokens_cache_read: int | None = None
+    tokens_cache_write: int | None = None
+    duration_s: float | None = None
+    cost_estimated: bool = False
 
 
 class PlanState(BaseModel):
@@ -156,6 +181,10 @@ class PlanState(BaseModel):
     cost_usd_total: float = 0.0
     cost_usd_by_task: dict[str, float] = Field(default_factory=dict)
     usage_by_task: dict[str, TaskUsageRecord] = Field(default_factory=dict)
+    # Calls of the budget period whose cost is unknown, and the ledger entry the period started at (its
+    # ``usage_recorded`` entries are those after it: what ``autodev cost`` reads).
+    unknown_cost_calls: int = 0
+    budget_since_seq: int = 0
     plan_approved: bool = False
     plan_phase: PlanPhaseProgress | None = None
     baseline: BaselineRecord | None = None
@@ -372,6 +401,23 @@ class PlanManager:
     def baseline(self) -> BaselineRecord | None:
         """The base commit's gate results the last execute phase started from, if recorded."""
         return self._state.baseline.model_copy(deep=True) if self._state.baseline else None
+
+    @property
+    def estimated_cost_usd(self) -> float:
+        """The part of ``cost_usd_total`` AutoDev estimated from token counts (no cost reported)."""
+        return sum(usage.estimated_cost_usd for usage in self._state.usage_by_task.values())
+
+    @property
+    def unknown_cost_calls(self) -> int:
+        """Agent calls of the current plan whose cost nobody knows (counted apart, never as $0)."""
+        return self._state.unknown_cost_calls
+
+    def usage_entries(self) -> Iterator[LedgerEntry]:
+        """The current plan's ``usage_recorded`` entries (its budget period), in ledger order: one per
+        agent call, with everything ``record_usage`` kept of it."""
+        for entry in self._ledger.entries(after_seq=self._state.budget_since_seq):
+            if entry.op == "usage_recorded":
+                yield entry
 
     def cost_usd_for(self, task_id: str) -> float:
         return self._state.cost_usd_by_task.get(task_id, 0.0)
@@ -742,10 +788,19 @@ class PlanManager:
             return self._state.cost_usd_total
 
     def record_usage(
-        self, task_id: str, role: str, *, tool_calls: int, seconds: float, cost_usd: float | None
+        self,
+        task_id: str,
+        role: str,
+        *,
+        tool_calls: int,
+        seconds: float,
+        cost_usd: float | None,
+        call: CallUsage | None = None,
     ) -> float:
-        """Record one agent call: its tool calls, the task's seconds since the last record, its cost (when
-        priced). One op, so a limit read back after a crash is exactly what was used. The new cost total."""
+        """Record one agent call: its tool calls, the task's seconds since the last record, its cost (None:
+        unknown), and with ``call`` its phase, step, model, tokens and duration. One op, so a limit read
+        back after a crash is exactly what was used, and ``autodev cost`` reads every call from the ledger.
+        The new cost total."""
         if tool_calls < 0 or not math.isfinite(seconds) or seconds < 0:
             raise StateError(f"usage must not be negative (tool_calls={tool_calls}, seconds={seconds})")
         if cost_usd is not None and (not math.isfinite(cost_usd) or cost_usd < 0):
@@ -758,6 +813,8 @@ class PlanManager:
         }
         if cost_usd is not None:
             payload["cost_usd"] = cost_usd
+        if call is not None:
+            payload |= _call_fields(call)
         with self._locked():
             self._append("usage_recorded", payload)
             return self._state.cost_usd_total
@@ -1023,6 +1080,8 @@ class PlanManager:
             cost_usd_total=previous.cost_usd_total if carried else 0.0,
             cost_usd_by_task=dict(previous.cost_usd_by_task) if carried else {},
             usage_by_task=dict(previous.usage_by_task) if carried else {},
+            unknown_cost_calls=previous.unknown_cost_calls if carried else 0,
+            budget_since_seq=previous.budget_since_seq if carried else entry.seq,
             # The plan phase's evidence (explorer, domain expert) belongs to the plan it produced.
             evidence={"plan": list(previous.evidence.get("plan", []))} if carried else {},
             # The base's own gate results belong to the repository, not to a plan.
@@ -1115,8 +1174,13 @@ class PlanManager:
         task.base_commit = None
         task.worktree = None
         task.checked_tree = None
-        # A new budget for the new run of the task; what it cost stays in the plan's total.
-        self._state.usage_by_task.pop(task.id, None)
+        # A new budget for the new run of the task; what it cost stays in the plan's total, and so does what
+        # is known about that cost.
+        spent = self._state.usage_by_task.pop(task.id, None)
+        if spent is not None and (spent.unknown_cost_calls or spent.estimated_cost_usd):
+            self._state.usage_by_task[task.id] = TaskUsageRecord(
+                unknown_cost_calls=spent.unknown_cost_calls, estimated_cost_usd=spent.estimated_cost_usd
+            )
         for dependent in payload.get("unblocked", []):
             other = self._replayed_task(entry, dependent, "blocked")
             other.status = "pending"
@@ -1163,11 +1227,16 @@ class PlanManager:
     def _apply_usage_recorded(self, entry: LedgerEntry) -> None:
         payload = entry.payload
         task_id = str(payload["task_id"])
+        usage = self._state.usage_by_task.setdefault(task_id, TaskUsageRecord())
         if "cost_usd" in payload:
             cost = float(payload["cost_usd"])
             self._state.cost_usd_total += cost
             self._state.cost_usd_by_task[task_id] = self._state.cost_usd_by_task.get(task_id, 0.0) + cost
-        usage = self._state.usage_by_task.setdefault(task_id, TaskUsageRecord())
+            if payload.get("cost_estimated"):
+                usage.estimated_cost_usd += cost
+        else:
+            usage.unknown_cost_calls += 1
+            self._state.unknown_cost_calls += 1
         usage.calls += 1
         usage.tool_calls += int(payload["tool_calls"])
         usage.seconds += float(payload["seconds"])
@@ -1180,6 +1249,8 @@ class PlanManager:
         self._state.cost_usd_total = 0.0
         self._state.cost_usd_by_task = {}
         self._state.usage_by_task = {}
+        self._state.unknown_cost_calls = 0
+        self._state.budget_since_seq = entry.seq
         self._state.evidence.pop("plan", None)
 
     def _apply_plan_step_done(self, entry: LedgerEntry) -> None:
@@ -1242,3 +1313,24 @@ class PlanManager:
             return path.relative_to(self.paths.repo_root).as_posix()
         except ValueError:
             return str(path)
+
+
+def _call_fields(call: CallUsage) -> dict[str, Any]:
+    """The ``usage_recorded`` fields of ``call``: those it knows (a count nobody reported is left out)."""
+    fields: dict[str, Any] = {"phase": call.phase}
+    for name, value in (
+        ("step", call.step),
+        ("attempt", call.attempt),
+        ("model", call.model),
+        ("tokens_in", call.tokens_in),
+        ("tokens_out", call.tokens_out),
+        ("tokens_cache_read", call.tokens_cache_read),
+        ("tokens_cache_write", call.tokens_cache_write),
+    ):
+        if value is not None:
+            fields[name] = value
+    if call.duration_s is not None and math.isfinite(call.duration_s):
+        fields["call_s"] = round(max(0.0, call.duration_s), 3)
+    if call.cost_estimated:
+        fields["cost_estimated"] = True
+    return fields

@@ -12,6 +12,9 @@ Beyond the originally designed shape, the object says what runs in parallel and 
   ``{"id", "status", "worktree"}`` in plan order;
 - ``baseline`` is the base commit's own gate results the last execute phase started from (its
   pre-existing failures, which no task is blamed for), or None;
+- every task carries ``cost``: ``usd`` (its calls' known cost, None when none is known), ``estimated_usd``
+  (the part AutoDev estimated from tokens) and ``unknown_calls`` (calls nobody priced); the top-level
+  ``cost`` sums the plan's calls the same way, plan phase included;
 - ``waiting_for`` names the inline delegation a suspended run waits for: ``task_id``, ``role``, ``step``,
   the ``delegation`` file with the instructions and the ``response`` file its answer goes to; None when
   no run is suspended on one. An ``inline-state.json`` that is not valid JSON counts as none; one that
@@ -53,6 +56,8 @@ def status_from_state(state: dict[str, Any]) -> dict[str, Any]:
             "in_flight": [],
         }
     tasks = [task for phase in plan["phases"] for task in phase["tasks"]]
+    costs = state.get("cost_usd_by_task") or {}
+    usage = state.get("usage_by_task") or {}
     done: set[str] = set()
     pending: list[dict[str, Any]] = []
     in_flight: list[dict[str, Any]] = []
@@ -60,6 +65,7 @@ def status_from_state(state: dict[str, Any]) -> dict[str, Any]:
     for task in tasks:
         status = task["status"]
         totals[status] += 1
+        task["cost"] = _task_cost(costs.get(task["id"]), usage.get(task["id"]))
         # A plan.json written before worktrees existed lacks the key; replay would give None.
         worktree = task.setdefault("worktree", None)
         if status == "pending":
@@ -96,6 +102,21 @@ def status_from_state(state: dict[str, Any]) -> dict[str, Any]:
         "tasks": tasks,
         "totals": totals,
         "in_flight": in_flight,
+        "cost": {
+            "usd": round(float(state.get("cost_usd_total", 0.0)), 6),
+            "estimated_usd": round(sum(float(u.get("estimated_cost_usd", 0.0)) for u in usage.values()), 6),
+            "unknown_calls": int(state.get("unknown_cost_calls", 0)),
+        },
+    }
+
+
+def _task_cost(cost_usd: float | None, usage: dict[str, Any] | None) -> dict[str, Any]:
+    """A task's cost as far as it is known: ``usd`` None when no call of it had a known cost."""
+    usage = usage or {}
+    return {
+        "usd": None if cost_usd is None else round(float(cost_usd), 6),
+        "estimated_usd": round(float(usage.get("estimated_cost_usd", 0.0)), 6),
+        "unknown_calls": int(usage.get("unknown_cost_calls", 0)),
     }
 
 

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import re
 import stat
 from datetime import UTC, datetime
 from pathlib import Path
@@ -212,15 +213,47 @@ def test_garbage_and_unknown_events_between_real_ones_are_skipped() -> None:
     assert parser.skipped_lines == 3
 
 
-def test_without_a_reported_cost_the_price_table_prices_the_tokens() -> None:
-    config = AutodevConfig(price_table={"sonnet": ModelPrice(input_per_mtok=3.0, output_per_mtok=15.0)})
+def test_without_a_reported_cost_the_price_table_prices_the_tokens_as_an_estimate() -> None:
+    price = ModelPrice(input_per_mtok=3.0, output_per_mtok=15.0)
+    by_name = AutodevConfig(price_table={"claude-sonnet-5-5": price})
+    by_alias = AutodevConfig(price_table={"sonnet": price})
     no_cost = RESULT.replace('"total_cost_usd":0.00108,', "")
 
-    priced = _result(INIT, no_cost, parser=ClaudeStreamParser(config=config, model="sonnet"))
-    unpriced = _result(INIT, no_cost, parser=ClaudeStreamParser(config=config, model="opus"))
+    priced = _result(INIT, no_cost, parser=ClaudeStreamParser(config=by_name, model="sonnet"))
+    aliased = _result(INIT, no_cost, parser=ClaudeStreamParser(config=by_alias, model="sonnet"))
+    unpriced = _result(INIT, no_cost, parser=ClaudeStreamParser(config=by_alias, model="opus"))
+    reported = _result(INIT, RESULT, parser=ClaudeStreamParser(config=by_name, model="sonnet"))
 
     assert priced.cost_usd == pytest.approx((240 * 3.0 + 60 * 15.0) / 1_000_000)
-    assert unpriced.cost_usd is None
+    assert priced.cost_estimated
+    assert aliased.cost_usd == priced.cost_usd
+    assert unpriced.cost_usd is None and not unpriced.cost_estimated
+    assert reported.cost_usd == 0.00108 and not reported.cost_estimated
+
+
+def test_the_model_is_the_one_the_init_event_names() -> None:
+    result = _result(INIT, RESULT, parser=ClaudeStreamParser(model="sonnet"))
+    bare = _result(RESULT, parser=ClaudeStreamParser(model="sonnet"))
+
+    assert result.model == "claude-sonnet-5-5"
+    assert bare.model == "sonnet"
+
+
+def test_cache_writes_are_input_tokens_priced_at_the_cache_write_price() -> None:
+    usage = (
+        '"usage":{"input_tokens":100,"cache_creation_input_tokens":1000,"cache_read_input_tokens":2000,'
+        '"output_tokens":10}'
+    )
+    line = re.sub(r'"usage":\{[^}]*\}', usage, RESULT.replace('"total_cost_usd":0.00108,', ""))
+    price = ModelPrice(
+        input_per_mtok=3.0, output_per_mtok=15.0, cached_input_per_mtok=0.3, cache_write_per_mtok=3.75
+    )
+    config = AutodevConfig(price_table={"claude-sonnet-5-5": price})
+
+    result = _result(INIT, line, parser=ClaudeStreamParser(config=config))
+
+    assert (result.tokens_in, result.tokens_cached, result.tokens_cache_write) == (3100, 2000, 1000)
+    assert result.cost_usd == pytest.approx((100 * 3.0 + 2000 * 0.3 + 1000 * 3.75 + 10 * 15.0) / 1e6)
 
 
 # --- argv ------------------------------------------------------------------------------------------

@@ -103,7 +103,8 @@ def test_a_recorded_write_run_is_a_success_with_its_text_tokens_and_tool_call() 
     assert result.tool_calls == 1
     assert result.num_turns == 2
     assert (result.tokens_in, result.tokens_out, result.tokens_cached) == (240, 60, 0)
-    assert result.cost_usd == 0.0
+    # OpenCode's 0 for tokens spent means it has no price for the model: unknown, not free.
+    assert result.cost_usd is None
     assert result.session_id == SESSION
     assert result.exit_code == 0
     assert result.duration_s == 2.5
@@ -139,6 +140,15 @@ def test_a_zero_reported_cost_is_priced_from_the_price_table_by_model_id() -> No
     result = _result(*HAPPY, parser=parser)
 
     assert result.cost_usd == pytest.approx((240 * 1.0 + 60 * 2.0) / 1_000_000)
+    assert result.cost_estimated and result.model == "mock/mock-model"
+
+
+def test_a_zero_cost_for_no_tokens_at_all_is_a_known_zero() -> None:
+    empty = _finish("stop").replace('"input": 100', '"input": 0').replace('"output": 20', '"output": 0')
+    result = _result(STEP_START, _text("Hi."), empty)
+
+    assert (result.tokens_in, result.tokens_out) == (0, 0)
+    assert result.cost_usd == 0.0
 
 
 def test_no_step_finish_means_no_tokens_and_no_cost() -> None:

@@ -152,7 +152,7 @@ def test_the_run_summary_shows_hostile_titles_and_reasons_as_written(tmp_path: P
     ]
     out = io.StringIO()
     console = Console(record=True, force_terminal=True, width=300, file=out)
-    print_summary(console, tasks, 0.5, 3.0, tmp_path / "[/evidence]")
+    print_summary(console, tasks, "$0.5000", 3.0, tmp_path / "[/evidence]")
     _assert_text_only(out.getvalue())
     text = console.export_text()
     assert f"Title{SHOWN}" in text and "[bold]" in text and f"gates: {SHOWN}" in text

@@ -12,7 +12,7 @@ from support import make_plan
 from autodev.adapters.base import AgentResult
 from autodev.config.schema import GuardrailSettings
 from autodev.errors import EXIT_FAILED, EXIT_SUSPENDED, GuardrailExceededError
-from autodev.guardrails import BudgetExceededError, GuardrailEnforcer, TaskUsage
+from autodev.guardrails import BudgetExceededError, CostUnknownError, GuardrailEnforcer, TaskUsage
 from autodev.state.plan_manager import PlanManager
 
 
@@ -40,7 +40,7 @@ def _result(*, tool_calls: int = 0, cost_usd: float | None = None) -> AgentResul
     return AgentResult(success=True, text="done", tool_calls=tool_calls, cost_usd=cost_usd)
 
 
-def _enforcer(pm: PlanManager, clock: FakeClock | None = None, **limits: float | int) -> GuardrailEnforcer:
+def _enforcer(pm: PlanManager, clock: FakeClock | None = None, **limits: object) -> GuardrailEnforcer:
     settings = GuardrailSettings.model_validate(limits)
     return GuardrailEnforcer(settings, pm, clock=clock or FakeClock())
 
@@ -205,8 +205,8 @@ def test_budget_breach_wins_over_a_per_task_breach(pm: PlanManager) -> None:
     assert pm.cost_usd_total == pytest.approx(0.5)
 
 
-def test_unpriced_calls_record_their_usage_but_no_cost(pm: PlanManager) -> None:
-    enforcer = _enforcer(pm, cost_budget_usd_per_plan=0.01)
+def test_without_a_budget_unpriced_calls_record_their_usage_as_unknown_cost(pm: PlanManager) -> None:
+    enforcer = _enforcer(pm)
     head = pm.ledger_head
 
     for _ in range(3):
@@ -215,8 +215,111 @@ def test_unpriced_calls_record_their_usage_but_no_cost(pm: PlanManager) -> None:
 
     assert pm.ledger_head.seq == head.seq + 3
     assert pm.cost_usd_total == 0.0
+    assert pm.unknown_cost_calls == 3
+    assert pm.usage_for("1.1").unknown_cost_calls == 3
     assert enforcer.usage("1.1").calls == 3
     assert pm.usage_for("1.1").tool_calls == 3
+
+
+def test_under_a_budget_an_unknown_cost_refuses_the_next_call(pm: PlanManager) -> None:
+    enforcer = _enforcer(pm, cost_budget_usd_per_plan=5.0)
+    unpriced = AgentResult(success=True, model="gpt-5.5", tokens_in=1000, tokens_out=100)
+
+    # The call itself is kept: its work is done and paid for.
+    enforcer.post_invocation("1.1", "developer", unpriced)
+    with pytest.raises(CostUnknownError) as caught:
+        enforcer.pre_invocation("1.1", "reviewer", 900.0)
+
+    assert caught.value.exit_code == EXIT_SUSPENDED
+    assert isinstance(caught.value, BudgetExceededError)
+    assert '[price_table."gpt-5.5"]' in caught.value.message
+    assert "guardrails.unknown_cost" in caught.value.message
+    # Recorded before the refusal: nothing about the call is lost.
+    assert pm.unknown_cost_calls == 1
+    entry = list(pm.usage_entries())[-1]
+    assert entry.payload["model"] == "gpt-5.5" and "cost_usd" not in entry.payload
+
+
+def test_warn_counts_an_unknown_cost_apart_and_goes_on(pm: PlanManager) -> None:
+    enforcer = _enforcer(pm, cost_budget_usd_per_plan=1.0, unknown_cost="warn")
+
+    enforcer.post_invocation("1.1", "developer", _result(cost_usd=0.5))
+    enforcer.post_invocation("1.1", "developer", _result(cost_usd=None))
+
+    assert pm.cost_usd_total == pytest.approx(0.5)
+    assert pm.unknown_cost_calls == 1
+    with pytest.raises(BudgetExceededError):
+        enforcer.post_invocation("1.1", "developer", _result(cost_usd=0.5))
+
+
+def test_estimate_prices_unknown_tokens_at_the_fallback_price(pm: PlanManager) -> None:
+    enforcer = _enforcer(
+        pm,
+        cost_budget_usd_per_plan=1.0,
+        unknown_cost="estimate",
+        unknown_model_price={"input_per_mtok": 10.0, "output_per_mtok": 100.0},
+    )
+    unpriced = AgentResult(success=True, model="mystery", tokens_in=20_000, tokens_out=1_000)
+    no_tokens = AgentResult(success=True, model="mystery")
+
+    enforcer.post_invocation("1.1", "developer", unpriced)
+    enforcer.post_invocation("1.1", "developer", no_tokens)
+
+    assert pm.cost_usd_total == pytest.approx(0.3)
+    assert pm.usage_for("1.1").estimated_cost_usd == pytest.approx(0.3)
+    assert pm.estimated_cost_usd == pytest.approx(0.3)
+    # A call with no token counts cannot be estimated: it stays unknown, and the run goes on.
+    assert pm.unknown_cost_calls == 1
+    first, second = list(pm.usage_entries())[-2:]
+    assert first.payload["cost_estimated"] is True
+    assert "cost_usd" not in second.payload
+
+
+def test_a_call_the_provider_refused_costs_nothing_rather_than_an_unknown_amount(pm: PlanManager) -> None:
+    enforcer = _enforcer(pm, cost_budget_usd_per_plan=1.0)
+    refused = AgentResult.failure("rate_limited", "429 Too Many Requests")
+
+    enforcer.post_invocation("1.1", "developer", refused)
+
+    assert pm.unknown_cost_calls == 0
+    assert list(pm.usage_entries())[-1].payload["cost_usd"] == 0.0
+
+
+def test_each_call_is_recorded_with_its_phase_step_model_tokens_and_duration(pm: PlanManager) -> None:
+    enforcer = _enforcer(pm)
+    result = AgentResult(
+        success=True,
+        cost_usd=0.25,
+        cost_estimated=True,
+        model="claude-sonnet-5-5",
+        tokens_in=3100,
+        tokens_cached=2000,
+        tokens_cache_write=1000,
+        tokens_out=10,
+        duration_s=12.5,
+        tool_calls=2,
+    )
+
+    enforcer.post_invocation("1.1", "reviewer", result, phase="execute", step="review", attempt=2)
+
+    payload = list(pm.usage_entries())[-1].payload
+    assert payload == {
+        "task_id": "1.1",
+        "role": "reviewer",
+        "tool_calls": 2,
+        "seconds": payload["seconds"],
+        "cost_usd": 0.25,
+        "phase": "execute",
+        "step": "review",
+        "attempt": 2,
+        "model": "claude-sonnet-5-5",
+        "tokens_in": 3100,
+        "tokens_out": 10,
+        "tokens_cache_read": 2000,
+        "tokens_cache_write": 1000,
+        "call_s": 12.5,
+        "cost_estimated": True,
+    }
 
 
 def test_budget_is_not_missed_by_float_rounding(pm: PlanManager) -> None:

@@ -245,7 +245,16 @@ def test_status_object_matches_the_seed_shape(repo: Path) -> None:
         pm.init_plan(make_plan(3), session_id="sess-abc")
         pm.update_task_status("1.1", "in_progress")
         data = pm.status()
-    assert set(data) == {"plan", "session_id", "tasks", "totals", "in_flight", "baseline", "waiting_for"}
+    assert set(data) == {
+        "plan",
+        "session_id",
+        "tasks",
+        "totals",
+        "in_flight",
+        "baseline",
+        "waiting_for",
+        "cost",
+    }
     assert set(data["plan"]) == {
         "plan_id",
         "spec_hash",
