@@ -43,6 +43,8 @@ __all__ = [
     "GEMINI",
     "OFFERING_SPECS",
     "OPENCODE",
+    "OPENCODE_MODEL",
+    "OPENCODE_PRICES",
     "READ_TOOLS",
     "REFUSAL_CASES",
     "SERVED_SPECS",
@@ -60,6 +62,8 @@ __all__ = [
     "cursor_log",
     "gemini_adapter",
     "invocation",
+    "opencode_env",
+    "opencode_user_config",
 ]
 
 # The scenarios every CLI plays: a role that may write, one that may only read and one with no capabilities
@@ -131,6 +135,9 @@ class CliSpec:
     cost_usd: float | None = None
     # The CLI prices the call itself (with its own, unpublished prices): the cost is asserted positive.
     prices_itself: bool = False
+    # The model the write run reports it ran on starts with this (the CLI's own name for it, where its
+    # output names one: Claude Code resolves its aliases).
+    reported_model: str = ""
     num_turns: int | None = None
     session_prefix: str = ""
     transcript_marker: str = '"type":"result"'
@@ -424,15 +431,11 @@ def opencode_user_config(server: ModelServer, *, permissive: bool) -> dict[str, 
     return config
 
 
-def _opencode(setup: Setup) -> CliAdapter:
-    # The roles that must not write run under a user config that allows everything; only the write run has
-    # a price table (OpenCode's own cost, 0 for a model it has no price for, shows through elsewhere).
-    permissive = setup.case in ("read_only", "no_tools")
-    config_file = setup.home / "opencode.json"
-    config_file.write_text(json.dumps(opencode_user_config(setup.server, permissive=permissive)))
-    env = isolated_env(
-        setup.home,
-        setup.workdir,
+def opencode_env(home: Path, workdir: Path, config_file: Path) -> dict[str, str]:
+    """An isolated environment for OpenCode with the user config ``config_file`` and nothing fetched."""
+    return isolated_env(
+        home,
+        workdir,
         OPENCODE_CONFIG=str(config_file),
         OPENCODE_DISABLE_MODELS_FETCH="1",
         OPENCODE_DISABLE_AUTOUPDATE="1",
@@ -440,6 +443,15 @@ def _opencode(setup: Setup) -> CliAdapter:
         OPENCODE_DISABLE_LSP_DOWNLOAD="1",
         OPENCODE_DISABLE_DEFAULT_PLUGINS="1",
     )
+
+
+def _opencode(setup: Setup) -> CliAdapter:
+    # The roles that must not write run under a user config that allows everything; only the write run has
+    # a price table (OpenCode's own cost, 0 for a model it has no price for, shows through elsewhere).
+    permissive = setup.case in ("read_only", "no_tools")
+    config_file = setup.home / "opencode.json"
+    config_file.write_text(json.dumps(opencode_user_config(setup.server, permissive=permissive)))
+    env = opencode_env(setup.home, setup.workdir, config_file)
     config = AutodevConfig(price_table=OPENCODE_PRICES) if setup.case == "write" else AutodevConfig()
     return OpenCodeAdapter(
         repo_root=setup.repo, config=config, executable=str(setup.clis["opencode"]), env=env
@@ -463,6 +475,7 @@ def _cursor(setup: Setup) -> CliAdapter:
 
 CLAUDE_CODE = CliSpec(
     platform="claude_code",
+    reported_model="claude-",
     adapter_class=ClaudeCodeAdapter,
     build=_claude_code,
     model="sonnet",
@@ -484,6 +497,7 @@ CLAUDE_CODE = CliSpec(
 
 CODEX = CliSpec(
     platform="codex",
+    reported_model=CODEX_MODEL,
     adapter_class=CodexAdapter,
     build=_codex,
     model=CODEX_MODEL,
@@ -501,6 +515,7 @@ CODEX = CliSpec(
 
 OPENCODE = CliSpec(
     platform="opencode",
+    reported_model=OPENCODE_MODEL,
     adapter_class=OpenCodeAdapter,
     build=_opencode,
     model=OPENCODE_MODEL,
@@ -524,6 +539,7 @@ OPENCODE = CliSpec(
 
 GEMINI = CliSpec(
     platform="gemini",
+    reported_model=GEMINI_MODEL,
     adapter_class=GeminiAdapter,
     build=_gemini,
     model=GEMINI_MODEL,
@@ -545,6 +561,7 @@ GEMINI = CliSpec(
 
 CURSOR = CliSpec(
     platform="cursor",
+    reported_model="Claude 4 Sonnet",
     adapter_class=CursorAdapter,
     build=_cursor,
     model="sonnet-4",

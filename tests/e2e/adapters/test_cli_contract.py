@@ -64,12 +64,16 @@ async def test_tokens_and_cost_are_reported(spec: CliSpec, run_of: RunOf) -> Non
     result = (await run_of(spec, "write")).result
 
     assert (result.tokens_in, result.tokens_cached, result.tokens_out) == spec.tokens
+    assert result.model is not None and result.model.startswith(spec.reported_model)
     if spec.prices_itself:
         assert result.cost_usd is not None and result.cost_usd > 0
+        assert not result.cost_estimated
     elif spec.cost_usd is None:
+        # No cost and no tokens to price: unknown, never $0.
         assert result.cost_usd is None
     else:
         assert result.cost_usd == pytest.approx(spec.cost_usd)
+        assert result.cost_estimated
 
 
 @each(CLI_SPECS)
