@@ -79,9 +79,17 @@ Case = Literal[
     "rate_limited",
     "unavailable",
     "auth_failed",
+    "usage_limit",
+    "context_overflow",
 ]
 # The provider refuses in these cases, with its real status and body (``model_server.REFUSALS``).
-REFUSAL_CASES: tuple[Refusal, ...] = ("rate_limited", "unavailable", "auth_failed")
+REFUSAL_CASES: tuple[Refusal, ...] = (
+    "rate_limited",
+    "unavailable",
+    "auth_failed",
+    "usage_limit",
+    "context_overflow",
+)
 
 WRITE_TOOLS: tuple[ToolName, ...] = ("read", "search", "write", "edit", "bash")
 READ_TOOLS: tuple[ToolName, ...] = ("read", "search")
@@ -236,6 +244,8 @@ _PROMPTS: dict[Case, tuple[str, tuple[ToolName, ...]]] = {
     "rate_limited": ("Do something.", WRITE_TOOLS),
     "unavailable": ("Do something.", WRITE_TOOLS),
     "auth_failed": ("Do something.", WRITE_TOOLS),
+    "usage_limit": ("Do something.", WRITE_TOOLS),
+    "context_overflow": ("Do something.", WRITE_TOOLS),
 }
 
 

@@ -56,7 +56,7 @@ class Scenario:
     output_tokens: int = 30
 
 
-Refusal = Literal["rate_limited", "unavailable", "auth_failed"]
+Refusal = Literal["rate_limited", "unavailable", "auth_failed", "usage_limit", "context_overflow"]
 
 # (status, body) per API of each refusal, as the providers send them.
 REFUSALS: dict[Refusal, dict[str, tuple[int, Any]]] = {
@@ -140,6 +140,90 @@ REFUSALS: dict[Refusal, dict[str, tuple[int, Any]]] = {
                 "error": {
                     "code": 400,
                     "message": "API key not valid. Please pass a valid API key.",
+                    "status": "INVALID_ARGUMENT",
+                }
+            },
+        ),
+    },
+    # The account's money or quota is used up (not a per-minute rate).
+    "usage_limit": {
+        "anthropic": (
+            400,
+            {
+                "type": "error",
+                "error": {
+                    "type": "invalid_request_error",
+                    "message": "Your credit balance is too low to access the Anthropic API. Please go to "
+                    "Plans & Billing to upgrade or purchase credits.",
+                },
+            },
+        ),
+        "openai": (
+            429,
+            {
+                "error": {
+                    "message": "You exceeded your current quota, please check your plan and billing details.",
+                    "type": "insufficient_quota",
+                    "param": None,
+                    "code": "insufficient_quota",
+                }
+            },
+        ),
+        "gemini": (
+            429,
+            {
+                "error": {
+                    "code": 429,
+                    "message": "You exceeded your current quota, please check your plan and billing details. "
+                    "Quota exceeded for metric: generativelanguage.googleapis.com/"
+                    "generate_content_free_tier_requests, limit: 250, model: gemini-2.5-flash",
+                    "status": "RESOURCE_EXHAUSTED",
+                    "details": [
+                        {
+                            "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+                            "violations": [
+                                {
+                                    "quotaMetric": "generativelanguage.googleapis.com/"
+                                    "generate_content_free_tier_requests",
+                                    "quotaId": "GenerateRequestsPerDayPerProjectPerModel-FreeTier",
+                                }
+                            ],
+                        }
+                    ],
+                }
+            },
+        ),
+    },
+    "context_overflow": {
+        "anthropic": (
+            400,
+            {
+                "type": "error",
+                "error": {
+                    "type": "invalid_request_error",
+                    "message": "prompt is too long: 215000 tokens > 200000 maximum",
+                },
+            },
+        ),
+        "openai": (
+            400,
+            {
+                "error": {
+                    "message": "Your input exceeds the context window of this model. Please adjust your input "
+                    "and try again.",
+                    "type": "invalid_request_error",
+                    "param": "input",
+                    "code": "context_length_exceeded",
+                }
+            },
+        ),
+        "gemini": (
+            400,
+            {
+                "error": {
+                    "code": 400,
+                    "message": "The input token count (1500000) exceeds the maximum number of tokens allowed "
+                    "(1048576).",
                     "status": "INVALID_ARGUMENT",
                 }
             },

@@ -67,6 +67,8 @@ _USAGE_LIMIT = _any(
     r"insufficient[_ ]quota",
     r"exceeded your current quota",
     r"credit balance (?:is )?too low",
+    # Gemini CLI's own words for a daily quota (RESOURCE_EXHAUSTED with a per-day QuotaFailure).
+    r"exhausted your (?:daily |monthly )?quota",
     r"billing",
     r"quota exceeded.{0,200}per ?day",
     r"(?:hour|day|week)(?:ly)? limit reached",

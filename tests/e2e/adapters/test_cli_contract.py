@@ -163,6 +163,8 @@ async def test_a_model_error_is_an_is_error_failure_with_the_servers_message(
         ("rate_limited", "rate_limited"),
         ("unavailable", "provider_unavailable"),
         ("auth_failed", "auth_failed"),
+        ("usage_limit", "usage_limit"),
+        ("context_overflow", "context_overflow"),
     ],
 )
 async def test_a_providers_refusal_is_named_from_what_the_cli_reports(

@@ -49,6 +49,12 @@ NOW = datetime(2026, 12, 3, 10, 0, tzinfo=UTC)
         ),
         (None, "Claude AI usage limit reached|1767225600", "usage_limit"),
         (400, "Your credit balance is too low to access the Anthropic API.", "usage_limit"),
+        # Gemini CLI's own account of a per-day quota.
+        (
+            None,
+            "[API Error: You have exhausted your daily quota on this model.] Please wait and try again later.",
+            "usage_limit",
+        ),
         # OpenAI-style bodies (Codex, OpenCode).
         (
             401,
