@@ -9,6 +9,7 @@ state before letting the signal through. Deciding *whether and where* a call run
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, NoReturn
 
@@ -34,6 +35,7 @@ from autodev.orchestrator.provider_guard import (
     ProviderRefusedError,
     pause_message,
 )
+from autodev.orchestrator.text import clip
 from autodev.workspace.git import GitRepo
 
 if TYPE_CHECKING:
@@ -176,10 +178,13 @@ def _learn_from(session: RunContext, request: DelegationRequest, result: AgentRe
 
 async def _through_refusals(session: RunContext, request: DelegationRequest, budget_key: str) -> AgentResult:
     """The call, asked again in place while the provider refuses it for a while; a pause when waiting
-    will not do (``orchestrator.provider_guard``). Every call made, retried ones included, is counted by the
-    guardrails (its cost, tokens, time) like any other."""
+    will not do (``orchestrator.provider_guard``). A prompt too long for the model's context is asked once
+    more with its bounded parts cut further (``_cut_prompt``); a second overflow is the step's failure.
+    Every call made, retried ones included, is counted by the guardrails (its cost, tokens, time) like any
+    other."""
     guard = session.provider_guard
     retry = 0
+    cut = False
     while True:
         timeout_s = session.guardrails.pre_invocation(
             budget_key, request.role, session.config.guardrails.max_duration_s_per_task
@@ -194,6 +199,10 @@ async def _through_refusals(session: RunContext, request: DelegationRequest, bud
             attempt=request.attempt,
         )
         error = result.error
+        if error is not None and error.kind == "context_overflow" and not cut:
+            cut = True
+            request = _cut_prompt(session, request, error)
+            continue
         if error is None or error.kind not in RETRIED_REFUSALS | STOPPING_REFUSALS:
             return result
         retry += 1
@@ -248,6 +257,66 @@ async def _through_refusals(session: RunContext, request: DelegationRequest, bud
             )
         )
         await anyio.sleep(wait)
+
+
+# What is left of each bounded part of a prompt (the diff, tool output, findings, earlier reviews) when the
+# model's context could not hold it: a quarter, and never more than this many characters.
+_CUT_FRACTION = 4
+_CUT_MAX_CHARS = 8_000
+_KEPT_WHOLE_CHARS = 400
+
+
+def _cut_prompt(session: RunContext, request: DelegationRequest, error: AgentError) -> DelegationRequest:
+    """``request`` with the parts of its prompt that were excerpts already cut to a quarter (at most
+    ``_CUT_MAX_CHARS`` each): the extra context, the envelope's context values, and no knowledge block.
+    What the task *is* (its id, files, acceptance, the role's instructions) is kept whole."""
+
+    def shorter(text: str) -> str:
+        # A few lines are no excerpt: cutting them would save nothing and could lose the point.
+        if len(text) <= _KEPT_WHOLE_CHARS:
+            return text
+        return clip(text, min(_CUT_MAX_CHARS, len(text) // _CUT_FRACTION))
+
+    envelope = request.envelope
+    context = {
+        key: shorter(value) if isinstance(value, str) else value for key, value in envelope.context.items()
+    }
+    before = len(request.extra_context) + sum(len(v) for v in envelope.context.values() if isinstance(v, str))
+    cut = replace(
+        request,
+        envelope=envelope.model_copy(update={"context": context}),
+        extra_context=shorter(request.extra_context) if request.extra_context else "",
+        knowledge_query="",
+    )
+    after = len(cut.extra_context) + sum(len(v) for v in context.values() if isinstance(v, str))
+    session.plan_manager.record_event(
+        "prompt_cut",
+        {
+            "task_id": request.task_id,
+            "role": request.role,
+            "step": request.step,
+            "chars_before": before,
+            "chars_after": after,
+            "message": error.message[:500],
+        },
+    )
+    _log.warning(
+        "delegate.context_overflow",
+        task_id=request.task_id,
+        role=request.role,
+        chars_before=before,
+        chars_after=after,
+    )
+    session.emit(
+        ProgressEvent(
+            "note",
+            f"{request.role}: the prompt is too long for the model; asking once more with its excerpts cut",
+            request.task_id,
+            request.step,
+            request.attempt,
+        )
+    )
+    return cut
 
 
 def _pause(session: RunContext, request: DelegationRequest, error: AgentError, why: str) -> NoReturn:

@@ -75,6 +75,7 @@ _AUDIT_OPS = frozenset(
         "plan_tournament_complete",
         "impl_tournament_complete",
         "provider_backoff",
+        "prompt_cut",
         "provider_paused",
     }
 )

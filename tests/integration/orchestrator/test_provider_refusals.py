@@ -124,3 +124,52 @@ def test_a_cli_that_never_comes_up_pauses_the_run_without_costing_an_attempt(tmp
     assert stopped.value.exit_code == 3
     task = PlanManager.open(root, readonly=True).get_task("1.1")
     assert (task.status, task.retry_count) == ("in_progress", 0)
+
+
+LONG_ISSUES = "VERDICT: NEEDS_CHANGES\nISSUES:\n" + "".join(
+    f"- issue {n}: {'the helper must keep every character of its input ' * 20}\n" for n in range(12)
+)
+
+
+def _developer_prompts(adapter: WatchedAdapter, task_id: str) -> list[tuple[int, str]]:
+    calls = [call for call in adapter.calls if call.role == "developer" and call.task_id == task_id]
+    return [(call.attempt, call.prompt) for call in calls]
+
+
+def test_a_prompt_too_long_for_the_model_is_asked_once_more_with_its_excerpts_cut(tmp_path: Path) -> None:
+    root = git_repo(tmp_path / "repo")
+    save_plan(root, plan_of([Spec("1.1")]))
+    overflow = _refused("context_overflow", "prompt is too long: 215000 tokens > 200000 maximum")
+    rejected = {"role": "reviewer", "task_id": "1.1", "attempt": 1, "text": LONG_ISSUES}
+    done = {"text": "done", "edits": [{"path": "src/t_1.1.py", "content": "VALUE = 1\n"}]}
+    entries = [*entries_for(), rejected, _developer("1.1", done, overflow)]
+    adapter = WatchedAdapter(script=script_of(entries))
+
+    anyio.run(orchestrator(root, adapter, 1, **FAST_BACKOFF).execute)
+
+    task = PlanManager.open(root, readonly=True).get_task("1.1")
+    # Attempt 2 came from the review; the overflow cost no attempt.
+    assert (task.status, task.retry_count) == ("complete", 1)
+    prompts = _developer_prompts(adapter, "1.1")
+    assert [attempt for attempt, _ in prompts] == [1, 2, 2]
+    overflowed, cut = prompts[1][1], prompts[2][1]
+    assert len(cut) < len(overflowed) - 4_000
+    assert "TASK: 1.1" in cut and "characters cut" in cut
+    (op,) = _ops(root, "prompt_cut")
+    assert (op["task_id"], op["role"]) == ("1.1", "developer")
+    assert op["chars_after"] < op["chars_before"]
+
+
+def test_a_prompt_still_too_long_once_cut_is_the_steps_failure_with_the_reason(tmp_path: Path) -> None:
+    root = git_repo(tmp_path / "repo")
+    save_plan(root, plan_of([Spec("1.1")]))
+    overflow = _refused("context_overflow", "prompt is too long: 215000 tokens > 200000 maximum")
+    adapter = WatchedAdapter(script=script_of([*entries_for(), _developer("1.1", overflow, overflow)]))
+
+    anyio.run(orchestrator(root, adapter, 1, **FAST_BACKOFF).execute)
+
+    task = PlanManager.open(root, readonly=True).get_task("1.1")
+    assert (task.status, task.retry_count) == ("complete", 1)
+    assert len(_ops(root, "prompt_cut")) == 1
+    (retry,) = _ops(root, "task_retry")
+    assert "prompt is too long" in str(retry)
