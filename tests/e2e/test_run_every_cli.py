@@ -12,98 +12,29 @@ tool and then answer. Everything else is real: the ``autodev`` executable, git, 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from support.agent_clis import isolated_env
-from support.cli_contract import (
-    CODEX_MODEL,
-    GEMINI_MODEL,
-    OPENCODE_MODEL,
-    claude_env,
-    opencode_env,
-    opencode_user_config,
-)
-from support.model_server import ModelServer, Scenario
+from support.model_server import ModelServer
 from support.orchestration import git_log
+from support.pipeline import (
+    AUTODEV,
+    EXECUTABLES,
+    INTENT,
+    PRICES,
+    ROLES,
+    SHOUT,
+    SHOUT_TESTS,
+    cli_env,
+    pipeline_scenarios,
+    roles_served,
+)
 
 from autodev.cli.demo import prepare_demo
 from autodev.state.plan_manager import PlanManager
 
 pytestmark = pytest.mark.slow
-
-AUTODEV = Path(sys.executable).with_name("autodev")
-INTENT = "Add a shout(text) helper to textutils: the text upper-cased, with an exclamation mark."
-PLAN = """# Plan: Add a shout helper to textutils
-
-## Phase 1: Shout
-Add the helper with its tests.
-
-### Task 1.1: Add shout
-- Description: Add shout(text) to textutils/shout.py, returning the text upper-cased with "!" appended.
-- Files: textutils/shout.py, tests/test_shout.py
-- Acceptance:
-  - [ ] shout("hi") == "HI!"
-"""
-SHOUT = '''"""Raising one's voice."""
-
-
-def shout(text: str) -> str:
-    """``text`` upper-cased, with an exclamation mark."""
-    return text.upper() + "!"
-'''
-SHOUT_TESTS = """from textutils.shout import shout
-
-
-def test_shout_upper_cases_and_exclaims() -> None:
-    assert shout("hi") == "HI!"
-"""
-ROLES = ("explorer", "domain_expert", "architect", "developer", "reviewer", "test_engineer")
-
-
-def marker(role: str) -> str:
-    return f"AGENT: {role}"
-
-
-def _cli_env(
-    platform: str, clis: dict[str, Path], server: ModelServer, home: Path, root: Path
-) -> dict[str, str]:
-    """The environment (and the config files in ``home``) a user of ``platform`` would have, pointed at
-    ``server``, with the CLI's own executable first on PATH."""
-    path = {"PATH": f"{clis[EXECUTABLES[platform]].parent}{os.pathsep}{os.environ['PATH']}"}
-    if platform == "claude_code":
-        return isolated_env(home, root, **path, **claude_env(server.url))
-    if platform == "codex":
-        codex_home = home / ".codex"
-        codex_home.mkdir()
-        (codex_home / "config.toml").write_text(
-            'model_provider = "mock"\n\n[model_providers.mock]\nname = "mock"\n'
-            f'base_url = "{server.url}/v1"\nwire_api = "responses"\nenv_key = "MOCK_API_KEY"\n'
-        )
-        return isolated_env(home, root, **path, CODEX_HOME=str(codex_home), MOCK_API_KEY="test-key")
-    if platform == "opencode":
-        config_file = home / "opencode.json"
-        user_config = {**opencode_user_config(server, permissive=False), "model": OPENCODE_MODEL}
-        config_file.write_text(json.dumps(user_config))
-        return {**opencode_env(home, root, config_file), **path}
-    settings = home / ".gemini" / "settings.json"
-    settings.parent.mkdir(parents=True)
-    trust = {"security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}}}
-    settings.write_text(json.dumps(trust))
-    return isolated_env(home, root, **path, GEMINI_API_KEY="test-key", GOOGLE_GEMINI_BASE_URL=server.url)
-
-
-PRICES = (
-    f'{{"{CODEX_MODEL}" = {{input_per_mtok = 2.0, output_per_mtok = 8.0}}, '
-    f'"{OPENCODE_MODEL}" = {{input_per_mtok = 1.0, output_per_mtok = 2.0}}, '
-    f'"{GEMINI_MODEL}" = {{input_per_mtok = 1.0, output_per_mtok = 2.0}}}}'
-)
-EXECUTABLES = {"claude_code": "claude", "codex": "codex", "opencode": "opencode", "gemini": "gemini"}
-# OpenCode's write tool takes a path relative to its directory; the others are given absolute ones.
-ABSOLUTE_PATHS = {"claude_code": True, "codex": True, "opencode": False, "gemini": True}
 
 
 @pytest.mark.parametrize("platform", list(EXECUTABLES))
@@ -112,34 +43,8 @@ def test_run_through_each_real_cli_commits_the_scripted_change_with_every_gate_g
 ) -> None:
     demo = prepare_demo(tmp_path / "project")
     root = demo.repo_root
-    demo_texts = {entry.role: entry.text for entry in demo.script.entries if entry.task_id is None}
-
-    def where(relative: str) -> str:
-        return str(root / relative) if ABSOLUTE_PATHS[platform] else relative
-
-    # Only a role's own prompt holds its `AGENT:` line; the writing roles come first all the same, so that
-    # a prompt quoting another role's envelope could never make a writer answer as someone else.
-    model_server.set_scenarios(
-        [
-            Scenario(
-                marker=marker("test_engineer"),
-                text="Added tests/test_shout.py.\nRESULTS: passed=2 failed=0 total=2",
-                write_path=where("tests/test_shout.py"),
-                write_content=SHOUT_TESTS,
-            ),
-            Scenario(
-                marker=marker("developer"),
-                text="Implemented shout in textutils/shout.py.",
-                write_path=where("textutils/shout.py"),
-                write_content=SHOUT,
-            ),
-            Scenario(marker=marker("reviewer"), text="VERDICT: APPROVED\nISSUES:\n- none"),
-            Scenario(marker=marker("architect"), text=PLAN),
-            Scenario(marker=marker("domain_expert"), text=demo_texts["domain_expert"]),
-            Scenario(marker=marker("explorer"), text=demo_texts["explorer"]),
-        ]
-    )
-    env = _cli_env(platform, agent_clis, model_server, cli_home, root)
+    model_server.set_scenarios(pipeline_scenarios(platform, demo))
+    env = cli_env(platform, agent_clis, model_server, cli_home, root)
     env = {key: value for key, value in env.items() if not key.startswith("AUTODEV_")}
     # Prices for the models whose CLIs report no cost, as a user sets them (Claude Code prices its own).
     env["AUTODEV_PRICE_TABLE"] = PRICES
@@ -157,7 +62,7 @@ def test_run_through_each_real_cli_commits_the_scripted_change_with_every_gate_g
         stdin=subprocess.DEVNULL,
     )
 
-    served = {role for role in ROLES for r in model_server.requests if marker(role) in json.dumps(r.body)}
+    served = set(roles_served(model_server)) - {""}
     assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}\nroles served: {sorted(served)}"
     assert served == set(ROLES)
     assert f"platform: {platform}" in proc.stdout

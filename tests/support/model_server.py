@@ -51,6 +51,9 @@ class Scenario:
     error_message: str = "scripted model failure"
     # A provider's own refusal, answered with that provider's real status, body and headers (``REFUSALS``).
     refusal: Refusal | None = None
+    # With ``refusal``: refuse only the first ``refusals`` requests this scenario answers, then answer as
+    # if there were no refusal (a provider that recovers). None refuses every one.
+    refusals: int | None = None
     hang: bool = False
     input_tokens: int = 120
     output_tokens: int = 30
@@ -209,8 +212,8 @@ REFUSALS: dict[Refusal, dict[str, tuple[int, Any]]] = {
             400,
             {
                 "error": {
-                    "message": "Your input exceeds the context window of this model. Please adjust your input "
-                    "and try again.",
+                    "message": "Your input exceeds the context window of this model. Please adjust your "
+                    "input and try again.",
                     "type": "invalid_request_error",
                     "param": "input",
                     "code": "context_length_exceeded",
@@ -248,6 +251,8 @@ class _State:
     lock: threading.Lock = field(default_factory=threading.Lock)
     stop: threading.Event = field(default_factory=threading.Event)
     ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+    # Requests refused so far per scenario (by identity: the scenarios in ``scenarios`` now).
+    refused: dict[int, int] = field(default_factory=dict)
 
 
 def _strings(value: Any) -> Iterator[str]:
@@ -368,6 +373,16 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(chunk.encode())
         self.wfile.flush()
 
+    def _refuses(self, scenario: Scenario) -> bool:
+        """Whether ``scenario`` refuses this request (``Scenario.refusals``), counting it when it does."""
+        state = self.server.state
+        with state.lock:
+            refused = state.refused.get(id(scenario), 0)
+            if scenario.refusals is not None and refused >= scenario.refusals:
+                return False
+            state.refused[id(scenario)] = refused + 1
+            return True
+
     def _next_id(self) -> int:
         with self.server.state.lock:
             return next(self.server.state.ids)
@@ -399,7 +414,7 @@ class _Handler(BaseHTTPRequestHandler):
         if scenario.hang:
             state.stop.wait(3600)
             return
-        if scenario.refusal is not None:
+        if scenario.refusal is not None and self._refuses(scenario):
             status, payload = REFUSALS[scenario.refusal]["openai" if api in ("responses", "chat") else api]
             # Providers say when to come back on a 429 or a 5xx; a second keeps the CLIs' own retries short.
             after = {"retry-after": "1"} if scenario.refusal != "auth_failed" else {}
@@ -731,6 +746,7 @@ class ModelServer:
     def set_scenarios(self, scenarios: list[Scenario]) -> None:
         with self._state.lock:
             self._state.scenarios = list(scenarios)
+            self._state.refused = {}
 
     def start(self) -> ModelServer:
         self._thread.start()

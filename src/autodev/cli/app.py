@@ -174,6 +174,13 @@ def _agent_options(command: Any) -> Any:
     )
 
 
+_wait = click.option(
+    "--wait",
+    is_flag=True,
+    help="When the agent's provider pauses the run (a usage limit, an outage, the circuit breaker), wait "
+    "until it resets, with a countdown, and continue; a refused login still stops (exit 3).",
+)
+
 _allow_detached = click.option(
     "--allow-detached", is_flag=True, help="Commit on a detached HEAD (the commits are on no branch)."
 )
@@ -278,6 +285,7 @@ def _plan_from_markdown(obj: CliContext, markdown_file: Path, replace: bool) -> 
 @click.option("--confirm-plan", is_flag=True, help="Stop after planning (exit 3) until `autodev approve`.")
 @click.option("--replace", is_flag=True, help="Replace a current plan that already has work on it.")
 @_allow_detached
+@_wait
 @_agent_options
 @click.pass_obj
 def run(
@@ -286,6 +294,7 @@ def run(
     confirm_plan: bool,
     replace: bool,
     allow_detached: bool,
+    wait: bool,
     agents: AgentChoice,
 ) -> None:
     """Plan INTENT, then execute every task: developer, QA gates, reviewer, test engineer, commit."""
@@ -298,7 +307,12 @@ def run(
             lambda: orchestrator.run(
                 intent, confirm_plan=confirm_plan, replace=replace, allow_detached=allow_detached
             ),
+            waiting=_waiting(wait, orchestrator, display, allow_detached),
         )
+    if isinstance(outcome, list):
+        # Resumed after waiting out the provider: the tasks the resume carried out.
+        _finish(obj, display, outcome)
+        return
     if outcome.awaiting_approval:
         _print_plan_for_approval(obj, outcome.plan)
         sys.exit(EXIT_SUSPENDED)
@@ -308,36 +322,48 @@ def run(
 @cli.command(epilog=EXIT_CODES_HELP)
 @click.option("--task-id", default=None, help="Run only this task (its dependencies must be complete).")
 @_allow_detached
+@_wait
 @_agent_options
 @click.pass_obj
 def execute(
     obj: CliContext,
     task_id: str | None,
     allow_detached: bool,
+    wait: bool,
     agents: AgentChoice,
 ) -> None:
     """Carry out the saved plan (or one task of it)."""
     obj.start_logging(create_state=True)
     with _run_display(obj) as display:
         orchestrator = _orchestrator(obj, agents, display)
-        tasks = _drive(obj, lambda: orchestrator.execute(task_id, allow_detached=allow_detached))
+        tasks = _drive(
+            obj,
+            lambda: orchestrator.execute(task_id, allow_detached=allow_detached),
+            waiting=_waiting(wait, orchestrator, display, allow_detached),
+        )
     _finish(obj, display, tasks)
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
 @_allow_detached
+@_wait
 @_agent_options
 @click.pass_obj
 def resume(
     obj: CliContext,
     allow_detached: bool,
+    wait: bool,
     agents: AgentChoice,
 ) -> None:
     """Continue after an inline suspend, a crash, Ctrl-C, an approval or a budget stop."""
     obj.start_logging(create_state=True)
     with _run_display(obj) as display:
         orchestrator = _orchestrator(obj, agents, display)
-        tasks = _drive(obj, lambda: orchestrator.resume(allow_detached=allow_detached))
+        tasks = _drive(
+            obj,
+            lambda: orchestrator.resume(allow_detached=allow_detached),
+            waiting=_waiting(wait, orchestrator, display, allow_detached),
+        )
     _finish(obj, display, tasks)
 
 
@@ -623,14 +649,32 @@ def _run_display(obj: CliContext) -> Any:
     return LiveDisplay()
 
 
-def _drive(obj: CliContext, call: Any) -> Any:
-    """Run one orchestrator coroutine; an inline delegation suspends the run with exit code 3."""
+def _drive(obj: CliContext, call: Any, *, waiting: _Waiting | None = None) -> Any:
+    """Run one orchestrator coroutine; an inline delegation suspends the run with exit code 3.
+
+    With ``waiting`` (``--wait``), a pause by the agent's provider is waited out on the display's countdown
+    and the run resumed (``waiting.resume``), up to ``provider.max_waits`` times; what it returns is then
+    ``waiting.resume``'s result.
+    """
     import anyio
 
     from autodev.adapters.base import DelegationPendingSignal
+    from autodev.orchestrator.provider_guard import ProviderRefusedError, wait_before_resuming
 
+    waits = 0
     try:
-        return anyio.run(call)
+        while True:
+            try:
+                return anyio.run(call)
+            except ProviderRefusedError as refused:
+                settings = waiting.orchestrator.config.provider if waiting is not None else None
+                seconds = None if settings is None else wait_before_resuming(refused, settings)
+                if waiting is None or settings is None or seconds is None or waits >= settings.max_waits:
+                    raise
+                waits += 1
+                _log_wait(refused, seconds, waits)
+                waiting.display.count_down(seconds, refused.kind.replace("_", " "))
+                call = waiting.resume
     except DelegationPendingSignal as signal:
         click.echo("")
         click.echo(f"Suspended: the {signal.role} step of {signal.task_id} waits for an agent's answer.")
@@ -638,6 +682,33 @@ def _drive(obj: CliContext, call: Any) -> Any:
         click.echo(f"  answer to:    {signal.response_path}")
         click.echo("Then run `autodev resume`.")
         sys.exit(EXIT_SUSPENDED)
+
+
+@dataclass(frozen=True, slots=True)
+class _Waiting:
+    """What ``--wait`` needs: the display that counts down, and how the command resumes after a wait."""
+
+    orchestrator: Any
+    display: Any
+    resume: Any
+
+
+def _waiting(wait: bool, orchestrator: Any, display: Any, allow_detached: bool) -> _Waiting | None:
+    if not wait:
+        return None
+    return _Waiting(orchestrator, display, lambda: orchestrator.resume(allow_detached=allow_detached))
+
+
+def _log_wait(refused: Any, seconds: float, waits: int) -> None:
+    from autodev.logging import get_logger
+
+    get_logger("autodev.cli").warning(
+        "cli.provider_wait",
+        kind=refused.kind,
+        wait_s=round(seconds, 1),
+        resets_at=refused.resets_at.isoformat() if refused.resets_at else None,
+        waits=waits,
+    )
 
 
 def _print_plan_for_approval(obj: CliContext, plan: Any) -> None:

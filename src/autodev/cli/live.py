@@ -9,6 +9,7 @@ grepped) in CI logs.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -52,6 +53,8 @@ class LiveDisplay:
         self._phase = ""
         self._live: Live | None = None
         self.started = time.monotonic()
+        # While ``count_down`` runs: what is waited for, and the seconds left.
+        self._waiting: tuple[str, float] | None = None
 
     def __enter__(self) -> Self:
         if self.console.is_terminal:
@@ -120,7 +123,54 @@ class LiveDisplay:
             # Text, not markup: an id or a path with "[...]" must show as written.
             table.add_row(*(Text(terminal_text(cell)) for cell in cells))
         notes = Text("\n".join(self._notes[-6:]), style="dim")
-        return Group(table, notes)
+        if self._waiting is None:
+            return Group(table, notes)
+        reason, seconds_left = self._waiting
+        left = _duration(seconds_left)
+        waiting = Text(
+            terminal_text(
+                f"waiting {left} for the provider ({reason}); Ctrl-C stops, `autodev resume` continues"
+            ),
+            style="bold yellow",
+        )
+        return Group(table, notes, waiting)
+
+    def count_down(
+        self,
+        seconds: float,
+        reason: str,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """Wait ``seconds`` for ``reason`` (``--wait`` after the provider paused the run), showing how long is
+        left: on a terminal redrawn every second, piped as a line at the start and one per minute after."""
+        until = clock() + seconds
+        printed_minute: int | None = None
+        try:
+            while (left := until - clock()) > 0:
+                self._waiting = (reason, left)
+                if self._live is not None:
+                    self._live.update(self._render(), refresh=True)
+                elif printed_minute is None or int(left // 60) < printed_minute:
+                    printed_minute = int(left // 60)
+                    line = f"waiting {_duration(left)} for the provider ({reason})"
+                    self.console.print(Text(terminal_text(line)), soft_wrap=True)
+                sleep(min(1.0, left))
+        finally:
+            self._waiting = None
+            if self._live is not None:
+                self._live.update(self._render())
+
+
+def _duration(seconds: float) -> str:
+    """``1h 02m``, ``4m 05s``, ``9s``: how long a wait has left, to the second."""
+    whole = max(0, round(seconds))
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    return f"{minutes}m {secs:02d}s" if minutes else f"{secs}s"
 
 
 def _state_of(event: ProgressEvent, previous: str) -> str:

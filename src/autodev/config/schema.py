@@ -469,6 +469,17 @@ class ProviderSettings(_Settings):
     breaker_window_s: float = Field(
         default=60.0, gt=0, description="The window, in seconds, over which breaker_failures counts."
     )
+    wait_without_reset_s: float = Field(
+        default=300.0,
+        gt=0,
+        description="With --wait: seconds to wait before continuing after a pause whose provider named no "
+        "reset time (an outage, the circuit breaker, a limit without a time).",
+    )
+    max_waits: int = Field(
+        default=24,
+        ge=1,
+        description="With --wait: pauses one command waits out before it stops and exits 3 after all.",
+    )
 
 
 class RoleSettings(_Settings):

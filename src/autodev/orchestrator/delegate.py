@@ -208,8 +208,10 @@ async def _through_refusals(session: RunContext, request: DelegationRequest, bud
         retry += 1
         why = ""
         wait = None
+        breaker = False
         if error.kind in RETRIED_REFUSALS:
             if guard.note_refusal():
+                breaker = True
                 _log.warning(
                     "delegate.circuit_open",
                     task_id=request.task_id,
@@ -226,7 +228,7 @@ async def _through_refusals(session: RunContext, request: DelegationRequest, bud
                 if wait is None:
                     why = f", still refused after {retry - 1} retries"
         if wait is None:
-            _pause(session, request, error, why)
+            _pause(session, request, error, why, breaker=breaker)
         assert wait is not None
         session.plan_manager.record_event(
             "provider_backoff",
@@ -319,7 +321,9 @@ def _cut_prompt(session: RunContext, request: DelegationRequest, error: AgentErr
     return cut
 
 
-def _pause(session: RunContext, request: DelegationRequest, error: AgentError, why: str) -> NoReturn:
+def _pause(
+    session: RunContext, request: DelegationRequest, error: AgentError, why: str, *, breaker: bool = False
+) -> NoReturn:
     session.plan_manager.record_event(
         "provider_paused",
         {
@@ -327,6 +331,7 @@ def _pause(session: RunContext, request: DelegationRequest, error: AgentError, w
             "role": request.role,
             "kind": error.kind,
             "resets_at": error.resets_at.isoformat() if error.resets_at else None,
+            "circuit_breaker": breaker,
             "message": error.message[:500],
         },
     )

@@ -34,6 +34,7 @@ __all__ = [
     "ProviderGuard",
     "ProviderRefusedError",
     "pause_message",
+    "wait_before_resuming",
 ]
 
 RETRIED_REFUSALS: frozenset[AgentErrorKind] = frozenset({"rate_limited", "provider_unavailable"})
@@ -96,6 +97,24 @@ class ProviderGuard:
         backoff = settings.retry_base_delay_s * 2.0 ** (retry - 1)
         # Jitter over the upper half of the back-off: parallel tasks refused together do not return together.
         return min(settings.retry_max_delay_s, backoff * (0.5 + self._jitter() / 2))
+
+
+# A reset time is the provider's clock, read to the second or the minute: a little after it, it has passed.
+RESET_MARGIN_S = 5.0
+
+
+def wait_before_resuming(
+    refused: ProviderRefusedError, settings: ProviderSettings, *, now: datetime | None = None
+) -> float | None:
+    """Seconds ``--wait`` sleeps before resuming after ``refused``; None when waiting cannot help (a refused
+    login needs a person). Until the reset time when the provider named one, else
+    ``settings.wait_without_reset_s``."""
+    if refused.kind == "auth_failed":
+        return None
+    if refused.resets_at is None:
+        return settings.wait_without_reset_s
+    left = (refused.resets_at - (now or datetime.now(UTC))).total_seconds()
+    return max(0.0, left) + RESET_MARGIN_S
 
 
 def pause_message(error: AgentError, role: str, task_id: str, *, why: str = "") -> str:

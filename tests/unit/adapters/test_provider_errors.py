@@ -52,7 +52,7 @@ NOW = datetime(2026, 12, 3, 10, 0, tzinfo=UTC)
         # Gemini CLI's own account of a per-day quota.
         (
             None,
-            "[API Error: You have exhausted your daily quota on this model.] Please wait and try again later.",
+            "[API Error: You have exhausted your daily quota on this model.] Please wait and try again.",
             "usage_limit",
         ),
         # OpenAI-style bodies (Codex, OpenCode).

@@ -157,3 +157,41 @@ def test_the_run_summary_shows_hostile_titles_and_reasons_as_written(tmp_path: P
     text = console.export_text()
     assert f"Title{SHOWN}" in text and "[bold]" in text and f"gates: {SHOWN}" in text
     assert f"Evidence: {tmp_path / '[/evidence]'}" in text
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def test_a_piped_countdown_prints_a_line_at_the_start_and_one_per_minute() -> None:
+    out = io.StringIO()
+    display = LiveDisplay(Console(file=out, force_terminal=False, width=200))
+    clock = _Clock()
+
+    display.count_down(150.0, "usage limit", sleep=clock.sleep, clock=clock)
+
+    lines = out.getvalue().splitlines()
+    assert lines == [
+        "waiting 2m 30s for the provider (usage limit)",
+        "waiting 1m 59s for the provider (usage limit)",
+        "waiting 59s for the provider (usage limit)",
+    ]
+    assert clock.now == pytest.approx(1150.0)
+
+
+def test_a_terminal_countdown_is_drawn_under_the_table_and_gone_when_the_wait_ends() -> None:
+    out = io.StringIO()
+    clock = _Clock()
+    with LiveDisplay(Console(file=out, force_terminal=True, width=200)) as display:
+        display(ProgressEvent("task_started", "started", "1.1", "in_progress", 1))
+        display.count_down(3.0, "rate limited", sleep=clock.sleep, clock=clock)
+        waiting = display._waiting
+    assert waiting is None
+    assert "for the provider (rate limited); Ctrl-C stops" in out.getvalue()

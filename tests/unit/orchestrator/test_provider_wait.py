@@ -1,0 +1,36 @@
+"""How long ``--wait`` waits after the provider paused the run."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from autodev.config.schema import ProviderSettings
+from autodev.orchestrator.provider_guard import RESET_MARGIN_S, ProviderRefusedError, wait_before_resuming
+
+NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
+
+
+def test_a_named_reset_time_is_waited_for_with_a_margin() -> None:
+    refused = ProviderRefusedError("limit", kind="usage_limit", resets_at=NOW + timedelta(minutes=30))
+
+    assert wait_before_resuming(refused, ProviderSettings(), now=NOW) == pytest.approx(1800 + RESET_MARGIN_S)
+
+
+def test_a_reset_time_already_past_waits_only_the_margin() -> None:
+    refused = ProviderRefusedError("limit", kind="rate_limited", resets_at=NOW - timedelta(minutes=5))
+
+    assert wait_before_resuming(refused, ProviderSettings(), now=NOW) == pytest.approx(RESET_MARGIN_S)
+
+
+def test_without_a_reset_time_the_configured_wait_is_used() -> None:
+    refused = ProviderRefusedError("overloaded", kind="provider_unavailable")
+
+    assert wait_before_resuming(refused, ProviderSettings(wait_without_reset_s=42), now=NOW) == 42
+
+
+def test_a_refused_login_is_not_waited_for() -> None:
+    refused = ProviderRefusedError("401", kind="auth_failed", resets_at=NOW + timedelta(minutes=1))
+
+    assert wait_before_resuming(refused, ProviderSettings(), now=NOW) is None
