@@ -266,7 +266,10 @@ def test_no_process_an_agent_starts_outlives_the_run(tmp_path: Path, escape: str
     script.write_text(f"while true; do echo x >> {beat}; sleep 0.1; done\n")
     loop = f"/bin/sh {script} </dev/null >/dev/null 2>&1"
     steps = default_steps()
-    steps["developer"][0]["shell"] = escape.format(loop=loop)
+    # The agent waits for the escaped loop's first beat (up to 10 s), so that a loaded machine cannot end
+    # the run before the loop ever ran.
+    wait_for_beat = f"for i in $(seq 200); do [ -e {beat} ] && break; sleep 0.05; done"
+    steps["developer"][0]["shell"] = f"{escape.format(loop=loop)}\n{wait_for_beat}"
     agent = HostileAgent(tmp_path / "agent", repo, steps)
 
     code, output = _execute(repo, agent)

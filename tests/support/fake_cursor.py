@@ -14,6 +14,8 @@ scripted model server does, emitting the events of https://cursor.com/docs/cli/r
   (or with no ``--mode``), then ``text``;
 - otherwise ``text``.
 
+A scenario with a ``marker`` plays only for a prompt holding it; any other prompt gets a plain answer.
+
 As with the model server, a prompt holding the ``BIG_START``/``BIG_END`` sentinels gets the size and sha256
 of what is between them appended to ``text``. The terminal ``result`` carries all assistant text
 concatenated, as Cursor documents it; the adapter's answer is the text after the last tool call.
@@ -43,6 +45,9 @@ if argv == ["--version"]:
     sys.exit(0)
 prompt = sys.stdin.read()
 scenario = json.loads(os.environ.get("FAKE_CURSOR_SCENARIO") or "{}")
+if scenario.get("marker") and scenario["marker"] not in prompt:
+    # Like the model server: a scenario with a marker answers only the prompts holding it.
+    scenario = {"text": "OK."}
 with open(os.environ["FAKE_CURSOR_LOG"], "a") as log:
     log.write(json.dumps({"argv": argv, "prompt_bytes": len(prompt.encode())}) + "\n")
 

@@ -70,6 +70,10 @@ class _Counters:
     started_at: float | None = None
     # Clock reading up to which this process recorded the task's seconds.
     recorded_until: float | None = None
+    # Seconds spent waiting for the provider (back-offs) since the task's clock started, and the part of
+    # them not yet taken out of a ledger record: waits are the provider's time, not the task's.
+    waited_s: float = 0.0
+    unrecorded_wait_s: float = 0.0
 
 
 # Failures before the model did any work: the CLI never started or never came up, or the provider refused
@@ -163,8 +167,11 @@ class GuardrailEnforcer:
         its tool calls or its time. The returned timeout is ``min(requested_timeout_s, seconds left)``.
         """
         self._check_budget(self.plan_manager.cost_usd_total)
-        if self._refusal is not None:
-            raise self._refusal
+        with self._lock:
+            # Raised once: a resume on the same facade asks the call again, as a new process would.
+            refusal, self._refusal = self._refusal, None
+        if refusal is not None:
+            raise refusal
         max_tool_calls = self.settings.max_tool_calls_per_task
         max_duration = self.settings.max_duration_s_per_task
         with self._lock:
@@ -228,7 +235,8 @@ class GuardrailEnforcer:
             if counters.started_at is None:
                 # A call that skipped pre_invocation (an inline response collected on resume) still counts.
                 counters.started_at = counters.recorded_until = now
-            seconds = max(0.0, now - (counters.recorded_until or now))
+            seconds = max(0.0, now - (counters.recorded_until or now) - counters.unrecorded_wait_s)
+            counters.unrecorded_wait_s = 0.0
             counters.recorded_until = now
             counters.calls += 1
             counters.tool_calls += result.tool_calls
@@ -299,9 +307,19 @@ class GuardrailEnforcer:
 
     # --- internals ----------------------------------------------------------------------------------
 
+    def exclude_wait(self, task_id: str, seconds: float) -> None:
+        """Leave ``seconds`` spent waiting for the provider (a back-off before asking a refused call again)
+        out of the task's time: a rate limit must not eat the task's duration budget."""
+        if seconds <= 0:
+            return
+        with self._lock:
+            counters = self._counters_of(task_id)
+            counters.waited_s += seconds
+            counters.unrecorded_wait_s += seconds
+
     def _elapsed(self, counters: _Counters) -> float:
         running = 0.0 if counters.started_at is None else self._clock() - counters.started_at
-        return counters.restored_s + running
+        return counters.restored_s + max(0.0, running - counters.waited_s)
 
     def _cost_of(self, result: AgentResult) -> tuple[float | None, bool]:
         """The call's cost and whether it is an estimate: the adapter's figure; else, with

@@ -210,7 +210,15 @@ async def _through_refusals(session: RunContext, request: DelegationRequest, bud
         wait = None
         breaker = False
         if error.kind in RETRIED_REFUSALS:
-            if guard.note_refusal():
+            state = guard.note_refusal()
+            if state == "open":
+                # Another task's refusal opened the breaker and paused the run: stop, recording nothing.
+                raise ProviderRefusedError(
+                    pause_message(error, request.role, request.task_id, why=", the circuit breaker is open"),
+                    kind=error.kind,
+                    resets_at=error.resets_at,
+                )
+            if state == "tripped":
                 breaker = True
                 _log.warning(
                     "delegate.circuit_open",
@@ -259,6 +267,7 @@ async def _through_refusals(session: RunContext, request: DelegationRequest, bud
             )
         )
         await anyio.sleep(wait)
+        session.guardrails.exclude_wait(budget_key, wait)
 
 
 # What is left of each bounded part of a prompt (the diff, tool output, findings, earlier reviews) when the

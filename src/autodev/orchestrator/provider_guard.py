@@ -23,19 +23,24 @@ import time
 from collections import deque
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Literal
 
 from autodev.adapters.base import AgentError, AgentErrorKind
 from autodev.config.schema import ProviderSettings
 from autodev.errors import EnvironmentFaultError
 
 __all__ = [
+    "RESET_MARGIN_S",
     "RETRIED_REFUSALS",
     "STOPPING_REFUSALS",
+    "BreakerState",
     "ProviderGuard",
     "ProviderRefusedError",
     "pause_message",
     "wait_before_resuming",
 ]
+
+BreakerState = Literal["closed", "tripped", "open"]
 
 RETRIED_REFUSALS: frozenset[AgentErrorKind] = frozenset({"rate_limited", "provider_unavailable"})
 STOPPING_REFUSALS: frozenset[AgentErrorKind] = frozenset({"usage_limit", "auth_failed"})
@@ -74,16 +79,20 @@ class ProviderGuard:
         self._lock = threading.Lock()
         self.tripped = False
 
-    def note_refusal(self) -> bool:
-        """Count one refusal; True when the breaker is (now) open: the run must pause."""
+    def note_refusal(self) -> BreakerState:
+        """Count one refusal: ``closed`` (retry it), ``tripped`` (this refusal opened the breaker: the run
+        must pause) or ``open`` (it opened before: the run is pausing already, for another task)."""
         now = self._clock()
         with self._lock:
+            if self.tripped:
+                return "open"
             self._recent.append(now)
             while self._recent and self._recent[0] < now - self.settings.breaker_window_s:
                 self._recent.popleft()
             if len(self._recent) >= self.settings.breaker_failures:
                 self.tripped = True
-            return self.tripped
+                return "tripped"
+            return "closed"
 
     def delay_s(self, retry: int, error: AgentError, *, now: datetime | None = None) -> float | None:
         """Seconds to wait before retry number ``retry`` (1-based) of a call refused with ``error``, or None

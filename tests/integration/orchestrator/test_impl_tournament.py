@@ -9,10 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from support.orchestration import demo_project, orchestrator, script_with
 
 from autodev.adapters.base import AgentInvocation, AgentResult
-from autodev.adapters.scripted import ScriptedAdapter
+from autodev.adapters.scripted import Script, ScriptedAdapter
+from autodev.state.costs import cost_report
+from autodev.state.plan_manager import PlanManager
 
 _SECTION = re.compile(r"^CANDIDATE (\w+):\n(.*?)(?=^CANDIDATE \w+:|^Rank all|\Z)", re.M | re.S)
 FAST = {
@@ -143,3 +146,36 @@ def test_variants_identical_to_a_are_disqualified_and_a_is_kept(tmp_path: Path) 
     evidence = json.loads((root / ".autodev" / "evidence" / "1.1-tournament-2.json").read_text())
     reasons = {name: why for entry in evidence["history"] for name, why in entry["disqualified"].items()}
     assert reasons == {name: "identical to A: the developer changed nothing" for name in ("B", "AB")}
+
+
+class PricedAgents(VariantAgents):
+    """Every call, whatever its role, reports what it cost: a cent."""
+
+    def __init__(self, *, script: Script) -> None:
+        super().__init__(script=script)
+        self.priced_calls: list[str] = []
+
+    async def execute(self, inv: AgentInvocation) -> AgentResult:
+        result = await super().execute(inv)
+        self.priced_calls.append(inv.role)
+        return result.model_copy(update={"cost_usd": 0.01, "tokens_in": 1000, "tokens_out": 100})
+
+
+def test_every_tournament_call_counts_toward_the_plans_cost(tmp_path: Path) -> None:
+    setup = demo_project(tmp_path)
+    script = script_with(setup, *TOURNAMENT_ROLES)
+    orch, _ = orchestrator(setup.repo_root, script, **FAST)
+    adapter = PricedAgents(script=script)
+    orch.adapter = adapter
+
+    anyio.run(orch.run, setup.intent)
+
+    manager = PlanManager.open(setup.repo_root, readonly=True)
+    report = cost_report(manager.usage_entries(), by="role")
+    by_role = {row.key: row for row in report.rows}
+    # Variants, critics, the architect's and synthesizer's directions and every judge: all counted.
+    assert {"judge", "critic_t", "architect_b", "synthesizer", "developer"} <= set(by_role)
+    assert by_role["judge"].calls == adapter.judged == 6
+    assert report.total.calls == len(adapter.priced_calls)
+    assert manager.cost_usd_total == pytest.approx(0.01 * len(adapter.priced_calls))
+    assert report.total.cost_usd == pytest.approx(manager.cost_usd_total)

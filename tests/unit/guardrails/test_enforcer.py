@@ -337,3 +337,20 @@ def test_usage_of_a_task_without_calls_is_zero(pm: PlanManager) -> None:
     assert enforcer.usage("1.3") == TaskUsage(
         task_id="1.3", calls=0, tool_calls=0, duration_s=0.0, cost_usd=0.0
     )
+
+
+def test_waiting_for_the_provider_is_not_the_tasks_time(pm: PlanManager) -> None:
+    clock = FakeClock()
+    enforcer = _enforcer(pm, clock, max_duration_s_per_task=100.0)
+
+    enforcer.pre_invocation("1.1", "developer", 900.0)
+    clock.advance(10)
+    enforcer.post_invocation("1.1", "developer", AgentResult.failure("rate_limited", "429"))
+    clock.advance(60)  # the back-off
+    enforcer.exclude_wait("1.1", 60)
+    assert enforcer.pre_invocation("1.1", "developer", 900.0) == pytest.approx(90.0)
+    clock.advance(5)
+    enforcer.post_invocation("1.1", "developer", _result())
+
+    assert enforcer.usage("1.1").duration_s == pytest.approx(15.0)
+    assert pm.usage_for("1.1").seconds == pytest.approx(15.0)
