@@ -8,14 +8,13 @@ report the same refusal at the end), so every refusal the server sends reaches A
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support.model_server import ModelServer, Scenario
 from support.orchestration import git_log
-from support.pipeline import AUTODEV, INTENT, SHOUT, cli_env, marker, pipeline_scenarios, roles_served
+from support.pipeline import INTENT, SHOUT, autodev_in, cli_env, marker, pipeline_scenarios, roles_served
 
 from autodev.cli.demo import DemoSetup, prepare_demo
 from autodev.state.plan_manager import PlanManager
@@ -52,18 +51,6 @@ def _env(
     return env
 
 
-def _autodev(root: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(AUTODEV), "-C", str(root), *args],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        stdin=subprocess.DEVNULL,
-    )
-
-
 def _ops(root: Path, name: str) -> list[dict[str, Any]]:
     lines = (root / ".autodev" / "ledger.jsonl").read_text().splitlines()
     return [entry["payload"] for entry in map(json.loads, lines) if entry["op"] == name]
@@ -93,7 +80,7 @@ def test_a_429_twice_then_an_answer_completes_the_task_at_its_first_attempt(
     model_server.set_scenarios(pipeline_scenarios("claude_code", demo, developer=developer))
 
     env = _env(agent_clis, model_server, cli_home, root)
-    proc = _autodev(root, env, "run", "--platform", "claude_code", INTENT)
+    proc = autodev_in(root, env, "run", "--platform", "claude_code", INTENT)
 
     assert proc.returncode == 0, proc.stdout + proc.stderr
     task = PlanManager.open(root, readonly=True).get_task("1.1")
@@ -115,7 +102,7 @@ def test_a_usage_limit_stops_with_exit_3_and_resume_after_recovery_repeats_nothi
     developer = _refusing_developer(demo, "usage_limit", None)
     model_server.set_scenarios(pipeline_scenarios("claude_code", demo, developer=developer))
 
-    stopped = _autodev(root, env, "run", "--platform", "claude_code", INTENT)
+    stopped = autodev_in(root, env, "run", "--platform", "claude_code", INTENT)
 
     assert stopped.returncode == 3, stopped.stdout + stopped.stderr
     assert "Traceback" not in stopped.stderr
@@ -128,7 +115,7 @@ def test_a_usage_limit_stops_with_exit_3_and_resume_after_recovery_repeats_nothi
 
     served_before = len(model_server.requests)
     model_server.set_scenarios(pipeline_scenarios("claude_code", demo))
-    resumed = _autodev(root, env, "resume", "--platform", "claude_code")
+    resumed = autodev_in(root, env, "resume", "--platform", "claude_code")
 
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     after = [role for role in roles_served(model_server)[served_before:] if role]
@@ -148,7 +135,7 @@ def test_with_wait_a_usage_limit_is_waited_out_with_a_countdown_and_the_run_comp
     developer = _refusing_developer(demo, "usage_limit", 1)
     model_server.set_scenarios(pipeline_scenarios("claude_code", demo, developer=developer))
 
-    proc = _autodev(root, env, "run", "--wait", "--platform", "claude_code", INTENT)
+    proc = autodev_in(root, env, "run", "--wait", "--platform", "claude_code", INTENT)
 
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "waiting 2s for the provider (usage limit)" in proc.stdout
@@ -164,11 +151,11 @@ def test_a_refused_login_is_not_waited_for(
     plan = tmp_path / "plan.md"
     plan.write_text(TWO_TASKS)
     env = _env(agent_clis, model_server, cli_home, root)
-    assert _autodev(root, env, "plan", "--from-markdown", str(plan)).returncode == 0
+    assert autodev_in(root, env, "plan", "--from-markdown", str(plan)).returncode == 0
     # The health check's probe passes; the developer's own call is refused.
     model_server.set_scenarios([Scenario(marker=marker("developer"), refusal="auth_failed")])
 
-    proc = _autodev(root, env, "execute", "--wait", "--platform", "claude_code")
+    proc = autodev_in(root, env, "execute", "--wait", "--platform", "claude_code")
 
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert "waiting" not in proc.stdout
@@ -182,10 +169,10 @@ def test_three_outages_across_two_parallel_tasks_trip_the_breaker_once(
     plan = tmp_path / "plan.md"
     plan.write_text(TWO_TASKS)
     env = _env(agent_clis, model_server, cli_home, root, tournaments__execute_max_parallel_tasks="2")
-    assert _autodev(root, env, "plan", "--from-markdown", str(plan)).returncode == 0
+    assert autodev_in(root, env, "plan", "--from-markdown", str(plan)).returncode == 0
     model_server.set_scenarios([Scenario(marker=marker("developer"), refusal="unavailable")])
 
-    proc = _autodev(root, env, "execute", "--platform", "claude_code")
+    proc = autodev_in(root, env, "execute", "--platform", "claude_code")
 
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert "circuit breaker" in proc.stderr

@@ -19,13 +19,13 @@ import pytest
 from support.model_server import ModelServer
 from support.orchestration import git_log
 from support.pipeline import (
-    AUTODEV,
     EXECUTABLES,
     INTENT,
     PRICES,
     ROLES,
     SHOUT,
     SHOUT_TESTS,
+    autodev_in,
     cli_env,
     pipeline_scenarios,
     roles_served,
@@ -52,15 +52,7 @@ def test_run_through_each_real_cli_commits_the_scripted_change_with_every_gate_g
     # at a time (with more, it would work in a worktree of its own and these writes would miss it).
     env["AUTODEV_TOURNAMENTS__EXECUTE_MAX_PARALLEL_TASKS"] = "1"
 
-    proc = subprocess.run(
-        [str(AUTODEV), "-C", str(root), "run", "--platform", platform, INTENT],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        stdin=subprocess.DEVNULL,
-    )
+    proc = autodev_in(root, env, "run", "--platform", platform, INTENT)
 
     served = set(roles_served(model_server)) - {""}
     assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}\nroles served: {sorted(served)}"

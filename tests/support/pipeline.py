@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -35,6 +36,7 @@ __all__ = [
     "ROLES",
     "SHOUT",
     "SHOUT_TESTS",
+    "autodev_in",
     "cli_env",
     "marker",
     "pipeline_scenarios",
@@ -152,3 +154,16 @@ def roles_served(server: ModelServer) -> list[str]:
         next((role for role in ROLES if marker(role) in json.dumps(request.body)), "")
         for request in server.requests
     ]
+
+
+def autodev_in(root: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """The installed ``autodev`` run on ``root`` with exactly ``env``; five minutes at most."""
+    return subprocess.run(
+        [str(AUTODEV), "-C", str(root), *args],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
