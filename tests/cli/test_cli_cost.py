@@ -25,7 +25,7 @@ REPORTS: dict[str, dict[str, Any]] = {
     "explorer": {"cost_usd": 0.0125},
     "domain_expert": {"cost_usd": 0.0075},
     "architect": {"cost_usd": 0.03},
-    "developer": {"tokens_in": 12_000, "tokens_out": 800, "model": "house-model"},
+    "developer": {"cost_usd": None, "tokens_in": 12_000, "tokens_out": 800, "model": "house-model"},
     "reviewer": {"cost_usd": 0.02},
 }
 

@@ -132,7 +132,11 @@ class ScriptResponse(_Model):
     fail: ScriptFailure | None = Field(
         default=None, description="Report this failure (after applying the edits) instead of success."
     )
-    cost_usd: float | None = Field(default=None, ge=0, description="Cost to report, in US dollars.")
+    # A scripted agent makes no paid call: its cost is a known $0 unless the script says otherwise (in a
+    # JSON script, null reports no cost at all, as a CLI that reports none would).
+    cost_usd: float | None = Field(
+        default=0.0, ge=0, description="Cost to report, in US dollars (null: report none, unknown)."
+    )
     tokens_in: int | None = Field(default=None, ge=0, description="Input tokens to report.")
     tokens_out: int | None = Field(default=None, ge=0, description="Output tokens to report.")
     model: str | None = Field(
