@@ -14,9 +14,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from autodev.adapters.base import ToolName
-from autodev.config.schema import AutodevConfig, CapabilityTier, Platform, RoleName
+from autodev.config.schema import CAPABILITY_TIERS, AutodevConfig, CapabilityTier, Platform, RoleName
 
-__all__ = ["WRITE_TOOLS", "AgentAction", "AgentSpec", "EffectiveRoleSettings"]
+__all__ = ["WRITE_TOOLS", "AgentAction", "AgentSpec", "EffectiveRoleSettings", "shifted_tier"]
 
 # The orchestrator's ``DelegationAction``, spelled out here because agents sit below the orchestrator
 # and must not import from it; a test keeps the two literals equal.
@@ -33,6 +33,12 @@ AgentAction = Literal[
 
 WRITE_TOOLS: frozenset[ToolName] = frozenset({"write", "edit", "bash"})
 """Capabilities that can change the working tree (``bash`` can run anything, so it counts)."""
+
+
+def shifted_tier(tier: CapabilityTier, offset: int) -> CapabilityTier:
+    """``tier`` moved ``offset`` levels up (positive) or down, kept within fast..strong."""
+    index = min(max(CAPABILITY_TIERS.index(tier) + offset, 0), len(CAPABILITY_TIERS) - 1)
+    return CAPABILITY_TIERS[index]
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,13 +96,21 @@ class AgentSpec(BaseModel):
         """Whether the role is offered any capability that can change files."""
         return bool(WRITE_TOOLS.intersection(self.tools))
 
-    def effective(self, config: AutodevConfig, platform: Platform) -> EffectiveRoleSettings:
+    def effective(
+        self, config: AutodevConfig, platform: Platform, *, task_tier: CapabilityTier | None = None
+    ) -> EffectiveRoleSettings:
         """The model name and turn limit this role runs with on ``platform`` under ``config``.
 
-        A ``[roles.<role>]`` override wins over the built-in defaults, field by field; the model
-        (a tier or a model name) is then resolved through ``config.resolve_model``.
+        A ``[roles.<role>]`` override wins over the built-in defaults, field by field. For a call made
+        for a task, ``task_tier`` (the task's Model) takes the built-in tier's place, moved by the role's
+        ``tier_offset``; a model set for the role still wins. The model (a tier or a model name) is then
+        resolved through ``config.resolve_model``.
         """
         override = config.roles.get(self.role)
-        requested = self.model_tier if override is None or override.model is None else override.model
+        requested: str = self.model_tier
+        if override is not None and override.model is not None:
+            requested = override.model
+        elif task_tier is not None:
+            requested = shifted_tier(task_tier, override.tier_offset if override is not None else 0)
         turns = self.max_turns if override is None or override.max_turns is None else override.max_turns
         return EffectiveRoleSettings(model=config.resolve_model(platform, requested), max_turns=turns)

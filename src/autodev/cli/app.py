@@ -418,6 +418,33 @@ def skip(obj: CliContext, task_id: str) -> None:
         click.echo(f"Blocked because of it (skipped_dependency_satisfies = false): {', '.join(blocked)}")
 
 
+@cli.group()
+def task() -> None:
+    """Change one task of the current plan."""
+
+
+@task.command("set", epilog=EXIT_CODES_HELP)
+@click.argument("task_id")
+@click.option(
+    "--model",
+    required=True,
+    help='The Model level its roles run on: haiku, sonnet or opus ("" gives the default, opus).',
+)
+@click.pass_obj
+def task_set(obj: CliContext, task_id: str, model: str) -> None:
+    """Set a task's Model level, recorded in the ledger (the next call of the task uses it)."""
+    from autodev.config import load_config
+    from autodev.orchestrator import Orchestrator
+    from autodev.state.plan_markdown import TIER_NAMES
+    from autodev.state.schemas import DEFAULT_TASK_TIER
+
+    obj.start_logging(create_state=True)
+    config = load_config(obj.repo_root, overrides={"platform": "inline"})
+    changed = Orchestrator(obj.repo_root, config=config).set_task_model(task_id, model)
+    level = TIER_NAMES[changed.model or DEFAULT_TASK_TIER]
+    click.echo(f"Task {changed.id} now runs on {level}{'' if changed.model else ' (the default)'}.")
+
+
 @cli.command(epilog=EXIT_CODES_HELP)
 @click.pass_obj
 def clean(obj: CliContext) -> None:

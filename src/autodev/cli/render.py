@@ -57,7 +57,10 @@ def _console() -> Console:
 
 def plan_summary(plan: Plan) -> str:
     tasks = sum(len(phase.tasks) for phase in plan.phases)
-    return f"Saved plan {plan.plan_id} {plan.title!r}: {len(plan.phases)} phase(s), {tasks} task(s)."
+    lines = [f"Saved plan {plan.plan_id} {plan.title!r}: {len(plan.phases)} phase(s), {tasks} task(s)."]
+    # What the plan may mean but does not say exactly (words after a Model value, ...).
+    lines += [f"warning: {warning}" for warning in plan.metadata.get("warnings", [])]
+    return "\n".join(lines)
 
 
 # A cell names at most this many ids: a task waiting on dozens would otherwise fill the screen.
@@ -157,6 +160,7 @@ def _task_table(title: str, tasks: list[dict[str, Any]]) -> Table:
     table.add_column("Title")
     table.add_column("Status", no_wrap=True)
     table.add_column("Retries", justify="right")
+    table.add_column("Model", no_wrap=True)
     table.add_column("Depends on")
     table.add_column("Cost", justify="right")
     table.add_column("Note")
@@ -166,11 +170,17 @@ def _task_table(title: str, tasks: list[dict[str, Any]]) -> Table:
             terminal_markup(task["title"]),
             _styled(task["status"]),
             str(task["retry_count"]),
+            _MODEL_NAMES.get(task.get("model") or "strong", "opus"),
             terminal_markup(", ".join(task["depends_on"]) or "-"),
             _task_cost(task.get("cost")),
             terminal_markup(_note(task)),
         )
     return table
+
+
+# A task's tier as plans name it (no Model line: opus). Spelled out here: `autodev status` renders without
+# importing the plan parser.
+_MODEL_NAMES = {"fast": "haiku", "standard": "sonnet", "strong": "opus"}
 
 
 def _task_cost(cost: dict[str, Any] | None) -> str:

@@ -494,6 +494,15 @@ class RoleSettings(_Settings):
     max_turns: int | None = Field(
         default=None, ge=1, description="Agent turns the role may take per call.", examples=[40]
     )
+    tier_offset: int = Field(
+        default=0,
+        ge=-2,
+        le=2,
+        description="Tiers above (positive) or below (negative) the task's Model this role of a task "
+        "runs on, kept within fast..strong (e.g. 1 for a reviewer one level above the developer); a "
+        "model set for the role wins over both.",
+        examples=[1],
+    )
 
     @field_validator("model")
     @classmethod

@@ -27,7 +27,7 @@ from autodev.agents.registry import build_registry
 from autodev.agents.spec import AgentSpec
 from autodev.config import PLATFORMS, AutodevConfig, load_config
 from autodev.config.schema import Platform
-from autodev.errors import EXIT_SUSPENDED, AgentUnusableError, AutodevError, StateError
+from autodev.errors import EXIT_SUSPENDED, AgentUnusableError, AutodevError, StateError, quote
 from autodev.files import MAX_INPUT_FILE_BYTES, led_by, read_bounded_text
 from autodev.guardrails import GuardrailEnforcer, LoopDetector
 from autodev.logging import configure_logging, get_logger
@@ -48,7 +48,7 @@ from autodev.state.hashing import sha256_hex
 from autodev.state.knowledge import KnowledgeStore
 from autodev.state.paths import AutodevPaths, ensure_state_dir, normalize_repo_path
 from autodev.state.plan_manager import PlanManager
-from autodev.state.plan_markdown import parse_plan_markdown, read_plan_markdown
+from autodev.state.plan_markdown import MODEL_NAMES, parse_plan_markdown, read_plan_markdown
 from autodev.state.schemas import Plan, Task
 from autodev.state.session_lock import SessionLock
 from autodev.state.status_reader import read_status
@@ -436,6 +436,18 @@ class Orchestrator:
             )
             _log.info("orchestrator.task_skipped", task_id=task_id, blocked=blocked)
             return blocked
+
+    def set_task_model(self, task_id: str, model: str) -> Task:
+        """Give a task another Model level (``autodev task set ID --model M``): haiku, sonnet or opus (or
+        fast, standard, strong); an empty ``model`` gives it the default, opus."""
+        name = model.strip().lower()
+        tier = MODEL_NAMES.get(name) if name else None
+        if name and tier is None:
+            raise AutodevError(f'unknown Model {quote(model)}; give haiku, sonnet or opus (or "" for opus)')
+        with self._session():
+            task = self.plan_manager.set_task_model(task_id, tier, by="user")
+            _log.info("orchestrator.task_model_set", task_id=task_id, model=tier, previous=task.model)
+            return self.plan_manager.get_task(task_id)
 
     def plan_from_markdown(self, markdown_file: Path, *, replace: bool = False) -> Plan:
         """Save a plan written by hand in the plan markdown (``autodev plan --from-markdown``), no agents.

@@ -23,6 +23,7 @@ from autodev.adapters.base import (
     DelegationPendingSignal,
 )
 from autodev.agents.registry import get_spec
+from autodev.config.schema import CapabilityTier
 from autodev.errors import EnvironmentFaultError
 from autodev.guardrails.errors import LoopDetectedError
 from autodev.logging import get_logger
@@ -85,7 +86,7 @@ def _ask_the_policy(session: RunContext, request: DelegationRequest) -> None:
 
 def _invocation(session: RunContext, request: DelegationRequest, timeout_s: float) -> AgentInvocation:
     spec = get_spec(session.registry, request.role)
-    settings = spec.effective(session.config, session.platform_name)
+    settings = spec.effective(session.config, session.platform_name, task_tier=_task_tier(session, request))
     knowledge_block = ""
     if request.knowledge_query:
         knowledge_block = session.knowledge.inject_block(request.knowledge_query, request.knowledge_files)
@@ -102,6 +103,14 @@ def _invocation(session: RunContext, request: DelegationRequest, timeout_s: floa
         attempt=request.attempt,
         metadata={"step": request.step, "phase": request.phase, "session_id": session.session_id},
     )
+
+
+def _task_tier(session: RunContext, request: DelegationRequest) -> CapabilityTier | None:
+    """The tier the roles of ``request``'s task run on (its Model line; strong without one), or None for
+    a call made for no task of the plan (the plan phase, a phase review)."""
+    if request.phase != "execute" or session.plan_manager.get_task_status(request.task_id) is None:
+        return None
+    return session.plan_manager.task_tier(request.task_id)
 
 
 def _suspend(session: RunContext, request: DelegationRequest, signal: DelegationPendingSignal) -> None:

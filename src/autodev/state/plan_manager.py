@@ -42,7 +42,10 @@ from autodev.state.ledger import Ledger, LedgerEntry, LedgerHead
 from autodev.state.paths import AutodevPaths, ensure_state_dir
 from autodev.state.scheduling import PlanOrder, TaskScheduler
 from autodev.state.schemas import (
+    DEFAULT_TASK_TIER,
+    MODEL_TIERS,
     Evidence,
+    ModelTier,
     Phase,
     Plan,
     Task,
@@ -265,6 +268,7 @@ class PlanManager:
             "task_status": self._apply_task_status,
             "task_retry": self._apply_task_retry,
             "task_escalated": self._apply_task_escalated,
+            "task_model_set": self._apply_task_model_set,
             "task_reverted": self._apply_task_reverted,
             "tasks_blocked": self._apply_tasks_blocked,
             "evidence_recorded": self._apply_evidence_recorded,
@@ -369,6 +373,10 @@ class PlanManager:
 
     def get_task(self, task_id: str) -> Task:
         return self._task(task_id).model_copy(deep=True)
+
+    def task_tier(self, task_id: str) -> ModelTier:
+        """The tier ``task_id``'s roles run on: its Model line's, else the default (strong)."""
+        return self._task(task_id).model or DEFAULT_TASK_TIER
 
     def get_task_status(self, task_id: str) -> TaskStatus | None:
         """The task's status, or None when the current plan has no such task (no copy made)."""
@@ -709,6 +717,25 @@ class PlanManager:
             if satisfies_dependents:
                 return []
             return self.mark_blocked_descendants(task_id, "it was skipped", verb="was skipped")
+
+    def set_task_model(
+        self, task_id: str, model: ModelTier | None, *, reason: str = "", by: str = "user"
+    ) -> Task:
+        """Give ``task_id`` another Model level (None: the default, strong): ``autodev task set --model``,
+        or a developer's ``ESCALATE`` (``by``), with why. A finished task's level no longer matters and is
+        refused."""
+        with self._locked():
+            task = self._task(task_id)
+            if task.status in DONE_STATUSES:
+                raise AutodevError(
+                    f"task {task_id} is {task.status}: its Model no longer matters; set it on an "
+                    "unfinished task"
+                )
+            self._append(
+                "task_model_set",
+                {"task_id": task_id, "model": model, "from": task.model, "by": by, "reason": reason[:500]},
+            )
+            return task.model_copy(deep=True)
 
     def mark_blocked_descendants(self, task_id: str, reason: str, *, verb: str = "is blocked") -> list[str]:
         """Block every unfinished task that depends, directly or not, on ``task_id``; one ledger op.
@@ -1136,6 +1163,13 @@ class PlanManager:
             task.blocked_reason = None
         if "base_commit" in payload:
             task.base_commit = payload["base_commit"]
+
+    def _apply_task_model_set(self, entry: LedgerEntry) -> None:
+        task = self._replayed_task(entry, entry.payload["task_id"], None)
+        model = entry.payload["model"]
+        if model not in (None, *MODEL_TIERS):
+            raise ValueError(f"unknown model tier {model!r}")
+        task.model = model
 
     def _apply_task_escalated(self, entry: LedgerEntry) -> None:
         task = self._replayed_task(entry, entry.payload["task_id"], None)

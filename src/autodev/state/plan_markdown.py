@@ -14,10 +14,16 @@ writes::
     - Description: <text>
       <continuation lines indented by two or more spaces>
     - Files: path1, path2
+    - Model: haiku | sonnet | opus
     - Depends: 1.1, 1.2
     - Acceptance:
       - [ ] criterion
       - [x] criterion already met
+
+``Model`` is the task's level (haiku < sonnet < opus, AutoDev's tiers fast < standard < strong; the tier
+names are accepted too); no line means opus. It may also be written indented without a bullet
+(``  Model: sonnet``). An unknown value or a second Model line is an error; words after the value are a
+warning, kept in ``plan.metadata["warnings"]``.
 
 A byte-order mark before the first line is ignored. ``read_plan_markdown`` reads a plan file for the
 parser: it may be a link, but what it names must be a regular file of at most ``MAX_INPUT_FILE_BYTES``
@@ -36,10 +42,12 @@ from autodev.errors import PathEscapeError, PlanParseError, quote
 from autodev.files import MAX_INPUT_FILE_BYTES, read_bounded_text
 from autodev.state.hashing import canonical_json, plan_content_hash, sha256_hex
 from autodev.state.paths import normalize_repo_path
-from autodev.state.schemas import AcceptanceCriterion, Phase, Plan, Task
+from autodev.state.schemas import AcceptanceCriterion, ModelTier, Phase, Plan, Task
 from autodev.state.validation import check_id, validate_dag
 
 __all__ = [
+    "MODEL_NAMES",
+    "TIER_NAMES",
     "compute_content_hash",
     "parse_plan_markdown",
     "read_plan_markdown",
@@ -65,6 +73,19 @@ _FIELD_KEY = r"description|files|depends[ \t]+on|depends|dependencies|acceptance
 _RE_FIELD = re.compile(
     rf"[-*+][ \t]+(?:\*\*({_FIELD_KEY})(?::\*\*|\*\*:)|({_FIELD_KEY}):)(.*)", re.IGNORECASE
 )
+# "- Model: sonnet", "- **Model:** sonnet", and the indented form without a bullet ("  Model: sonnet").
+_RE_MODEL = re.compile(r"(?:[-*+][ \t]+)?(?:\*\*model(?::\*\*|\*\*:)|model:)(.*)", re.IGNORECASE)
+# The names a Model line may give, each the tier AutoDev runs the task's roles on.
+MODEL_NAMES: dict[str, ModelTier] = {
+    "haiku": "fast",
+    "sonnet": "standard",
+    "opus": "strong",
+    "fast": "fast",
+    "standard": "standard",
+    "strong": "strong",
+}
+# How a tier is written back: the names plan writers use.
+TIER_NAMES: dict[ModelTier, str] = {"fast": "haiku", "standard": "sonnet", "strong": "opus"}
 _RE_ACCEPT_ITEM = re.compile(r"[-*+][ \t]+\[([ xX])\](.*)")
 _RE_CHECKBOX_PREFIX = re.compile(r"\[([ xX])\](.*)")
 _RE_BULLET = re.compile(r"[-*+](?:[ \t]+(.*))?")
@@ -103,6 +124,8 @@ class _TaskDraft:
     files: dict[str, None] = field(default_factory=dict)
     depends: dict[str, int] = field(default_factory=dict)
     acceptance: list[_Criterion] = field(default_factory=list)
+    model: ModelTier | None = None
+    model_line: int | None = None
 
 
 @dataclass(slots=True)
@@ -130,6 +153,8 @@ class _Scanner:
         self.task_lines: dict[str, int] = {}
         self.mode: _Mode = "none"
         self.mode_indent = 0
+        # What the plan may mean but does not say exactly (shown, and kept in the plan's metadata).
+        self.warnings: list[str] = []
 
     def error(self, message: str, line: int | None) -> PlanParseError:
         return PlanParseError(message, line=line, source=self.source)
@@ -239,6 +264,12 @@ class _Scanner:
             )
 
     def _task_line(self, lineno: int, text: str, indent: int, task: _TaskDraft) -> None:
+        model = _RE_MODEL.fullmatch(text)
+        # Without a bullet only an indented line is a Model line: "Model: ..." at the margin is prose.
+        if model is not None and (text[0] in "-*+" or indent >= 2):
+            self.mode = "none"
+            self._model(lineno, task, model.group(1))
+            return
         match = _RE_FIELD.fullmatch(text)
         if match is not None:
             self._field(lineno, task, _field_name(match.group(1) or match.group(2)), indent, match)
@@ -288,6 +319,28 @@ class _Scanner:
             self.mode = name
         elif value.lower() not in _EMPTY_VALUES:
             self._list_items(lineno, task, name, value)
+
+    def _model(self, lineno: int, task: _TaskDraft, value: str) -> None:
+        if task.model_line is not None:
+            raise self.error(
+                f"task {task.id} has a second Model line (the first is on line {task.model_line}); keep one",
+                lineno,
+            )
+        words = value.split()
+        name = _unquote(words[0]).strip("*").lower() if words else ""
+        tier = MODEL_NAMES.get(name)
+        if tier is None:
+            shown = quote(words[0]) if words else "nothing"
+            raise self.error(
+                f"task {task.id}: Model {shown} is not a model level; write haiku, sonnet or opus "
+                "(or leave the line out: opus)",
+                lineno,
+            )
+        task.model, task.model_line = tier, lineno
+        if len(words) > 1:
+            extra = " ".join(words[1:])
+            where = f"{self.source}:{lineno}" if self.source else f"line {lineno}"
+            self.warnings.append(f"{where}: task {task.id}: {quote(extra)} after the Model value is ignored")
 
     def _list_items(self, lineno: int, task: _TaskDraft, name: _Mode, value: str) -> None:
         if name == "files":
@@ -387,6 +440,7 @@ def _build_phases(scanner: _Scanner) -> list[Phase]:
                         AcceptanceCriterion(description=item.text, met=item.met) for item in task.acceptance
                     ],
                     assigned_agent=_DEFAULT_AGENT,
+                    model=task.model,
                 )
                 for task in draft.tasks
             ],
@@ -443,6 +497,7 @@ def parse_plan_markdown(
         title=scanner.title,
         description=description,
         phases=phases,
+        metadata={"warnings": scanner.warnings} if scanner.warnings else {},
         created_at=created_at,
         updated_at=created_at,
     )
@@ -490,6 +545,8 @@ def render_plan_markdown(plan: Plan) -> str:
                 lines += [f"  {line}" for line in description[1:]]
             if task.files:
                 lines.append(f"- Files: {_render_list(task.files)}")
+            if task.model is not None:
+                lines.append(f"- Model: {TIER_NAMES[task.model]}")
             if task.depends_on:
                 lines.append(f"- Depends: {_render_list(task.depends_on)}")
             if task.acceptance:

@@ -24,6 +24,13 @@ class AcceptanceCriterion(_Persisted):
     met: bool = False
 
 
+# A task's capability tier, as a plan's ``Model:`` line names it (haiku, sonnet, opus: fast < standard <
+# strong); ``model_tiers`` maps each to a platform's model names.
+ModelTier = Literal["fast", "standard", "strong"]
+MODEL_TIERS: tuple[ModelTier, ...] = ("fast", "standard", "strong")
+DEFAULT_TASK_TIER: ModelTier = "strong"
+
+
 class Task(_Persisted):
     """One unit of work; ``id`` is unique across the whole plan."""
 
@@ -55,6 +62,9 @@ class Task(_Persisted):
     checked_tree: str | None = None
     # The task whose block cascaded to this one (``autodev retry`` of that task brings it back).
     blocked_by: str | None = None
+    # The capability tier the task's roles run on (its plan's ``Model:`` line: haiku, sonnet, opus);
+    # None is the default, strong.
+    model: ModelTier | None = None
 
 
 class Phase(_Persisted):

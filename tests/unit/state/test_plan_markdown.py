@@ -685,3 +685,74 @@ def test_render_leaves_out_run_state() -> None:
     task.evidence_bundle = "evidence/1.1"
 
     assert render_plan_markdown(worked_on) == render_plan_markdown(plan)
+
+
+# --- the Model line -------------------------------------------------------------------------------------
+
+MODEL_PLAN = """# Plan: Levels
+## Phase 1: All
+### Task 1.1: Mechanical
+- Files: a.py
+- Model: haiku
+### Task 1.2: Patterned
+  Model: sonnet
+- Depends: 1.1
+### Task 1.3: Tier names work too
+- **Model:** standard
+### Task 1.4: Unclear
+- Description: no Model line
+Model: this line at the margin is prose, not a Model line
+"""
+
+
+def test_a_model_line_gives_the_tasks_tier_and_none_means_the_default() -> None:
+    plan = parse_plan_markdown(MODEL_PLAN, "h")
+
+    assert [task.model for task in plan.iter_tasks()] == ["fast", "standard", "standard", None]
+    assert "prose, not a Model line" in plan.iter_tasks()[3].description
+    assert "warnings" not in plan.metadata
+
+
+def test_the_model_line_survives_a_render_and_a_parse() -> None:
+    plan = parse_plan_markdown(MODEL_PLAN, "h", created_at="2026-12-03T00:00:00+00:00")
+    rendered = render_plan_markdown(plan)
+
+    assert "- Model: haiku" in rendered and "- Model: sonnet" in rendered
+    again = parse_plan_markdown(rendered, "h", created_at="2026-12-03T00:00:00+00:00")
+    assert [task.model for task in again.iter_tasks()] == [task.model for task in plan.iter_tasks()]
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("- Model: gpt-7", "Model 'gpt-7' is not a model level; write haiku, sonnet or opus"),
+        ("- Model:", "Model nothing is not a model level"),
+    ],
+)
+def test_an_unknown_model_is_an_error_naming_its_line(line: str, message: str) -> None:
+    text = MODEL_PLAN.replace("- Model: haiku", line)
+
+    with pytest.raises(PlanParseError, match=message) as caught:
+        parse_plan_markdown(text, "h", source="plan.md")
+
+    assert caught.value.line == 5
+
+
+def test_two_model_lines_are_an_error_naming_both() -> None:
+    text = MODEL_PLAN.replace("- Files: a.py\n", "- Model: opus\n- Files: a.py\n")
+
+    with pytest.raises(PlanParseError, match=r"second Model line \(the first is on line 4\)") as caught:
+        parse_plan_markdown(text, "h")
+
+    assert caught.value.line == 6
+
+
+def test_words_after_the_model_value_are_a_warning_kept_in_the_plan() -> None:
+    text = MODEL_PLAN.replace("- Model: haiku", "- Model: haiku (it is a rename)")
+
+    plan = parse_plan_markdown(text, "h", source="plan.md")
+
+    assert plan.iter_tasks()[0].model == "fast"
+    assert plan.metadata["warnings"] == [
+        "plan.md:5: task 1.1: '(it is a rename)' after the Model value is ignored"
+    ]

@@ -27,6 +27,7 @@ checks saw, and ``evidence/<task>.patch`` is the committed change (the developer
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -58,13 +59,16 @@ from autodev.orchestrator.tournaments.impl import run_impl_tournament
 from autodev.qa import GateResult
 from autodev.qa.gates import GateName, GateRun
 from autodev.state.evidence import read_evidence
+from autodev.state.plan_markdown import MODEL_NAMES, TIER_NAMES
 from autodev.state.schemas import (
+    MODEL_TIERS,
     CoderEvidence,
     CommandRun,
     CriticEvidence,
     Evidence,
     GateCheck,
     GateEvidence,
+    ModelTier,
     ReviewEvidence,
     Task,
     TestEvidence,
@@ -470,9 +474,32 @@ def _repair_instruction(problem: str, previous: str) -> str:
 async def _developer_step(session: RunContext, task: Task, ctx: TaskContext) -> StepFailure | None:
     issues = _own_issues(task, "developer")
     extra = _issues_block("THE PREVIOUS ATTEMPT FAILED. Fix these problems first:", issues) if issues else ""
-    request = _request(task, "developer", "develop", _envelope(task, "developer", "implement"), ctx, extra)
-    result = await _agent(session, task, request)
     pm = session.plan_manager
+    step = "develop"
+    while True:
+        tier = pm.task_tier(task.id)
+        envelope = _envelope(task, "developer", "implement", model=TIER_NAMES[tier])
+        request = _request(task, "developer", step, envelope, ctx, extra)
+        result = await _agent(session, task, request)
+        escalation = _escalation(result.text, tier)
+        if escalation is None:
+            break
+        # The developer found the task's level too low: the task is re-tiered and the developer asked
+        # again at the new level, in the same working copy and the same attempt (nothing failed).
+        higher, why = escalation
+        pm.set_task_model(task.id, higher, reason=why, by="developer")
+        _log.info("execute_phase.model_escalated", task_id=task.id, model=higher, previous=tier, reason=why)
+        session.emit(
+            ProgressEvent(
+                "note",
+                f"the developer asks for {TIER_NAMES[higher]}: {why}",
+                task.id,
+                "develop",
+                request.attempt,
+            )
+        )
+        # A step of its own, so that an inline answer to the first call is never taken for the second's.
+        step = f"develop@{higher}"
     dirty = await ctx.workspace.git.dirty_paths()
     refused = await _oversized(session, task, ctx, dirty)
     touched = submodules_touched(ctx.workspace.root, dirty)
@@ -530,6 +557,19 @@ async def _developer_step(session: RunContext, task: Task, ctx: TaskContext) -> 
         )
     pm.update_task_status(task.id, "coded")
     ctx.developer_diff = diff
+    return None
+
+
+_ESCALATE = re.compile(r"^[ \t>*-]*ESCALATE:[ \t]*`?(\w+)`?[ \t]*(.*)$", re.MULTILINE | re.IGNORECASE)
+
+
+def _escalation(text: str, current: ModelTier) -> tuple[ModelTier, str] | None:
+    """The higher level a developer's ``ESCALATE: <level> <why>`` line asks for, with why; None when there
+    is no such line, or it names no level above ``current`` (the level is never lowered this way)."""
+    for match in _ESCALATE.finditer(text):
+        wanted = MODEL_NAMES.get(match.group(1).lower())
+        if wanted is not None and MODEL_TIERS.index(wanted) > MODEL_TIERS.index(current):
+            return wanted, match.group(2).strip() or "no reason given"
     return None
 
 
