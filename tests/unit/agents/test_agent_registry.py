@@ -19,7 +19,15 @@ from autodev.agents import (
     parse_review_verdict,
     parse_test_results,
 )
-from autodev.config.schema import ROLE_NAMES, AutodevConfig, Platform, RoleSettings, TierModels
+from autodev.agents.spec import shifted_tier
+from autodev.config.schema import (
+    ROLE_NAMES,
+    AutodevConfig,
+    CapabilityTier,
+    Platform,
+    RoleSettings,
+    TierModels,
+)
 from autodev.errors import AutodevError
 from autodev.state.plan_markdown import parse_plan_markdown
 
@@ -252,3 +260,38 @@ def test_spec_is_frozen() -> None:
 
     with pytest.raises(ValidationError):
         spec.tools = ("read", "write")  # type: ignore[misc]
+
+
+def test_a_tasks_tier_replaces_the_roles_default_and_an_offset_moves_it_within_the_tiers() -> None:
+    offsets = {"reviewer": {"tier_offset": 1}, "judge": {"tier_offset": -2}}
+    config = AutodevConfig.model_validate({"roles": offsets})
+
+    assert REGISTRY["developer"].effective(config, "claude_code", task_tier="fast").model == "haiku"
+    assert REGISTRY["reviewer"].effective(config, "claude_code", task_tier="fast").model == "sonnet"
+    assert REGISTRY["reviewer"].effective(config, "claude_code", task_tier="strong").model == "opus"
+    assert REGISTRY["judge"].effective(config, "claude_code", task_tier="standard").model == "haiku"
+    # Without a task (the plan phase) the role keeps its own default.
+    assert REGISTRY["developer"].effective(config, "claude_code").model == "sonnet"
+
+
+def test_a_model_set_for_the_role_wins_over_the_tasks_tier() -> None:
+    pinned = {"developer": {"model": "claude-sonnet-4-5", "tier_offset": 1}}
+    config = AutodevConfig.model_validate({"roles": pinned})
+
+    assert (
+        REGISTRY["developer"].effective(config, "claude_code", task_tier="fast").model == "claude-sonnet-4-5"
+    )
+
+
+@pytest.mark.parametrize(
+    ("tier", "offset", "expected"),
+    [
+        ("fast", 0, "fast"),
+        ("fast", 1, "standard"),
+        ("fast", 5, "strong"),
+        ("strong", -1, "standard"),
+        ("standard", -9, "fast"),
+    ],
+)
+def test_shifted_tier_stays_within_fast_and_strong(tier: CapabilityTier, offset: int, expected: str) -> None:
+    assert shifted_tier(tier, offset) == expected
