@@ -295,4 +295,8 @@ async def run_plan_phase(
     session.plan_manager.checkpoint()
     tasks = sum(len(phase.tasks) for phase in saved.phases)
     _log.info("plan_phase.approved", plan_id=saved.plan_id, phases=len(saved.phases), tasks=tasks)
+    for warning in saved.metadata.get("warnings", []):
+        # What the architect's plan may mean but does not say exactly (words after a Model value).
+        _log.warning("plan_phase.plan_warning", plan_id=saved.plan_id, warning=warning)
+        session.emit(ProgressEvent("note", f"plan warning: {warning}"))
     return saved
