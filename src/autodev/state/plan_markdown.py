@@ -15,6 +15,8 @@ writes::
       <continuation lines indented by two or more spaces>
     - Files: path1, path2
     - Model: haiku | sonnet | opus
+    - Effort: <1h | 1h | 5h | 1d | 1w
+    - Priority: P0 | P1 | P2 | P3
     - Depends: 1.1, 1.2
     - Acceptance:
       - [ ] criterion
@@ -23,7 +25,7 @@ writes::
 ``Model`` is the task's level (haiku < sonnet < opus, AutoDev's tiers fast < standard < strong; the tier
 names are accepted too); no line means opus. It may also be written indented without a bullet
 (``  Model: sonnet``). An unknown value or a second Model line is an error; words after the value are a
-warning, kept in ``plan.metadata["warnings"]``.
+warning, kept in ``plan.metadata["warnings"]``. ``Effort`` and ``Priority`` follow the same rules.
 
 A byte-order mark before the first line is ignored. ``read_plan_markdown`` reads a plan file for the
 parser: it may be a link, but what it names must be a regular file of at most ``MAX_INPUT_FILE_BYTES``
@@ -42,7 +44,17 @@ from autodev.errors import PathEscapeError, PlanParseError, quote
 from autodev.files import MAX_INPUT_FILE_BYTES, read_bounded_text
 from autodev.state.hashing import canonical_json, plan_content_hash, sha256_hex
 from autodev.state.paths import normalize_repo_path
-from autodev.state.schemas import AcceptanceCriterion, ModelTier, Phase, Plan, Task
+from autodev.state.schemas import (
+    EFFORTS,
+    PRIORITIES,
+    AcceptanceCriterion,
+    Effort,
+    ModelTier,
+    Phase,
+    Plan,
+    Priority,
+    Task,
+)
 from autodev.state.validation import check_id, validate_dag
 
 __all__ = [
@@ -73,8 +85,12 @@ _FIELD_KEY = r"description|files|depends[ \t]+on|depends|dependencies|acceptance
 _RE_FIELD = re.compile(
     rf"[-*+][ \t]+(?:\*\*({_FIELD_KEY})(?::\*\*|\*\*:)|({_FIELD_KEY}):)(.*)", re.IGNORECASE
 )
-# "- Model: sonnet", "- **Model:** sonnet", and the indented form without a bullet ("  Model: sonnet").
-_RE_MODEL = re.compile(r"(?:[-*+][ \t]+)?(?:\*\*model(?::\*\*|\*\*:)|model:)(.*)", re.IGNORECASE)
+# One-value lines: "- Model: sonnet", "- **Effort:** 1h", and the indented form without a bullet
+# ("  Priority: P1").
+_RE_LEVEL = re.compile(
+    r"(?:[-*+][ \t]+)?(?:\*\*(model|effort|priority)(?::\*\*|\*\*:)|(model|effort|priority):)(.*)",
+    re.IGNORECASE,
+)
 # The names a Model line may give, each the tier AutoDev runs the task's roles on.
 MODEL_NAMES: dict[str, ModelTier] = {
     "haiku": "fast",
@@ -86,6 +102,15 @@ MODEL_NAMES: dict[str, ModelTier] = {
 }
 # How a tier is written back: the names plan writers use.
 TIER_NAMES: dict[ModelTier, str] = {"fast": "haiku", "standard": "sonnet", "strong": "opus"}
+# What each one-value line accepts (lower-cased) and what it stores; how the error words the choice.
+_LEVEL_VALUES: dict[str, tuple[dict[str, str], str]] = {
+    "model": (dict(MODEL_NAMES), "a model level; write haiku, sonnet or opus (or leave the line out: opus)"),
+    "effort": (
+        {effort.lower(): effort for effort in EFFORTS},
+        f"an effort; write one of {', '.join(EFFORTS)}",
+    ),
+    "priority": ({p.lower(): p for p in PRIORITIES}, f"a priority; write one of {', '.join(PRIORITIES)}"),
+}
 _RE_ACCEPT_ITEM = re.compile(r"[-*+][ \t]+\[([ xX])\](.*)")
 _RE_CHECKBOX_PREFIX = re.compile(r"\[([ xX])\](.*)")
 _RE_BULLET = re.compile(r"[-*+](?:[ \t]+(.*))?")
@@ -125,7 +150,10 @@ class _TaskDraft:
     depends: dict[str, int] = field(default_factory=dict)
     acceptance: list[_Criterion] = field(default_factory=list)
     model: ModelTier | None = None
-    model_line: int | None = None
+    effort: Effort | None = None
+    priority: Priority | None = None
+    # The line each one-value field was given on (a second one is an error naming the first).
+    level_lines: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -264,11 +292,11 @@ class _Scanner:
             )
 
     def _task_line(self, lineno: int, text: str, indent: int, task: _TaskDraft) -> None:
-        model = _RE_MODEL.fullmatch(text)
-        # Without a bullet only an indented line is a Model line: "Model: ..." at the margin is prose.
-        if model is not None and (text[0] in "-*+" or indent >= 2):
+        level = _RE_LEVEL.fullmatch(text)
+        # Without a bullet only an indented line is such a line: "Model: ..." at the margin is prose.
+        if level is not None and (text[0] in "-*+" or indent >= 2):
             self.mode = "none"
-            self._model(lineno, task, model.group(1))
+            self._level(lineno, task, (level.group(1) or level.group(2)).lower(), level.group(3))
             return
         match = _RE_FIELD.fullmatch(text)
         if match is not None:
@@ -320,27 +348,28 @@ class _Scanner:
         elif value.lower() not in _EMPTY_VALUES:
             self._list_items(lineno, task, name, value)
 
-    def _model(self, lineno: int, task: _TaskDraft, value: str) -> None:
-        if task.model_line is not None:
+    def _level(self, lineno: int, task: _TaskDraft, key: str, value: str) -> None:
+        """A Model, Effort or Priority line: one per task, one of its known values."""
+        label = key.capitalize()
+        first = task.level_lines.get(key)
+        if first is not None:
             raise self.error(
-                f"task {task.id} has a second Model line (the first is on line {task.model_line}); keep one",
-                lineno,
+                f"task {task.id} has a second {label} line (the first is on line {first}); keep one", lineno
             )
+        values, choice = _LEVEL_VALUES[key]
         words = value.split()
-        name = _unquote(words[0]).strip("*").lower() if words else ""
-        tier = MODEL_NAMES.get(name)
-        if tier is None:
+        stored = values.get(_unquote(words[0]).strip("*").lower()) if words else None
+        if stored is None:
             shown = quote(words[0]) if words else "nothing"
-            raise self.error(
-                f"task {task.id}: Model {shown} is not a model level; write haiku, sonnet or opus "
-                "(or leave the line out: opus)",
-                lineno,
-            )
-        task.model, task.model_line = tier, lineno
+            raise self.error(f"task {task.id}: {label} {shown} is not {choice}", lineno)
+        task.level_lines[key] = lineno
+        setattr(task, key, stored)
         if len(words) > 1:
             extra = " ".join(words[1:])
             where = f"{self.source}:{lineno}" if self.source else f"line {lineno}"
-            self.warnings.append(f"{where}: task {task.id}: {quote(extra)} after the Model value is ignored")
+            self.warnings.append(
+                f"{where}: task {task.id}: {quote(extra)} after the {label} value is ignored"
+            )
 
     def _list_items(self, lineno: int, task: _TaskDraft, name: _Mode, value: str) -> None:
         if name == "files":
@@ -441,6 +470,8 @@ def _build_phases(scanner: _Scanner) -> list[Phase]:
                     ],
                     assigned_agent=_DEFAULT_AGENT,
                     model=task.model,
+                    effort=task.effort,
+                    priority=task.priority,
                 )
                 for task in draft.tasks
             ],
@@ -547,6 +578,10 @@ def render_plan_markdown(plan: Plan) -> str:
                 lines.append(f"- Files: {_render_list(task.files)}")
             if task.model is not None:
                 lines.append(f"- Model: {TIER_NAMES[task.model]}")
+            if task.effort is not None:
+                lines.append(f"- Effort: {task.effort}")
+            if task.priority is not None:
+                lines.append(f"- Priority: {task.priority}")
             if task.depends_on:
                 lines.append(f"- Depends: {_render_list(task.depends_on)}")
             if task.acceptance:

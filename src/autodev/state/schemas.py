@@ -29,6 +29,12 @@ class AcceptanceCriterion(_Persisted):
 ModelTier = Literal["fast", "standard", "strong"]
 MODEL_TIERS: tuple[ModelTier, ...] = ("fast", "standard", "strong")
 DEFAULT_TASK_TIER: ModelTier = "strong"
+# How much work a task is, smallest first (a plan's ``Effort:`` line), and how urgent (``Priority:``, P0
+# the most).
+Effort = Literal["<1h", "1h", "5h", "1d", "1w"]
+EFFORTS: tuple[Effort, ...] = ("<1h", "1h", "5h", "1d", "1w")
+Priority = Literal["P0", "P1", "P2", "P3"]
+PRIORITIES: tuple[Priority, ...] = ("P0", "P1", "P2", "P3")
 
 
 class Task(_Persisted):
@@ -65,6 +71,9 @@ class Task(_Persisted):
     # The capability tier the task's roles run on (its plan's ``Model:`` line: haiku, sonnet, opus);
     # None is the default, strong.
     model: ModelTier | None = None
+    # The task's size and urgency from its plan (``Effort:``, ``Priority:``); None when not given.
+    effort: Effort | None = None
+    priority: Priority | None = None
 
 
 class Phase(_Persisted):

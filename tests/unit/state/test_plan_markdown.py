@@ -756,3 +756,64 @@ def test_words_after_the_model_value_are_a_warning_kept_in_the_plan() -> None:
     assert plan.metadata["warnings"] == [
         "plan.md:5: task 1.1: '(it is a rename)' after the Model value is ignored"
     ]
+
+
+EFFORT_PLAN = """# Plan: Sizes
+## Phase 1: All
+### Task 1.1: Small
+- Effort: <1h
+- Priority: p1
+### Task 1.2: Big
+  Effort: 1D
+  Priority: P0 (release blocker)
+### Task 1.3: Unsized
+"""
+
+
+def test_effort_and_priority_lines_are_read_and_written_back() -> None:
+    plan = parse_plan_markdown(EFFORT_PLAN, "h", created_at="2026-12-03T00:00:00+00:00")
+
+    assert [(task.effort, task.priority) for task in plan.iter_tasks()] == [
+        ("<1h", "P1"),
+        ("1d", "P0"),
+        (None, None),
+    ]
+    assert plan.metadata["warnings"] == [
+        "line 8: task 1.2: '(release blocker)' after the Priority value is ignored"
+    ]
+    again = parse_plan_markdown(render_plan_markdown(plan), "h", created_at="2026-12-03T00:00:00+00:00")
+    assert [(t.effort, t.priority) for t in again.iter_tasks()] == [
+        (t.effort, t.priority) for t in plan.iter_tasks()
+    ]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message", "line"),
+    [
+        (
+            "- Effort: <1h",
+            "- Effort: 2h",
+            r"Effort '2h' is not an effort; write one of <1h, 1h, 5h, 1d, 1w",
+            4,
+        ),
+        (
+            "- Priority: p1",
+            "- Priority: urgent",
+            r"Priority 'urgent' is not a priority; write one of P0, P1",
+            5,
+        ),
+        (
+            "- Priority: p1",
+            "- Priority: p1\n- Priority: P2",
+            r"second Priority line \(the first is on line 5\)",
+            6,
+        ),
+    ],
+)
+def test_a_bad_effort_or_priority_is_an_error_naming_its_line(
+    old: str, new: str, message: str, line: int
+) -> None:
+    with pytest.raises(PlanParseError, match=message) as caught:
+        parse_plan_markdown(EFFORT_PLAN.replace(old, new), "h")
+
+    assert caught.value.line == line
