@@ -418,6 +418,63 @@ def skip(obj: CliContext, task_id: str) -> None:
         click.echo(f"Blocked because of it (skipped_dependency_satisfies = false): {', '.join(blocked)}")
 
 
+def _lane_view(obj: CliContext) -> Any:
+    from autodev.config import load_config
+    from autodev.orchestrator.lanes import LaneView
+    from autodev.state.plan_manager import PlanManager
+
+    config = load_config(obj.repo_root)
+    with PlanManager.open(obj.repo_root, readonly=True) as manager:
+        tasks = manager.tasks() if manager.has_plan else []
+    return LaneView(tasks, config), config
+
+
+@cli.command(epilog=EXIT_CODES_HELP)
+@click.pass_obj
+def lanes(obj: CliContext) -> None:
+    """Each configured lane: its pickable tasks (slice jobs among them) and its tasks still waiting."""
+    view, _ = _lane_view(obj)
+    for row in view.counts():
+        click.echo(str(row))
+
+
+@cli.command("list", epilog=EXIT_CODES_HELP)
+@click.option("--lane", default=None, help="Only this lane's tasks.")
+@click.option(
+    "--runner",
+    is_flag=True,
+    help="Only the ids a runner may take now, in the lane's pick order (slice jobs as slice:<id>).",
+)
+@click.pass_obj
+def list_tasks(obj: CliContext, lane: str | None, runner: bool) -> None:
+    """The plan's tasks with their lane, Model, effort, effective priority and status."""
+    from autodev.state.plan_manager import PlanManager
+    from autodev.state.plan_markdown import TIER_NAMES
+    from autodev.state.schemas import DEFAULT_TASK_TIER
+
+    view, config = _lane_view(obj)
+    if lane is not None and lane not in config.lanes:
+        raise click.BadParameter(
+            f"no lane {lane!r}; configured: {', '.join(config.lanes)}", param_hint="--lane"
+        )
+    if runner:
+        if lane is None:
+            raise click.UsageError("--runner needs --lane: each lane has its own pick order")
+        for pick in view.order(lane):
+            click.echo(str(pick))
+        return
+    with PlanManager.open(obj.repo_root, readonly=True) as manager:
+        tasks = manager.tasks() if manager.has_plan else []
+    for task in tasks:
+        if lane is not None and view.lane_of(task.id) != lane:
+            continue
+        slice_job = " slice" if view.is_slice_job(task.id) else ""
+        click.echo(
+            f"{task.id}\t{view.lane_of(task.id)}{slice_job}\t{TIER_NAMES[task.model or DEFAULT_TASK_TIER]}\t"
+            f"{task.effort or '-'}\t{view.effective_priority(task.id)}\t{task.status}"
+        )
+
+
 @cli.group()
 def task() -> None:
     """Change one task of the current plan."""

@@ -27,6 +27,7 @@ from pydantic import (
 
 from autodev.errors import quote
 from autodev.files import DEFAULT_MAX_ANSWER_BYTES
+from autodev.state.schemas import EFFORTS, Effort
 
 __all__ = [
     "AGENT_CLIS",
@@ -545,6 +546,93 @@ def _default_model_tiers() -> dict[AgentCLI, TierModels]:
     }
 
 
+_LANE_NAME = re.compile(r"[a-z][a-z0-9-]*")
+
+
+class LaneSettings(_Settings):
+    """One lane of work: the task efforts it takes, how it picks among them, and where it looks when it
+    has nothing to pick."""
+
+    efforts: list[Effort] = Field(
+        min_length=1,
+        description="The task efforts this lane implements (<1h, 1h, 5h, 1d, 1w), none above slice_above.",
+        examples=[["<1h"]],
+    )
+    order: Literal["unblock", "priority"] = Field(
+        default="unblock",
+        description="Pick policy: unblock (tasks others wait on first) or priority (effective priority "
+        "first).",
+    )
+    fallback: str | None = Field(
+        default=None,
+        description="Another lane to pick from when this one has nothing pickable (no cycles).",
+    )
+    slices: bool = Field(
+        default=False,
+        description="This lane also takes slice jobs (tasks bigger than slice_above); exactly one lane "
+        "does (default: the lane holding <1h).",
+    )
+
+
+def check_lanes(lanes: dict[str, LaneSettings], slice_above: Effort) -> None:
+    """Raise ``ValueError`` naming what to fix when ``lanes`` break a lane rule (``AutodevConfig``); a
+    configuration that names no lane taking slice jobs gives that job to the lane holding ``<1h``."""
+    if not lanes:
+        raise ValueError("lanes: define at least one lane, or leave the table out for the default set")
+    limit = EFFORTS.index(slice_above)
+    owner: dict[str, str] = {}
+    for name, lane in lanes.items():
+        if not _LANE_NAME.fullmatch(name) or name == "all":
+            raise ValueError(
+                f"lanes.{name}: a lane name is a lower-case letter, then letters, digits or '-' ('all' is "
+                "reserved)"
+            )
+        for effort in lane.efforts:
+            if EFFORTS.index(effort) > limit:
+                raise ValueError(
+                    f"lanes.{name}: effort {effort} is above slice_above ({slice_above}); tasks that big are "
+                    "slice jobs, or raise slice_above"
+                )
+            if effort in owner:
+                raise ValueError(
+                    f"lanes.{name}: effort {effort} is already lane {owner[effort]}'s; lanes' efforts "
+                    "are disjoint"
+                )
+            owner[effort] = name
+        if lane.fallback is not None and lane.fallback not in lanes:
+            raise ValueError(
+                f"lanes.{name}: fallback {lane.fallback!r} is not a lane; known: {', '.join(lanes)}"
+            )
+    missing = [effort for effort in EFFORTS[: limit + 1] if effort not in owner]
+    if missing:
+        raise ValueError(
+            f"lanes: no lane takes effort {', '.join(missing)}; add it to a lane's efforts (every effort up "
+            f"to slice_above = {slice_above} needs one)"
+        )
+    for name in lanes:
+        seen = [name]
+        current = lanes[name].fallback
+        while current is not None:
+            if current in seen:
+                raise ValueError(f"lanes: the fallbacks {' -> '.join([*seen, current])} go round in a cycle")
+            seen.append(current)
+            current = lanes[current].fallback
+    slicing = [name for name, lane in lanes.items() if lane.slices]
+    if len(slicing) > 1:
+        raise ValueError(
+            f"lanes: only one lane may take slice jobs (slices = true), not {', '.join(slicing)}"
+        )
+    if not slicing:
+        lanes[owner["<1h"]].slices = True
+
+
+def _default_lanes() -> dict[str, LaneSettings]:
+    return {
+        "fast": LaneSettings(efforts=["<1h"], order="unblock", slices=True),
+        "slow": LaneSettings(efforts=["1h"], order="priority", fallback="fast"),
+    }
+
+
 class AutodevConfig(_Settings):
     """Every setting of one AutoDev run, as ``autodev.config.load_config`` builds it."""
 
@@ -656,12 +744,38 @@ class AutodevConfig(_Settings):
         description="Model names behind the capability tiers, one table per agent CLI "
         "(claude_code, codex, cursor, opencode, gemini).",
     )
+    slice_above: Effort = Field(
+        default="1h",
+        description="A task whose effort is above this is a slice job: it is split into tasks of at most "
+        "this effort before it is implemented.",
+    )
+    lanes: dict[str, LaneSettings] = Field(
+        default_factory=_default_lanes,
+        description="Lanes of work by task effort, each with its pick policy (fast: <1h, unblock first, "
+        "takes slice jobs; slow: 1h, priority first, falling back to fast). Defining any lane replaces "
+        "this default set.",
+    )
     price_table: dict[NonBlankStr, ModelPrice] = Field(
         default_factory=dict,
         description="Prices per model name, used to compute the cost of agent CLIs that report "
         "token counts but no cost.",
         examples=["my-model"],
     )
+
+    @model_validator(mode="after")
+    def _lanes_cover_the_efforts(self) -> AutodevConfig:
+        """The lane rules: valid names, efforts within ``slice_above``, disjoint and covering every effort up
+        to it, a fallback that names another lane without a cycle, and exactly one lane for slice jobs."""
+        check_lanes(self.lanes, self.slice_above)
+        return self
+
+    def lane_of(self, effort: Effort | None, *, slice_job: bool = False) -> str:
+        """The lane that takes a task of ``effort`` (no effort: the lane holding ``<1h``); a slice job's
+        lane is the one that takes slice jobs."""
+        if slice_job:
+            return next(name for name, lane in self.lanes.items() if lane.slices)
+        wanted = effort or "<1h"
+        return next(name for name, lane in self.lanes.items() if wanted in lane.efforts)
 
     def price_for(self, model: str | None) -> ModelPrice | None:
         """``price_table``'s price for ``model``: by its full name, else by the name after its provider
