@@ -572,6 +572,12 @@ class LaneSettings(_Settings):
         description="This lane also takes slice jobs (tasks bigger than slice_above); exactly one lane "
         "does (default: the lane holding <1h).",
     )
+    concurrency: int = Field(
+        default=1,
+        ge=1,
+        description="Tasks of this lane in flight at once when lanes_enabled (within "
+        "tournaments.execute_max_parallel_tasks for the whole run).",
+    )
 
 
 def check_lanes(lanes: dict[str, LaneSettings], slice_above: Effort) -> None:
@@ -743,6 +749,11 @@ class AutodevConfig(_Settings):
         default_factory=_default_model_tiers,
         description="Model names behind the capability tiers, one table per agent CLI "
         "(claude_code, codex, cursor, opencode, gemini).",
+    )
+    lanes_enabled: bool = Field(
+        default=False,
+        description="Start the execute phase's tasks by lanes: each lane's pick order and concurrency "
+        "(lanes.<name>), instead of the longest chain of dependents first.",
     )
     slice_above: Effort = Field(
         default="1h",

@@ -19,14 +19,16 @@ waiters of each task) and answers per lane.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import zip_longest
 
 from autodev.config.schema import AutodevConfig
 from autodev.state.schemas import EFFORTS, PRIORITIES, Effort, Task
-from autodev.state.vocabulary import DONE_STATUSES
+from autodev.state.vocabulary import DONE_STATUSES, IN_FLIGHT_STATUSES
 
-__all__ = ["LaneCounts", "LaneView", "Pick"]
+__all__ = ["LaneCounts", "LaneOrder", "LaneView", "Pick"]
 
 # A task without a Priority line is picked after those somebody prioritised.
 _UNSET_PRIORITY = len(PRIORITIES) - 1
@@ -102,10 +104,17 @@ class LaneView:
         """The open tasks waiting on ``task_id``, directly or through others."""
         return self._waiters[task_id]
 
-    def order(self, lane: str) -> list[Pick]:
-        """The lane's pickable tasks in its pick order (slice jobs included on the slicing lane)."""
+    def order(self, lane: str, *, phase_id: str | None = None) -> list[Pick]:
+        """The lane's pickable tasks in its pick order (slice jobs included on the slicing lane); only
+        those of ``phase_id`` when given."""
         settings = self._config.lanes[lane]
-        picks = [task.id for task in self._tasks if task.id in self._pickable and self._lane[task.id] == lane]
+        picks = [
+            task.id
+            for task in self._tasks
+            if task.id in self._pickable
+            and self._lane[task.id] == lane
+            and (phase_id is None or task.phase_id == phase_id)
+        ]
         if settings.order == "unblock":
             picks.sort(
                 key=lambda task_id: (
@@ -171,3 +180,47 @@ def _priority(task: Task) -> int:
 
 def _bigger_than(task: Task, slice_above: Effort) -> bool:
     return task.effort is not None and EFFORTS.index(task.effort) > EFFORTS.index(slice_above)
+
+
+class LaneOrder:
+    """The execute phase's ``TaskScheduler`` when ``lanes_enabled``: each lane offers as many of its picks
+    as its ``concurrency`` leaves room for (a lane with nothing pickable offers its fallback's), and the
+    lanes take turns, so that one lane's queue cannot hold every worker.
+
+    A task in flight counts toward the lane its effort belongs to. The order is computed anew at each call
+    (``LaneView`` over the whole plan); the plan manager then drops what cannot start (held files).
+    """
+
+    def __init__(self, config: AutodevConfig) -> None:
+        self._config = config
+
+    def order(self, tasks: Sequence[Task], children: Mapping[str, Sequence[str]]) -> Sequence[Task]:
+        view = LaneView(tasks, self._config)
+        busy = Counter(view.lane_of(task.id) for task in tasks if task.status in IN_FLIGHT_STATUSES)
+        # One phase at a time unless phases may overlap: the first with an unfinished task, as the
+        # dispatcher's per-phase mode has it (a lane's room must not go to tasks that cannot start yet).
+        phase = None
+        if not self._config.cross_phase_parallelism_enabled:
+            phase = next((task.phase_id for task in tasks if task.status not in DONE_STATUSES), None)
+        queued: set[str] = set()
+        queues: list[list[str]] = []
+        for lane, settings in self._config.lanes.items():
+            room = settings.concurrency - busy[lane]
+            if room <= 0:
+                continue
+            picks = self._picks(view, lane, queued, phase)[:room]
+            queued.update(picks)
+            queues.append(picks)
+        by_id = {task.id: task for task in tasks}
+        return [by_id[task_id] for turn in zip_longest(*queues) for task_id in turn if task_id is not None]
+
+    def _picks(self, view: LaneView, lane: str, taken: set[str], phase: str | None) -> list[str]:
+        current: str | None = lane
+        while current is not None:
+            picks = [
+                pick.task_id for pick in view.order(current, phase_id=phase) if pick.task_id not in taken
+            ]
+            if picks:
+                return picks
+            current = self._config.lanes[current].fallback
+        return []

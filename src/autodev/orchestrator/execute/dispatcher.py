@@ -45,7 +45,8 @@ from autodev.orchestrator.execute.task_flow import (
     block_task,
 )
 from autodev.orchestrator.integrity import RepositoryChangedError
-from autodev.state.scheduling import scheduler_for
+from autodev.orchestrator.lanes import LaneOrder
+from autodev.state.scheduling import TaskScheduler, scheduler_for
 from autodev.state.schemas import Plan, Task
 from autodev.state.validation import validate_dag
 from autodev.state.vocabulary import DONE_STATUSES, IN_FLIGHT_STATUSES, TASK_STATUSES, TERMINAL_STATUSES
@@ -159,7 +160,11 @@ class Dispatcher:
             else resolve_parallelism(config, session.adapter)
         )
         self.cross_phase = config.cross_phase_parallelism_enabled
-        self.scheduler = scheduler_for(self.parallelism.workers)
+        self.scheduler: TaskScheduler = (
+            LaneOrder(config)
+            if config.lanes_enabled and only_task is None
+            else scheduler_for(self.parallelism.workers)
+        )
         self.speculative = config.speculative_execution_enabled and self.parallelism.isolated
         self.lock = session.main_tree_lock
         self.workers: dict[str, _Worker] = {}
