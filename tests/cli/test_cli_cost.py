@@ -172,3 +172,23 @@ def test_a_budget_with_an_unknown_cost_stops_the_run_resumably_naming_the_model(
     assert resumed.code == 0, resumed.out + resumed.err
     after = _ledger_calls(demo.repo_root)
     assert after[len(before)]["role"] != "developer" or after[len(before)]["task_id"] != before[-1]["task_id"]
+
+
+def test_cost_by_lane_model_and_effort_gives_one_row_per_combination(
+    run_cli: RunCli, demo: DemoSetup, tmp_path: Path
+) -> None:
+    _run(run_cli, demo, tmp_path)
+    root = str(demo.repo_root)
+    calls = _ledger_calls(demo.repo_root)
+
+    result = run_cli("-C", root, "cost", "--json", "--by", "lane,model,effort")
+
+    assert result.code == 0, result.err
+    report = json.loads(result.out)
+    assert report["by"] == "lane,model,effort"
+    rows = {row["key"]: row for row in report["rows"]}
+    # The demo's tasks have no Effort line: the fast lane; the plan phase's calls belong to no task.
+    assert rows["fast · house-model · -"]["unknown_calls"] == sum("cost_usd" not in call for call in calls)
+    assert sum(row["calls"] for row in report["rows"]) == report["total"]["calls"] == len(calls)
+    bad = run_cli("-C", root, "cost", "--by", "lane,colour")
+    assert bad.code == 2 and "colour is not a grouping" in bad.err

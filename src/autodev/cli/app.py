@@ -639,23 +639,37 @@ def status(obj: CliContext, as_json: bool, show_all: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the totals and rows as JSON.")
 @click.option(
     "--by",
-    type=click.Choice(["task", "role", "model", "phase"]),
     default="task",
     show_default=True,
-    help="One row per task, role, model or phase.",
+    help="One row per task, role, model, phase, lane or effort; several, comma-separated, give one row "
+    "per combination (--by lane,model,effort).",
 )
 @click.pass_obj
 def cost(obj: CliContext, as_json: bool, by: str) -> None:
     """What the current plan's agent calls cost, from the ledger: every call counted (retries, repairs,
     tournaments, refused calls), estimates marked, unknown costs shown as unknown. Read-only."""
-    from autodev.state.costs import Grouping, cost_report
+    from autodev.state.costs import GROUPINGS, Grouping, TaskFacts, cost_report
     from autodev.state.plan_manager import PlanManager
 
+    groupings = [part.strip() for part in by.split(",") if part.strip()]
+    unknown = [part for part in groupings if part not in GROUPINGS]
+    if not groupings or unknown:
+        raise click.BadParameter(
+            f"{', '.join(unknown) or 'nothing'} is not a grouping; give {', '.join(GROUPINGS)}",
+            param_hint="--by",
+        )
     if obj.verbose:
         obj.start_logging(create_state=False)
+    facts: dict[str, TaskFacts] = {}
     with PlanManager.open(obj.repo_root, readonly=True) as manager:
-        report = cost_report(manager.usage_entries(), by=cast("Grouping", by))
         plan_id = manager.plan.plan_id if manager.has_plan else None
+        if {"lane", "effort"} & set(groupings) and manager.has_plan:
+            from autodev.config import load_config
+            from autodev.orchestrator.lanes import LaneView
+
+            view = LaneView(manager.tasks(), load_config(obj.repo_root))
+            facts = {task.id: TaskFacts(view.lane_of(task.id), task.effort) for task in manager.tasks()}
+        report = cost_report(manager.usage_entries(), by=cast("list[Grouping]", groupings), tasks=facts)
     if as_json:
         sys.stdout.write(json.dumps({"plan_id": plan_id, **report.as_json()}, separators=(",", ":")) + "\n")
         return

@@ -432,7 +432,7 @@ def print_cost(report: CostReport, plan_id: str | None) -> None:
         return
     title = f"Cost of plan {terminal_markup(plan_id)} by {report.by}" if plan_id else f"Cost by {report.by}"
     table = Table(title=title, title_justify="left", expand=False)
-    table.add_column(report.by.capitalize(), no_wrap=True)
+    table.add_column(report.by.replace(",", " · ").capitalize(), no_wrap=True)
     for name in ("Calls", "Input tokens", "Cached", "Output tokens", "Agent time"):
         table.add_column(name, justify="right")
     table.add_column("Cost", justify="right")

@@ -19,20 +19,28 @@ Records written before calls carried their phase, model and tokens group under `
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, get_args
 
 from autodev.state.ledger import LedgerEntry
 
-__all__ = ["GROUPINGS", "CostReport", "CostRow", "Grouping", "cost_report"]
+__all__ = ["GROUPINGS", "CostReport", "CostRow", "Grouping", "TaskFacts", "cost_report"]
 
-Grouping = Literal["task", "role", "model", "phase"]
+Grouping = Literal["task", "role", "model", "phase", "lane", "effort"]
 GROUPINGS: tuple[Grouping, ...] = get_args(Grouping)
 
 # What the calls of the plan phase are filed under when grouped by task (their ledger key is
 # ``plan:<role>``: each plan-phase role has limits of its own).
 PLAN_PHASE_KEY = "plan"
+
+
+@dataclass(frozen=True, slots=True)
+class TaskFacts:
+    """What a row by lane or effort needs to know of a task: its lane and its effort (None: not given)."""
+
+    lane: str
+    effort: str | None
 
 
 @dataclass(slots=True)
@@ -85,7 +93,7 @@ class CostRow:
 class CostReport:
     """The plan's total and its rows, largest known cost first (then by key)."""
 
-    by: Grouping
+    by: str
     total: CostRow
     rows: list[CostRow] = field(default_factory=list)
 
@@ -93,8 +101,16 @@ class CostReport:
         return {"by": self.by, "total": self.total.as_json(), "rows": [row.as_json() for row in self.rows]}
 
 
-def cost_report(entries: Iterable[LedgerEntry], by: Grouping = "task") -> CostReport:
-    """Fold ``usage_recorded`` entries into the plan's total and one row per ``by`` key."""
+def cost_report(
+    entries: Iterable[LedgerEntry],
+    by: Grouping | Sequence[Grouping] = "task",
+    *,
+    tasks: Mapping[str, TaskFacts] | None = None,
+) -> CostReport:
+    """Fold ``usage_recorded`` entries into the plan's total and one row per ``by`` key (several keys:
+    one row per combination, its key the values joined by `` · ``). ``lane`` and ``effort`` are the task's,
+    from ``tasks`` (a call of no task of it, the plan phase's, has neither)."""
+    groupings: tuple[Grouping, ...] = (by,) if isinstance(by, str) else tuple(by)
     total = CostRow(key=None)
     rows: dict[str | None, CostRow] = {}
     for entry in entries:
@@ -102,7 +118,8 @@ def cost_report(entries: Iterable[LedgerEntry], by: Grouping = "task") -> CostRe
             continue
         payload = entry.payload
         total.add(payload)
-        key = _key(payload, by)
+        values = [_key(payload, grouping, tasks or {}) for grouping in groupings]
+        key = values[0] if len(values) == 1 else " · ".join(value or "-" for value in values)
         row = rows.get(key)
         if row is None:
             row = rows[key] = CostRow(key=key)
@@ -110,10 +127,10 @@ def cost_report(entries: Iterable[LedgerEntry], by: Grouping = "task") -> CostRe
     ordered = sorted(
         rows.values(), key=lambda row: (-(row.cost_usd or 0.0), -row.unknown_calls, str(row.key))
     )
-    return CostReport(by=by, total=total, rows=ordered)
+    return CostReport(by=",".join(groupings), total=total, rows=ordered)
 
 
-def _key(payload: dict[str, Any], by: Grouping) -> str | None:
+def _key(payload: dict[str, Any], by: Grouping, tasks: Mapping[str, TaskFacts]) -> str | None:
     task_id = str(payload.get("task_id", ""))
     phase = payload.get("phase")
     if not isinstance(phase, str):
@@ -122,6 +139,9 @@ def _key(payload: dict[str, Any], by: Grouping) -> str | None:
         return PLAN_PHASE_KEY if phase == "plan" else task_id
     if by == "phase":
         return phase
+    if by in ("lane", "effort"):
+        facts = tasks.get(task_id)
+        return None if facts is None else (facts.lane if by == "lane" else facts.effort)
     value = payload.get(by)
     return value if isinstance(value, str) else None
 
