@@ -194,8 +194,7 @@ def test_a_resume_with_a_tasks_change_in_the_main_tree_takes_the_baseline_of_the
         root,
         one_task_script(extra_entries=(broken,)),
         **one_at_a_time,
-        # The other scripted calls report no cost: counted as unknown, not refused.
-        **{"guardrails.cost_budget_usd_per_plan": 0.5, "guardrails.unknown_cost": "warn"},
+        **{"guardrails.cost_budget_usd_per_plan": 0.5},
     )
     with pytest.raises(AutodevError, match="budget"):
         run(orch, "add triple")
