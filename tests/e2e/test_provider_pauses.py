@@ -51,6 +51,14 @@ def _env(
     return env
 
 
+def _save_two_tasks(root: Path, env: dict[str, str], tmp_path: Path) -> None:
+    """Save ``TWO_TASKS`` as the plan, as a user does: no agent is asked."""
+    plan = tmp_path / "plan.md"
+    plan.write_text(TWO_TASKS)
+    saved = autodev_in(root, env, "plan", "--from-markdown", str(plan))
+    assert saved.returncode == 0, saved.stderr
+
+
 def _ops(root: Path, name: str) -> list[dict[str, Any]]:
     lines = (root / ".autodev" / "ledger.jsonl").read_text().splitlines()
     return [entry["payload"] for entry in map(json.loads, lines) if entry["op"] == name]
@@ -148,10 +156,8 @@ def test_a_refused_login_is_not_waited_for(
     agent_clis: dict[str, Path], model_server: ModelServer, cli_home: Path, demo: DemoSetup, tmp_path: Path
 ) -> None:
     root = demo.repo_root
-    plan = tmp_path / "plan.md"
-    plan.write_text(TWO_TASKS)
     env = _env(agent_clis, model_server, cli_home, root)
-    assert autodev_in(root, env, "plan", "--from-markdown", str(plan)).returncode == 0
+    _save_two_tasks(root, env, tmp_path)
     # The health check's probe passes; the developer's own call is refused.
     model_server.set_scenarios([Scenario(marker=marker("developer"), refusal="auth_failed")])
 
@@ -166,10 +172,8 @@ def test_three_outages_across_two_parallel_tasks_trip_the_breaker_once(
     agent_clis: dict[str, Path], model_server: ModelServer, cli_home: Path, demo: DemoSetup, tmp_path: Path
 ) -> None:
     root = demo.repo_root
-    plan = tmp_path / "plan.md"
-    plan.write_text(TWO_TASKS)
     env = _env(agent_clis, model_server, cli_home, root, tournaments__execute_max_parallel_tasks="2")
-    assert autodev_in(root, env, "plan", "--from-markdown", str(plan)).returncode == 0
+    _save_two_tasks(root, env, tmp_path)
     model_server.set_scenarios([Scenario(marker=marker("developer"), refusal="unavailable")])
 
     proc = autodev_in(root, env, "execute", "--platform", "claude_code")

@@ -213,6 +213,15 @@ def _contain_children() -> None:
         atexit.register(kill_adopted)
 
 
+def _offline(obj: CliContext) -> Any:
+    """An orchestrator for commands that change the plan's state without calling an agent (the inline
+    platform: nothing is started, whatever agent CLI is on PATH)."""
+    from autodev.config import load_config
+    from autodev.orchestrator import Orchestrator
+
+    return Orchestrator(obj.repo_root, config=load_config(obj.repo_root, overrides={"platform": "inline"}))
+
+
 def _orchestrator(obj: CliContext, agents: AgentChoice, listener: Any) -> Any:
     from autodev.adapters.registry import create_adapter
     from autodev.config import load_config
@@ -270,12 +279,9 @@ def plan(
 
 def _plan_from_markdown(obj: CliContext, markdown_file: Path, replace: bool) -> None:
     from autodev.cli.render import plan_summary
-    from autodev.config import load_config
-    from autodev.orchestrator import Orchestrator
 
     obj.start_logging(create_state=True)
-    config = load_config(obj.repo_root, overrides={"platform": "inline"})
-    saved = Orchestrator(obj.repo_root, config=config).plan_from_markdown(markdown_file, replace=replace)
+    saved = _offline(obj).plan_from_markdown(markdown_file, replace=replace)
     click.echo(plan_summary(saved))
     click.echo("Next: `autodev status` shows it task by task.")
 
@@ -371,12 +377,9 @@ def resume(
 @click.pass_obj
 def approve(obj: CliContext) -> None:
     """Approve the current plan so that `autodev execute` may carry it out."""
-    from autodev.config import load_config
-    from autodev.orchestrator import Orchestrator
 
     obj.start_logging(create_state=True)
-    config = load_config(obj.repo_root, overrides={"platform": "inline"})
-    approved = Orchestrator(obj.repo_root, config=config).approve()
+    approved = _offline(obj).approve()
     click.echo(f"Approved plan {approved.plan_id} {approved.title!r}. Next: `autodev execute`.")
 
 
@@ -390,13 +393,11 @@ def approve(obj: CliContext) -> None:
 @click.pass_obj
 def retry(obj: CliContext, task_id: str, reset_attempts: bool) -> None:
     """Send a blocked task back to work; `autodev resume` then runs it (its dependents come back too)."""
-    from autodev.config import load_config
-    from autodev.orchestrator import Orchestrator
 
     obj.start_logging(create_state=True)
-    config = load_config(obj.repo_root, overrides={"platform": "inline"})
-    task = Orchestrator(obj.repo_root, config=config).retry(task_id, reset_attempts=reset_attempts)
-    left = config.qa_retry_limit - task.retry_count
+    orchestrator = _offline(obj)
+    task = orchestrator.retry(task_id, reset_attempts=reset_attempts)
+    left = orchestrator.config.qa_retry_limit - task.retry_count
     click.echo(
         f"Task {task.id} is back in progress ({left} attempt(s) left); run `autodev resume` to carry it out."
     )
@@ -407,12 +408,9 @@ def retry(obj: CliContext, task_id: str, reset_attempts: bool) -> None:
 @click.pass_obj
 def skip(obj: CliContext, task_id: str) -> None:
     """Skip a pending task; its dependents run without it unless skipped_dependency_satisfies = false."""
-    from autodev.config import load_config
-    from autodev.orchestrator import Orchestrator
 
     obj.start_logging(create_state=True)
-    config = load_config(obj.repo_root, overrides={"platform": "inline"})
-    blocked = Orchestrator(obj.repo_root, config=config).skip(task_id)
+    blocked = _offline(obj).skip(task_id)
     click.echo(f"Task {task_id} is skipped.")
     if blocked:
         click.echo(f"Blocked because of it (skipped_dependency_satisfies = false): {', '.join(blocked)}")
@@ -490,14 +488,11 @@ def task() -> None:
 @click.pass_obj
 def task_set(obj: CliContext, task_id: str, model: str) -> None:
     """Set a task's Model level, recorded in the ledger (the next call of the task uses it)."""
-    from autodev.config import load_config
-    from autodev.orchestrator import Orchestrator
     from autodev.state.plan_markdown import TIER_NAMES
     from autodev.state.schemas import DEFAULT_TASK_TIER
 
     obj.start_logging(create_state=True)
-    config = load_config(obj.repo_root, overrides={"platform": "inline"})
-    changed = Orchestrator(obj.repo_root, config=config).set_task_model(task_id, model)
+    changed = _offline(obj).set_task_model(task_id, model)
     level = TIER_NAMES[changed.model or DEFAULT_TASK_TIER]
     click.echo(f"Task {changed.id} now runs on {level}{'' if changed.model else ' (the default)'}.")
 
@@ -511,13 +506,10 @@ def clean(obj: CliContext) -> None:
     """
     import anyio
 
-    from autodev.config import load_config
-    from autodev.orchestrator import Orchestrator
     from autodev.orchestrator.inline_state import load_suspend_state
 
     obj.start_logging(create_state=True)
-    config = load_config(obj.repo_root, overrides={"platform": "inline"})
-    orchestrator = Orchestrator(obj.repo_root, config=config)
+    orchestrator = _offline(obj)
     stopped = anyio.run(orchestrator.clean)
     if stopped:
         shown = ", ".join(str(pid) for pid in stopped[:10]) + (" ..." if len(stopped) > 10 else "")
