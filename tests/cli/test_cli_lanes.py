@@ -3,6 +3,7 @@ priorities and the default lanes (fast: <1h, unblock first, slice jobs; slow: 1h
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -72,3 +73,27 @@ def test_list_shows_lane_model_effort_and_effective_priority(repo: Path) -> None
 
 def test_an_unknown_lane_is_a_one_line_error(repo: Path) -> None:
     assert_clean_error(autodev(repo, "list", "--lane", "medium", "--runner"))
+
+
+def test_status_shows_each_tasks_lane_and_whether_it_is_a_slice_job(repo: Path) -> None:
+    tasks = {task["id"]: task for task in json.loads(autodev(repo, "status", "--json").out)["tasks"]}
+    table = autodev(repo, "status", "--all").out
+
+    assert {task_id: (task["lane"], task["slice_job"]) for task_id, task in tasks.items()} == {
+        "1.1": ("fast", False),
+        "1.2": ("fast", False),
+        "1.3": ("slow", False),
+        "1.4": ("slow", False),
+        "1.5": ("fast", True),
+    }
+    assert tasks["1.5"]["effort"] == "1d" and tasks["1.5"]["model"] is None
+    assert "Lane" in table and "fast (slice)" in table
+
+
+def test_status_still_answers_when_the_configuration_does_not_load(repo: Path) -> None:
+    (repo / ".autodev" / "config.toml").write_text("[lanes.fast]\nefforts = ['1w']\n")
+
+    result = autodev(repo, "status", "--json")
+
+    assert result.code == 0, result.err
+    assert {task["lane"] for task in json.loads(result.out)["tasks"]} == {None}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -9,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from autodev.config import load_config
 from autodev.config.schema import AutodevConfig
 from autodev.orchestrator.lanes import LaneView
 from autodev.state.schemas import EFFORTS, PRIORITIES, Task
@@ -33,7 +35,17 @@ def plans(draw: st.DrawFn) -> list[Task]:
                 priority=draw(st.sampled_from([None, *PRIORITIES])),
             )
         )
-    return tasks
+    # Some big tasks were sliced: tasks they depend on are their slices (each task a slice of one parent).
+    parent_of: dict[str, str] = {}
+    for task in tasks:
+        if _big(task) and task.depends_on and draw(st.booleans()):
+            for dep in task.depends_on:
+                parent_of.setdefault(dep, task.id)
+    return [task.model_copy(update={"parent": parent_of.get(task.id)}) for task in tasks]
+
+
+def _big(task: Task) -> bool:
+    return task.effort is not None and EFFORTS.index(task.effort) > EFFORTS.index(AutodevConfig().slice_above)
 
 
 def _rank(priority: str) -> int:
@@ -56,10 +68,10 @@ def test_every_pickable_task_is_offered_by_exactly_one_lane_in_its_policys_order
             assert task.status == "pending"
             assert all(by_id[dep].status in ("complete", "skipped") for dep in task.depends_on)
             assert view.lane_of(task.id) == lane
-            # Bigger than slice_above: a slice job, on the slicing lane only.
-            big = task.effort is not None and EFFORTS.index(task.effort) > EFFORTS.index(config.slice_above)
-            assert pick.slice_job == big
-            assert not big or lane_settings.slices
+            # Bigger than slice_above: on the slicing lane only, and a slice job unless already sliced.
+            sliced = any(other.parent == task.id for other in tasks)
+            assert pick.slice_job == (_big(task) and not sliced)
+            assert not _big(task) or lane_settings.slices
         ids = [pick.task_id for pick in picks]
         if lane_settings.order == "unblock":
             waited_on = [bool(view.waiters(task_id)) for task_id in ids]
@@ -173,6 +185,16 @@ def test_defining_a_lane_replaces_the_default_set_and_the_lane_of_small_tasks_sl
 
     assert list(config.lanes) == ["all-work"]
     assert config.lanes["all-work"].slices
-    assert (
-        config.lane_of(None) == config.lane_of("1h") == config.lane_of("5d" if False else "<1h") == "all-work"
+    assert config.lane_of(None) == config.lane_of("1h") == config.lane_of("<1h") == "all-work"
+
+
+def test_a_lane_table_in_a_config_file_replaces_the_default_set(tmp_path: Path) -> None:
+    (tmp_path / ".autodev").mkdir()
+    (tmp_path / ".autodev" / "config.toml").write_text(
+        '[lanes.all-work]\nefforts = ["<1h", "1h"]\norder = "priority"\n'
     )
+
+    config = load_config(tmp_path, env={})
+
+    assert list(config.lanes) == ["all-work"]
+    assert config.lanes["all-work"].order == "priority" and config.lanes["all-work"].slices

@@ -136,6 +136,20 @@ class WatchedAdapter(ScriptedAdapter):
             self.active.discard(task)
 
 
+class ClaudeCodeScripted(WatchedAdapter):
+    """Scripted answers under Claude Code's name, so that tiers resolve to Claude Code's model names."""
+
+    name = "claude_code"
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.models: list[tuple[str, str, str | None]] = []
+
+    async def execute(self, inv: AgentInvocation) -> AgentResult:
+        self.models.append((inv.task_id or "", inv.role, inv.model))
+        return await super().execute(inv)
+
+
 def config(root: Path, workers: int, **overrides: Any) -> AutodevConfig:
     values: dict[str, Any] = {
         "platform": "scripted",

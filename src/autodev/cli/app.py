@@ -617,6 +617,7 @@ def status(obj: CliContext, as_json: bool, show_all: bool) -> None:
         obj.start_logging(create_state=False)
     data = read_status(obj.repo_root)
     data["missing_commits"] = _missing_commits(obj.repo_root, data)
+    _add_lanes(obj.repo_root, data["tasks"])
     if as_json:
         # Compact on purpose: json.dumps with indent falls back to the pure-Python encoder. JSON escapes every
         # control character, so the content needs no cleaning for a terminal.
@@ -625,6 +626,35 @@ def status(obj: CliContext, as_json: bool, show_all: bool) -> None:
     from autodev.cli.render import print_status
 
     print_status(data, obj.repo_root, show_all=show_all)
+
+
+def _add_lanes(repo_root: Path, tasks: list[dict[str, Any]]) -> None:
+    """Give each status task its ``lane`` and whether it is a ``slice_job``.
+
+    Both None when no task has an Effort line (lanes sort work by effort; reading the configuration would
+    double the time `autodev status` takes for nothing) or when the configuration does not load (the
+    status of a run must show whatever is wrong with its configuration).
+    """
+    config = None
+    if any(task.get("effort") for task in tasks):
+        from autodev.config import load_config
+
+        try:
+            config = load_config(repo_root)
+        except AutodevError:
+            config = None
+    if config is None:
+        for task in tasks:
+            task["lane"] = task["slice_job"] = None
+        return
+    from autodev.state.schemas import EFFORTS
+
+    sliced = {task["parent"] for task in tasks if task.get("parent")}
+    for task in tasks:
+        effort = task.get("effort")
+        big = effort is not None and EFFORTS.index(effort) > EFFORTS.index(config.slice_above)
+        task["lane"] = config.lane_of(effort, slice_job=big)
+        task["slice_job"] = big and task["status"] == "pending" and task["id"] not in sliced
 
 
 @cli.command(epilog=EXIT_CODES_HELP)

@@ -161,6 +161,7 @@ def _task_table(title: str, tasks: list[dict[str, Any]]) -> Table:
     table.add_column("Status", no_wrap=True)
     table.add_column("Retries", justify="right")
     table.add_column("Model", no_wrap=True)
+    table.add_column("Lane", no_wrap=True)
     table.add_column("Depends on")
     table.add_column("Cost", justify="right")
     table.add_column("Note")
@@ -171,11 +172,19 @@ def _task_table(title: str, tasks: list[dict[str, Any]]) -> Table:
             _styled(task["status"]),
             str(task["retry_count"]),
             _MODEL_NAMES.get(task.get("model") or "strong", "opus"),
+            terminal_markup(_lane(task)),
             terminal_markup(", ".join(task["depends_on"]) or "-"),
             _task_cost(task.get("cost")),
             terminal_markup(_note(task)),
         )
     return table
+
+
+def _lane(task: dict[str, Any]) -> str:
+    lane = task.get("lane")
+    if lane is None:
+        return "-"
+    return f"{lane} (slice)" if task.get("slice_job") else lane
 
 
 # A task's tier as plans name it (no Model line: opus). Spelled out here: `autodev status` renders without

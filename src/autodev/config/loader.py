@@ -317,6 +317,11 @@ def _deep_merge(base: dict[str, Any], incoming: Mapping[str, Any]) -> None:
             base[key] = copy.deepcopy(value)
 
 
+# Tables a layer sets as a whole, replacing what the defaults or an earlier layer had: defining one lane
+# replaces the default set of lanes, it does not add to it.
+_WHOLE_TABLES = frozenset({("lanes",)})
+
+
 def _merge(
     base: dict[str, Any],
     incoming: Mapping[str, Any],
@@ -329,7 +334,7 @@ def _merge(
         here = (*path, key)
         if isinstance(value, Mapping):
             current = base.get(key)
-            if not isinstance(current, dict):
+            if not isinstance(current, dict) or here in _WHOLE_TABLES:
                 _forget(origins, here)
                 current = base[key] = {}
             _merge(current, value, here, index, origins)

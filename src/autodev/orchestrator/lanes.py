@@ -76,6 +76,8 @@ class LaneView:
                     if dep in self._direct:
                         self._direct[dep].append(task.id)
         self._waiters = {task_id: self._all_waiters(task_id) for task_id in self._direct}
+        # A task that has slices (open or done) is never a slice job again.
+        self._sliced = {task.parent for task in self._tasks if task.parent is not None}
         self._lane = {task.id: self._lane_of(task) for task in self._tasks}
         self._priority = {
             task.id: min([_priority(task), *(_priority(by_id[waiter]) for waiter in self._waiters[task.id])])
@@ -95,7 +97,11 @@ class LaneView:
 
     def is_slice_job(self, task_id: str) -> bool:
         task = self._tasks[self._index[task_id]]
-        return task.status == "pending" and _bigger_than(task, self._config.slice_above)
+        return (
+            task.status == "pending"
+            and task_id not in self._sliced
+            and _bigger_than(task, self._config.slice_above)
+        )
 
     def effective_priority(self, task_id: str) -> str:
         return PRIORITIES[self._priority[task_id]]

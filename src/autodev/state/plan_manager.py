@@ -259,6 +259,7 @@ class PlanManager:
         self._tasks: dict[str, Task] = {}
         self._landed: dict[str, str] = {}  # task id -> its landed commit, for landed_commits
         self._children: dict[str, list[str]] = {}
+        self._slices: dict[str, list[str]] = {}
         self._snapshot_seq = -1
         # Whether load() could use plan.json (False: missing, stale beyond repair, or corrupt).
         self.snapshot_usable = False
@@ -282,6 +283,8 @@ class PlanManager:
             "phase_checkpoint": self._apply_phase_checkpoint,
             "baseline_recorded": self._apply_baseline_recorded,
             "task_retried": self._apply_task_retried,
+            "tasks_added": self._apply_tasks_added,
+            "slices_done": self._apply_slices_done,
         }
 
     # --- lifecycle ----------------------------------------------------------------------------------
@@ -382,6 +385,10 @@ class PlanManager:
         """The task's status, or None when the current plan has no such task (no copy made)."""
         task = self._tasks.get(task_id)
         return task.status if task is not None else None
+
+    def slices_of(self, task_id: str) -> list[str]:
+        """The ids of the slices ``task_id`` was split into, in plan order (none: it was never sliced)."""
+        return list(self._slices.get(task_id, ()))
 
     def task_ids_with_status(self, *statuses: TaskStatus) -> list[str]:
         """Ids of the tasks currently in any of ``statuses``, in plan order (no copies made)."""
@@ -735,6 +742,65 @@ class PlanManager:
                 "task_model_set",
                 {"task_id": task_id, "model": model, "from": task.model, "by": by, "reason": reason[:500]},
             )
+            return task.model_copy(deep=True)
+
+    def add_tasks(
+        self, tasks: Sequence[Task], *, phase_id: str, parent: str | None = None, by: str, reason: str
+    ) -> list[str]:
+        """Add pending ``tasks`` to ``phase_id`` through the ledger; their ids in plan order.
+
+        With ``parent`` they are its slices (an architect split it): placed before it, they carry its id in
+        ``parent`` and it waits on them (its ``depends_on`` gains them), so it can neither start nor be
+        sliced again while one is open. Otherwise they go to the end of the phase. Ids must be new to the
+        plan (ids are never reused); dependencies name tasks of the plan or of ``tasks``, and the plan stays
+        acyclic (``PlanParseError`` otherwise, the ledger untouched).
+        """
+        with self._locked():
+            plan = self._require_plan()
+            if parent is not None:
+                owner = self._task(parent)
+                if owner.status != "pending":
+                    raise AutodevError(f"task {parent} is {owner.status}: only a pending task can be sliced")
+                if owner.phase_id != phase_id:
+                    raise StateError(f"the slices of task {parent} belong to its phase {owner.phase_id}")
+            self._phase(phase_id)
+            added = [
+                task.model_copy(update={"phase_id": phase_id, "parent": parent, "status": "pending"})
+                for task in tasks
+            ]
+            trial = plan.model_copy(deep=True)
+            _insert_tasks(trial, added, phase_id=phase_id, parent=parent)
+            validate_plan(trial, source=f"tasks added by {by}")
+            self._append(
+                "tasks_added",
+                {
+                    "phase_id": phase_id,
+                    "parent": parent,
+                    "tasks": [task.model_dump(mode="json") for task in added],
+                    "by": by,
+                    "reason": reason[:500],
+                },
+            )
+            return [task.id for task in added]
+
+    def complete_sliced(self, task_id: str) -> Task:
+        """Record ``task_id`` complete because every one of its slices is done: a sliced task has no change
+        of its own, its work is its slices' commits. Refused while a slice is unfinished."""
+        with self._locked():
+            task = self._task(task_id)
+            slices = self._slices.get(task_id, [])
+            if task.status != "pending" or not slices:
+                raise AutodevError(
+                    f"task {task_id} is {task.status} and not a sliced task waiting on its slices"
+                )
+            open_slices = [
+                slice_id for slice_id in slices if self._tasks[slice_id].status not in DONE_STATUSES
+            ]
+            if open_slices:
+                raise AutodevError(
+                    f"task {task_id} still has slices that are not done: {', '.join(open_slices)}"
+                )
+            self._append("slices_done", {"task_id": task_id, "slices": slices})
             return task.model_copy(deep=True)
 
     def mark_blocked_descendants(self, task_id: str, reason: str, *, verb: str = "is blocked") -> list[str]:
@@ -1171,6 +1237,21 @@ class PlanManager:
             raise ValueError(f"unknown model tier {model!r}")
         task.model = model
 
+    def _apply_tasks_added(self, entry: LedgerEntry) -> None:
+        payload = entry.payload
+        tasks = [Task.model_validate(task) for task in payload["tasks"]]
+        for task in tasks:
+            if task.id in self._tasks:
+                raise ValueError(f"task {task.id!r} is already in the plan")
+        _insert_tasks(self._require_plan(), tasks, phase_id=payload["phase_id"], parent=payload.get("parent"))
+        self._reindex()
+
+    def _apply_slices_done(self, entry: LedgerEntry) -> None:
+        task = self._replayed_task(entry, entry.payload["task_id"], "pending")
+        task.status = "complete"
+        task.blocked_reason = None
+        task.blocked_by = None
+
     def _apply_task_escalated(self, entry: LedgerEntry) -> None:
         task = self._replayed_task(entry, entry.payload["task_id"], None)
         task.escalated = True
@@ -1318,10 +1399,14 @@ class PlanManager:
         self._tasks = {task.id: task for task in plan.iter_tasks()} if plan else {}
         self._landed = {task.id: task.commit for task in self._tasks.values() if task.commit is not None}
         children: dict[str, list[str]] = {}
+        slices: dict[str, list[str]] = {}
         for task in self._tasks.values():
             for dep in task.depends_on:
                 children.setdefault(dep, []).append(task.id)
+            if task.parent is not None:
+                slices.setdefault(task.parent, []).append(task.id)
         self._children = children
+        self._slices = slices
 
     def _require_plan(self) -> Plan:
         if self._state.plan is None:
@@ -1348,6 +1433,23 @@ class PlanManager:
             return path.relative_to(self.paths.repo_root).as_posix()
         except ValueError:
             return str(path)
+
+
+def _insert_tasks(plan: Plan, tasks: Sequence[Task], *, phase_id: str, parent: str | None) -> None:
+    """Put ``tasks`` into ``plan`` in place: before ``parent``, which then waits on them, or at the end of
+    the phase ``phase_id``."""
+    phase = next((phase for phase in plan.phases if phase.id == phase_id), None)
+    if phase is None:
+        raise KeyError(f"phase {phase_id!r} is not in the plan")
+    if parent is None:
+        phase.tasks.extend(tasks)
+        return
+    position = next((n for n, task in enumerate(phase.tasks) if task.id == parent), None)
+    if position is None:
+        raise KeyError(f"task {parent!r} is not in phase {phase_id!r}")
+    owner = phase.tasks[position]
+    owner.depends_on.extend(task.id for task in tasks if task.id not in owner.depends_on)
+    phase.tasks[position:position] = tasks
 
 
 def _call_fields(call: CallUsage) -> dict[str, Any]:

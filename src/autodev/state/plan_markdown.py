@@ -35,6 +35,7 @@ parser: it may be a link, but what it names must be a regular file of at most ``
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -62,6 +63,7 @@ __all__ = [
     "TIER_NAMES",
     "compute_content_hash",
     "parse_plan_markdown",
+    "parse_task_blocks",
     "read_plan_markdown",
     "render_plan_markdown",
     "validate_dag",
@@ -168,8 +170,10 @@ class _PhaseDraft:
 class _Scanner:
     """The line scanner's state: where we are in the hierarchy and which field is open."""
 
-    def __init__(self, source: str | None) -> None:
+    def __init__(self, source: str | None, known_ids: Collection[str] = ()) -> None:
         self.source = source
+        # Tasks outside the parsed text that its tasks may depend on (a plan that tasks are added to).
+        self.known_ids = frozenset(known_ids)
         self.plan_line: int | None = None
         self.plan_like: tuple[int, str] | None = None
         self.title = ""
@@ -414,7 +418,7 @@ class _Scanner:
                 "'### Task <id>: <title>' headings under them",
                 None,
             )
-        known = {task.id for phase in self.phases for task in phase.tasks}
+        known = {task.id for phase in self.phases for task in phase.tasks} | self.known_ids
         for phase in self.phases:
             for task in phase.tasks:
                 for dep, lineno in task.depends.items():
@@ -533,6 +537,32 @@ def parse_plan_markdown(
         updated_at=created_at,
     )
     return plan.model_copy(update={"content_hash": compute_content_hash(plan)})
+
+
+def parse_task_blocks(
+    md: str, phase_id: str, *, known_ids: Collection[str] = (), source: str | None = None
+) -> tuple[list[Task], list[str]]:
+    """Tasks written as in a plan (``### Task <id>: <title>`` and its lines) but outside one: what an
+    architect adds to a plan (the slices of a task). They belong to ``phase_id``; their ``Depends`` may name
+    each other and ``known_ids`` (the plan's tasks). Text before the first task heading is ignored. Returns
+    the tasks and the warnings; raises ``PlanParseError`` as ``parse_plan_markdown`` does, and when there is
+    no task at all.
+    """
+    scanner = _Scanner(source, known_ids)
+    scanner.plan_line, scanner.title = 0, "tasks"
+    scanner.phase = _PhaseDraft(id=phase_id, title="tasks", line=0)
+    scanner.phases.append(scanner.phase)
+    for lineno, raw in enumerate(md.removeprefix(_BOM).splitlines(), start=1):
+        scanner.feed(lineno, raw)
+    if not scanner.phase.tasks:
+        raise scanner.error("no task found; write each one as '### Task <id>: <title>' with its lines", None)
+    if len(scanner.phases) > 1:
+        raise scanner.error(
+            f"phase heading on line {scanner.phases[1].line}: write tasks only, under no phase heading",
+            scanner.phases[1].line,
+        )
+    scanner.finish()
+    return _build_phases(scanner)[0].tasks, scanner.warnings
 
 
 def read_plan_markdown(path: Path) -> str:

@@ -74,6 +74,9 @@ class Task(_Persisted):
     # The task's size and urgency from its plan (``Effort:``, ``Priority:``); None when not given.
     effort: Effort | None = None
     priority: Priority | None = None
+    # The task this one is a slice of (an architect split that task, too big to code in one go, into
+    # slices; it waits on them, so its ``depends_on`` lists them).
+    parent: str | None = None
 
 
 class Phase(_Persisted):

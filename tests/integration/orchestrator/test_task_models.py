@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import anyio
 from support.parallel import (
+    ClaudeCodeScripted,
     Spec,
-    WatchedAdapter,
     entries_for,
     git_repo,
     ledger_ops,
@@ -18,23 +17,8 @@ from support.parallel import (
     script_of,
 )
 
-from autodev.adapters.base import AgentInvocation, AgentResult
 from autodev.state.plan_manager import PlanManager
 from autodev.state.schemas import Plan
-
-
-class ClaudeCodeScripted(WatchedAdapter):
-    """Scripted answers under Claude Code's name, so that tiers resolve to Claude Code's model names."""
-
-    name = "claude_code"
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.models: list[tuple[str, str, str | None]] = []
-
-    async def execute(self, inv: AgentInvocation) -> AgentResult:
-        self.models.append((inv.task_id or "", inv.role, inv.model))
-        return await super().execute(inv)
 
 
 def _tiered_plan() -> Plan:

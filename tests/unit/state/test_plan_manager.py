@@ -10,6 +10,7 @@ from support import make_plan
 from support.cli import STATUS_KEYS
 
 from autodev.errors import (
+    AutodevError,
     InvalidTransitionError,
     LedgerCorruptError,
     PlanExistsError,
@@ -20,7 +21,7 @@ from autodev.errors import (
 )
 from autodev.state.evidence import read_evidence
 from autodev.state.plan_manager import PlanManager
-from autodev.state.schemas import ReviewEvidence, TestEvidence
+from autodev.state.schemas import ReviewEvidence, Task, TestEvidence
 
 
 def _walk_to_complete(pm: PlanManager, task_id: str) -> None:
@@ -392,3 +393,87 @@ def test_landed_commits_follow_the_ledger_and_survive_reopen(repo: Path, use_sna
         assert again.landed_commits() == {"1.2": "c0ffee"}
         again.init_plan(make_plan(2), replace=True)
         assert again.landed_commits() == {}
+
+
+# --- tasks added to a plan: slices of a task, tasks of their own ----------------------------------------
+
+
+def _new(task_id: str, *deps: str) -> Task:
+    return Task(id=task_id, phase_id="ignored", title=f"Slice {task_id}", depends_on=list(deps))
+
+
+def test_slices_go_before_their_parent_which_waits_on_them_and_survive_reopen(repo: Path) -> None:
+    with PlanManager(repo) as pm:
+        pm.init_plan(make_plan(3))
+        ids = pm.add_tasks(
+            [_new("1.2.1"), _new("1.2.2", "1.2.1")],
+            phase_id="1",
+            parent="1.2",
+            by="architect",
+            reason="too big",
+        )
+        assert ids == ["1.2.1", "1.2.2"]
+    with PlanManager(repo, readonly=True) as again:
+        assert [task.id for task in again.tasks()] == ["1.1", "1.2.1", "1.2.2", "1.2", "1.3"]
+        assert again.get_task("1.2").depends_on == ["1.2.1", "1.2.2"]
+        assert again.get_task("1.2.2").parent == "1.2"
+        assert again.get_task("1.2.1").phase_id == "1"
+        assert again.slices_of("1.2") == ["1.2.1", "1.2.2"]
+        # The parent waits on its slices: only the first slice (and the other tasks) may start.
+        assert [task.id for task in again.next_pending_tasks(10)] == ["1.1", "1.2.1", "1.3"]
+
+
+def test_tasks_of_their_own_go_to_the_end_of_their_phase(repo: Path) -> None:
+    with PlanManager(repo) as pm:
+        pm.init_plan(make_plan(2, phases=2))
+        pm.add_tasks([_new("t-map-core", "1.1")], phase_id="1", by="autodev", reason="area map stale")
+        assert [task.id for task in pm.plan.phases[0].tasks] == ["1.1", "1.2", "t-map-core"]
+        assert pm.get_task("t-map-core").parent is None
+
+
+@pytest.mark.parametrize(
+    ("tasks", "message"),
+    [
+        ([_new("1.3")], "duplicate task id '1.3'"),
+        ([_new("1.2.1", "9.9")], "depends on '9.9', which is not a task of this plan"),
+        ([_new("1.2.1", "1.2")], "dependency cycle"),
+        ([_new("1.2.1", "1.3")], "dependency cycle"),  # 1.3 depends on 1.2, which waits on the slice
+        ([_new("bad id")], "invalid task id"),
+    ],
+)
+def test_tasks_that_would_break_the_plan_are_refused_and_nothing_is_recorded(
+    repo: Path, tasks: list[Task], message: str
+) -> None:
+    with PlanManager(repo) as pm:
+        pm.init_plan(make_plan(3, chain=True))
+        head = pm.ledger_head
+        with pytest.raises(PlanParseError, match=message):
+            pm.add_tasks(tasks, phase_id="1", parent="1.2", by="architect", reason="")
+        assert pm.ledger_head == head
+        assert pm.slices_of("1.2") == []
+
+
+def test_only_a_pending_task_can_be_sliced(repo: Path) -> None:
+    with PlanManager(repo) as pm:
+        pm.init_plan(make_plan(2))
+        pm.update_task_status("1.1", "in_progress")
+        with pytest.raises(AutodevError, match="only a pending task can be sliced"):
+            pm.add_tasks([_new("1.1.1")], phase_id="1", parent="1.1", by="architect", reason="")
+
+
+def test_a_sliced_task_completes_once_every_slice_is_done(repo: Path) -> None:
+    with PlanManager(repo) as pm:
+        pm.init_plan(make_plan(2))
+        pm.add_tasks([_new("1.1.1"), _new("1.1.2")], phase_id="1", parent="1.1", by="architect", reason="")
+        _walk_to_complete(pm, "1.1.1")
+        head = pm.ledger_head
+        with pytest.raises(AutodevError, match=r"slices that are not done: 1\.1\.2"):
+            pm.complete_sliced("1.1")
+        assert pm.ledger_head == head
+        pm.skip_task("1.1.2")
+        pm.complete_sliced("1.1")
+        with pytest.raises(AutodevError, match="not a sliced task"):
+            pm.complete_sliced("1.2")
+    with PlanManager(repo, readonly=True) as again:
+        assert again.get_task("1.1").status == "complete"
+        assert again.get_task("1.1").commit is None

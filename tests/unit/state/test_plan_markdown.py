@@ -12,6 +12,7 @@ from autodev.errors import PlanParseError
 from autodev.state.plan_markdown import (
     compute_content_hash,
     parse_plan_markdown,
+    parse_task_blocks,
     render_plan_markdown,
     validate_dag,
 )
@@ -817,3 +818,38 @@ def test_a_bad_effort_or_priority_is_an_error_naming_its_line(
         parse_plan_markdown(EFFORT_PLAN.replace(old, new), "h")
 
     assert caught.value.line == line
+
+
+# --- task blocks outside a plan (the slices an architect adds) -----------------------------------------
+
+
+def test_task_blocks_parse_into_tasks_of_the_given_phase_that_may_depend_on_the_plan() -> None:
+    text = (
+        "Preamble the architect wrote.\n"
+        "### Task 2.1.1: First slice\n- Files: a.py\n- Model: haiku\n- Effort: <1h\n- Depends: 1.1\n"
+        "- Acceptance:\n  - [ ] works\n"
+        "### Task 2.1.2: Second slice\n- Effort: 1h extra\n- Depends: 2.1.1\n"
+    )
+
+    tasks, warnings = parse_task_blocks(text, "2", known_ids={"1.1", "2.1"})
+
+    assert [(t.id, t.phase_id, t.model, t.effort, t.depends_on) for t in tasks] == [
+        ("2.1.1", "2", "fast", "<1h", ["1.1"]),
+        ("2.1.2", "2", None, "1h", ["2.1.1"]),
+    ]
+    assert tasks[0].acceptance[0].description == "works"
+    assert warnings and "extra" in warnings[0]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("no tasks here", "no task found"),
+        ("### Task a: A\n- Depends: zz\n", r"line 2: task a depends on unknown task 'zz'"),
+        ("### Task a: A\n## Phase 3: More\n### Task b: B\n", "write tasks only, under no phase heading"),
+        ("### Task a: A\n- Model: giant\n", "line 2"),
+    ],
+)
+def test_task_blocks_that_cannot_be_used_are_errors_with_their_line(text: str, message: str) -> None:
+    with pytest.raises(PlanParseError, match=message):
+        parse_task_blocks(text, "1", known_ids={"1.1"}, source="slices")

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -40,6 +40,7 @@ from autodev.orchestrator.events import ProgressEvent
 from autodev.orchestrator.execute.executor import LocalExecutor, TaskExecutor
 from autodev.orchestrator.execute.parallelism import Parallelism, resolve_parallelism
 from autodev.orchestrator.execute.phase_review import review_finished_phases
+from autodev.orchestrator.execute.slicing import is_slice_job, slice_task, slices_finished
 from autodev.orchestrator.execute.task_flow import (
     TaskContext,
     block_task,
@@ -257,7 +258,7 @@ class Dispatcher:
         if self.only_task is not None:
             task = self.pm.get_task(self.only_task)
             if task.id not in self.workers and task.status not in TERMINAL_STATUSES:
-                self._start(task.id)
+                self._begin(task)
             return
         mid_flight = [
             tid for tid in self.pm.task_ids_with_status(*IN_FLIGHT_STATUSES) if tid not in self.workers
@@ -275,7 +276,7 @@ class Dispatcher:
                 self._start(in_place[0], in_place=True)
             return
         for task_id in mid_flight[:free]:
-            self._start(task_id)
+            self._begin(self.pm.get_task(task_id))
         free = self.parallelism.workers - len(self.workers)
         if free <= 0:
             return
@@ -283,10 +284,68 @@ class Dispatcher:
         for task in self.pm.next_pending_tasks(
             free, list(self.workers), phase_id=phase, scheduler=self.scheduler
         ):
-            self._start(task.id)
+            self._begin(task)
         free = self.parallelism.workers - len(self.workers)
         if self.speculative and free > 0:
             self._speculate(phase)
+
+    def _begin(self, task: Task) -> None:
+        """Start ``task``: slice it when it is a slice job, complete it when it is a sliced task whose
+        slices are all done, else run its flow (``_start``)."""
+        slice_above = self.session.config.slice_above
+        if slices_finished(self.pm, task, slice_above):
+            self._start_aside(task.id, self._complete_sliced)
+        elif is_slice_job(task, self.pm.slices_of(task.id), slice_above):
+            self._start_aside(task.id, self._slice)
+        else:
+            self._start(task.id)
+
+    def _start_aside(self, task_id: str, job: Callable[[str], Awaitable[None]]) -> None:
+        """Run ``job`` for ``task_id`` in a worker slot, with no working copy: it changes only the plan."""
+        if self._task_group is None:
+            raise StateError("the dispatcher is not running")
+        worker = _Worker(anyio.CancelScope(), in_place=False)
+        self.workers[task_id] = worker
+        if task_id not in self.processed:
+            self.processed.append(task_id)
+        self._task_group.start_soon(self._aside, task_id, worker, job, name=f"task {task_id}")
+
+    async def _aside(self, task_id: str, worker: _Worker, job: Callable[[str], Awaitable[None]]) -> None:
+        try:
+            with worker.scope:
+                await job(task_id)
+        except _RUN_FATAL:
+            self._stopping = True
+            raise
+        except Exception as exc:  # failure isolation, as for a task's flow
+            if anyio.current_effective_deadline() == -math.inf:
+                return
+            fault = self._fault(task_id, exc)
+            if fault is not None:
+                self._stopping = True
+                raise fault from exc
+            _log.exception("dispatcher.worker_failed", task_id=task_id)
+            if self.pm.get_task(task_id).status not in TERMINAL_STATUSES:
+                reason = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+                block_task(self.session, task_id, f"internal error: {reason}")
+        finally:
+            self.workers.pop(task_id, None)
+            self._notify(task_id)
+
+    async def _slice(self, task_id: str) -> None:
+        await slice_task(self.session, task_id)
+
+    async def _complete_sliced(self, task_id: str) -> None:
+        async with self.lock:  # the phase checkpoint must see the tree as this task leaves it
+            self.pm.complete_sliced(task_id)
+            await self._checkpoint_phases()
+        slices = self.pm.slices_of(task_id)
+        _log.info("execute_phase.slices_done", task_id=task_id, slices=slices)
+        self.session.emit(
+            ProgressEvent(
+                "task_finished", f"all slices done: {', '.join(slices)}", task_id, "complete", ok=True
+            )
+        )
 
     def _running_in_place(self) -> bool:
         return any(worker.in_place for worker in self.workers.values())
