@@ -39,6 +39,7 @@ translated at the boundary with ``raise ... from exc``.
     ├── DelegationHeldError           the delegation policy did not let a call run (exit 3;
     │                                 orchestrator.delegation_policy)
     ├── TournamentNotFoundError       `autodev tournament show` of an unknown id (tournament.artifacts)
+    ├── AreaError                     an unknown area or an unreadable notes file (workspace.areas)
     ├── AgentUnusableError            the chosen agent CLI failed its health check before any work
     ├── EnvironmentFaultError         the machine, not the work, stopped the run: a tool gone missing, an
     │   │                             agent CLI that cannot start, a full disk (exit 3: fix it, then

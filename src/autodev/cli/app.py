@@ -436,6 +436,57 @@ def lanes(obj: CliContext) -> None:
         click.echo(str(row))
 
 
+@cli.command(epilog=EXIT_CODES_HELP)
+@click.argument("area", required=False)
+@click.option("--mark", is_flag=True, help="Record HEAD as the commit AREA's map was last checked at.")
+@click.option("--json", "as_json", is_flag=True, help="Print the reports as JSON.")
+@click.pass_obj
+def areas(obj: CliContext, area: str | None, mark: bool, as_json: bool) -> None:
+    """The area maps of the notes file's '## Areas' section: per area its anchors missing from the code,
+    the commits on its paths since it was checked, and whether it is stale. Read-only unless --mark."""
+    from autodev.config import load_config
+    from autodev.workspace.areas import check_area, find_area, mark_area, notes_file, read_areas
+
+    config = load_config(obj.repo_root)
+    path = notes_file(obj.repo_root, config.areas)
+    if path is None:
+        wanted = config.areas or "AGENTS.md or CLAUDE.md"
+        raise AutodevError(
+            f"no notes file {wanted} in {obj.repo_root}; area maps live in its '## Areas' section"
+        )
+    known = read_areas(path)
+    if mark:
+        if area is None:
+            raise click.UsageError("--mark needs the AREA to mark")
+        target = find_area(known, area)
+        sha = mark_area(path, target.name, obj.repo_root)
+        click.echo(f"{target.name}: Checked: {sha} written to {path.name}")
+        return
+    chosen = [find_area(known, area)] if area is not None else known
+    reports = [check_area(obj.repo_root, item, stale_commits=config.area_stale_commits) for item in chosen]
+    if as_json:
+        rows = [
+            {
+                "area": report.area.name,
+                "slug": report.area.slug,
+                "stale": report.stale,
+                "missing_anchors": list(report.missing),
+                "checked": report.area.checked,
+                "unknown_checked": report.unknown_checked,
+                "commits_since_checked": report.commits_since,
+                "paths": list(report.area.paths),
+                "test_recipe": report.area.test_recipe,
+            }
+            for report in reports
+        ]
+        click.echo(json.dumps({"notes_file": path.name, "areas": rows}))
+        return
+    if not reports:
+        click.echo(f"no ## Areas section in {path.name}")
+    for report in reports:
+        click.echo(report.line())
+
+
 @cli.command("list", epilog=EXIT_CODES_HELP)
 @click.option("--lane", default=None, help="Only this lane's tasks.")
 @click.option(

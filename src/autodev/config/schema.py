@@ -766,6 +766,18 @@ class AutodevConfig(_Settings):
         "takes slice jobs; slow: 1h, priority first, falling back to fast). Defining any lane replaces "
         "this default set.",
     )
+    areas: NonBlankStr | None = Field(
+        default=None,
+        description="The notes file whose '## Areas' section holds the area maps (code map, test recipe, "
+        "paths, checked commit), relative to the repository; unset: AGENTS.md, else CLAUDE.md.",
+        examples=["docs/AREAS.md"],
+    )
+    area_stale_commits: int = Field(
+        default=20,
+        ge=1,
+        description="An area map is stale once this many commits touched its paths since its Checked commit "
+        "(or when one of its anchors is no longer in the code).",
+    )
     price_table: dict[NonBlankStr, ModelPrice] = Field(
         default_factory=dict,
         description="Prices per model name, used to compute the cost of agent CLIs that report "

@@ -28,6 +28,7 @@ from autodev.state.hashing import sha256_hex
 from autodev.state.paths import normalize_repo_path
 from autodev.state.plan_markdown import parse_plan_markdown, render_plan_markdown
 from autodev.state.schemas import ArchitectEvidence, ExploreEvidence, Plan, SMEEvidence
+from autodev.workspace.areas import area_prompt_block
 
 if TYPE_CHECKING:
     from autodev.orchestrator.run_context import RunContext
@@ -92,7 +93,8 @@ async def _explore(session: RunContext, intent: str) -> str:
         acceptance="Findings about the repository that the architect needs to plan this intent",
         context={"intent": intent},
     )
-    result = await _call(session, "explorer", "explore", envelope)
+    areas, source = session.area_maps()
+    result = await _call(session, "explorer", "explore", envelope, extra=area_prompt_block(areas, source))
     path = session.plan_manager.record_evidence(
         ExploreEvidence(
             task_id="plan",
@@ -205,7 +207,13 @@ async def _architect_answer(
 
 
 async def _call(
-    session: RunContext, role: str, step: str, envelope: DelegationEnvelope, *, attempt: int = 1
+    session: RunContext,
+    role: str,
+    step: str,
+    envelope: DelegationEnvelope,
+    *,
+    attempt: int = 1,
+    extra: str = "",
 ) -> AgentResult:
     """One plan-phase agent call; a failed call ends the plan phase with the agent's reason."""
     session.emit(ProgressEvent("step_started", f"{role} working", "plan", step, attempt))
@@ -214,7 +222,13 @@ async def _call(
     result = await delegate(
         session,
         DelegationRequest(
-            role=role, envelope=envelope, phase="plan", step=step, attempt=attempt, knowledge_query=intent
+            role=role,
+            envelope=envelope,
+            phase="plan",
+            step=step,
+            attempt=attempt,
+            knowledge_query=intent,
+            extra_context=extra,
         ),
     )
     session.emit(

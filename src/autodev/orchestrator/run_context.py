@@ -9,7 +9,7 @@ project's environment, the gates, the preflight) is kept in a cache it owns.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,6 +19,7 @@ from autodev.adapters.base import PlatformAdapter
 from autodev.agents.spec import AgentSpec
 from autodev.config import AutodevConfig
 from autodev.config.schema import Platform
+from autodev.errors import AutodevError
 from autodev.guardrails import GuardrailEnforcer, LoopDetector
 from autodev.logging import get_logger
 from autodev.orchestrator.checks import ChangeChecks
@@ -33,6 +34,7 @@ from autodev.qa.environment import EnvironmentResolution, resolve_environment
 from autodev.state.knowledge import KnowledgeStore
 from autodev.state.paths import AutodevPaths
 from autodev.state.plan_manager import PlanManager
+from autodev.workspace.areas import Area, areas_for_files, notes_file, read_areas
 from autodev.workspace.git import GitRepo
 from autodev.workspace.worktree_setup import WorktreePreparer
 
@@ -47,6 +49,9 @@ class _Found:
 
     environment: EnvironmentResolution | None = None
     checks: ChangeChecks | None = None
+    # The gates with an area's test recipe as the test command, by that command.
+    recipe_checks: dict[tuple[str, ...], ChangeChecks] = field(default_factory=dict)
+    areas: tuple[list[Area], str] | None = None
     preflight: Preflight | None = None
     prepared: set[Path] = field(default_factory=set)
 
@@ -119,19 +124,61 @@ class RunContext:
             children_dir=self.paths.children_dir,
         )
 
-    async def change_checks(self) -> ChangeChecks:
-        """The gates of this call, in the project's environment, judged against each task's base."""
+    async def change_checks(self, test_command: tuple[str, ...] | None = None) -> ChangeChecks:
+        """The gates of this call, in the project's environment, judged against each task's base.
+
+        ``test_command``: an area's test recipe, run as the test gate's command when the configuration
+        names none (``qa_gates.test.command`` wins); its baselines are its own, as its key differs.
+        """
+        if test_command is not None and self.config.qa_gates.test.command is None:
+            checks = self._found.recipe_checks.get(test_command)
+            if checks is None:
+                test = self.config.qa_gates.test.model_copy(update={"command": list(test_command)})
+                gates = self.config.qa_gates.model_copy(update={"test": test})
+                checks = await self._new_checks(self.config.model_copy(update={"qa_gates": gates}))
+                self._found.recipe_checks[test_command] = checks
+            return checks
         if self._found.checks is None:
-            resolution = await self.project_environment()
-            self._found.checks = ChangeChecks(
-                paths=self.paths,
-                config=self.config,
-                git=self.git,
-                environment=resolution.environment,
-                preparer=self.worktree_preparer,
-                admin_lock=self.worktree_admin_lock,
-            )
+            self._found.checks = await self._new_checks(self.config)
         return self._found.checks
+
+    async def _new_checks(self, config: AutodevConfig) -> ChangeChecks:
+        resolution = await self.project_environment()
+        return ChangeChecks(
+            paths=self.paths,
+            config=config,
+            git=self.git,
+            environment=resolution.environment,
+            preparer=self.worktree_preparer,
+            admin_lock=self.worktree_admin_lock,
+        )
+
+    async def close_checks(self) -> None:
+        """Remove what the gates of this call left (their baseline worktrees)."""
+        for checks in [*self._found.recipe_checks.values(), await self.change_checks()]:
+            await checks.close()
+
+    def area_maps(self) -> tuple[list[Area], str]:
+        """The area maps of the project's notes file and its name, read once per call (none when there is
+        no notes file, no ``## Areas`` section, or the file cannot be read: the maps only help)."""
+        if self._found.areas is None:
+            path = notes_file(self.repo_root, self.config.areas)
+            try:
+                found = (read_areas(path), path.name) if path is not None else ([], "")
+            except AutodevError as exc:
+                _log.warning("orchestrator.areas_unreadable", path=str(path), error=exc.message)
+                found = ([], "")
+            self._found.areas = found
+        return self._found.areas
+
+    def test_recipe(self, files: Sequence[str]) -> tuple[str, ...] | None:
+        """The test recipe of the first area map (in file order) holding one of ``files``, as a command."""
+        areas, _ = self.area_maps()
+        for area in areas_for_files(areas, files):
+            argv = area.test_argv()
+            if argv is not None:
+                return argv
+        return None
 
     async def preflight(self) -> Preflight:
         """Check, before any paid call, that the gates can do their work (``autodev.orchestrator.preflight``);

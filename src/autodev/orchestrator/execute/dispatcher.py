@@ -37,6 +37,7 @@ from autodev.guardrails.errors import BudgetExceededError
 from autodev.logging import get_logger
 from autodev.orchestrator.delegation_policy import DelegationHeldError
 from autodev.orchestrator.events import ProgressEvent
+from autodev.orchestrator.execute.area_refresh import refresh_stale_areas
 from autodev.orchestrator.execute.executor import LocalExecutor, TaskExecutor
 from autodev.orchestrator.execute.parallelism import Parallelism, resolve_parallelism
 from autodev.orchestrator.execute.phase_review import review_finished_phases
@@ -546,10 +547,12 @@ class Dispatcher:
         )
 
     async def _after_complete(self, task: Task) -> None:
-        """Under the integration lock, right after a task is recorded complete: exact phase checkpoints,
-        and the task's slot handed on at once (its worktree is cleaned up while its dependents start)."""
+        """Under the integration lock, right after a task is recorded complete: refresh tasks for stale
+        area maps, exact phase checkpoints, and the task's slot handed on at once (its worktree is cleaned up
+        while its dependents start)."""
         if task.commit is not None:
             self._main_head = task.commit
+        await refresh_stale_areas(self.session, task)
         await self._checkpoint_phases()
         if not self.worktrees.recycles:  # a pooled worktree is recycled first (quick)
             self.workers.pop(task.id, None)

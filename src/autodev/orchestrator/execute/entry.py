@@ -58,7 +58,7 @@ async def run_execute_phase(
         processed = await Dispatcher(session, only_task=task_id, executor=executor).run()
     finally:
         session.git.unwatch()
-        await (await session.change_checks()).close()
+        await session.close_checks()
     await session.git.maintain()
     if session.agent_watch.guard_ledger(whole=True):
         session.emit(ProgressEvent("note", "the ledger was changed during the run; AutoDev put it back"))

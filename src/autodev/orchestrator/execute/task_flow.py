@@ -75,6 +75,7 @@ from autodev.state.schemas import (
     TestRunCounts,
 )
 from autodev.state.vocabulary import IN_FLIGHT_STATUSES, TERMINAL_STATUSES
+from autodev.workspace.areas import area_prompt_block, areas_for_files
 from autodev.workspace.git import GitRepo, WorkingDiff
 from autodev.workspace.integration import (
     Integrated,
@@ -88,6 +89,7 @@ from autodev.workspace.integration import (
 )
 
 if TYPE_CHECKING:
+    from autodev.orchestrator.checks import ChangeChecks
     from autodev.orchestrator.run_context import RunContext
 
 __all__ = [
@@ -165,6 +167,12 @@ class TaskContext:
     resumed: bool = False
     # What every role of the task is told about the project (``autodev.orchestrator.context``).
     project_block: str = ""
+
+
+async def task_checks(session: RunContext, task: Task) -> ChangeChecks:
+    """The gates for ``task``: the test gate runs the test recipe of the area map holding its files when
+    the configuration names no test command."""
+    return await session.change_checks(session.test_recipe(task.files))
 
 
 def _agent_failure(role: str, result: AgentResult, *, own: bool = False) -> StepFailure:
@@ -474,6 +482,10 @@ def _repair_instruction(problem: str, previous: str) -> str:
 async def _developer_step(session: RunContext, task: Task, ctx: TaskContext) -> StepFailure | None:
     issues = _own_issues(task, "developer")
     extra = _issues_block("THE PREVIOUS ATTEMPT FAILED. Fix these problems first:", issues) if issues else ""
+    areas, source = session.area_maps()
+    maps = area_prompt_block(areas_for_files(areas, task.files), source)
+    if maps:
+        extra = f"{extra.rstrip()}\n\n{maps}" if extra else maps
     pm = session.plan_manager
     step = "develop"
     while True:
@@ -652,7 +664,7 @@ async def _gates_step(session: RunContext, task: Task, ctx: TaskContext) -> Step
     diff = ctx.developer_diff or await _current_diff(task, ctx)
     attempt = task.retry_count + 1
     session.emit(ProgressEvent("step_started", "QA gates running", task.id, "gates", attempt))
-    checks = await session.change_checks()
+    checks = await task_checks(session, task)
     assert task.base_commit is not None  # _current_diff checked it
     # The diff was read just now (here or by the developer step before): it holds the copy's tree, which
     # the gates need not stage again.
@@ -805,12 +817,12 @@ async def _test_step(session: RunContext, task: Task, ctx: TaskContext) -> StepF
     repair_of = None
     if isinstance(prior, TestEvidence) and prior.problem and prior.repair_of is None:
         repair_of = prior.problem
-    checks = await session.change_checks()
+    checks = await task_checks(session, task)
     assert task.base_commit is not None
     root, git = ctx.workspace.root, ctx.workspace.git
     gates = _recorded(session, task.id, "gates")
     developer_tree = gates.tree if isinstance(gates, GateEvidence) else None
-    planned = _planned_test_argv(session, checks.environment)
+    planned = _planned_test_argv(session, checks.environment, session.test_recipe(task.files))
     extra = _test_run_instruction(planned, str(root))
     previous = prior.output_text if isinstance(prior, TestEvidence) else ""
     extra += _own_failures(
@@ -899,13 +911,15 @@ async def _test_step(session: RunContext, task: Task, ctx: TaskContext) -> StepF
     return None
 
 
-def _planned_test_argv(session: RunContext, environment: object) -> list[str]:
+def _planned_test_argv(session: RunContext, environment: object, recipe: Sequence[str] | None) -> list[str]:
     """The test command the gate will run, for the test engineer's prompt (the evidence has the real one)."""
     from autodev.qa.environment import ProjectEnvironment
 
     configured = session.config.qa_gates.test.command
     if configured is not None:
         return list(configured)
+    if recipe is not None:
+        return list(recipe)
     if isinstance(environment, ProjectEnvironment):
         return [environment.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml=<report>"]
     return []
@@ -921,7 +935,7 @@ async def _tournament_step(session: RunContext, task: Task, ctx: TaskContext) ->
             # A variant won and replaced the change: it is checked like any change before it is committed.
             assert task.base_commit is not None
             diff = await _current_diff(task, ctx)
-            checks = await session.change_checks()
+            checks = await task_checks(session, task)
             run = await checks.check(ctx.workspace.root, ctx.workspace.git, task.base_commit, diff.files)
             _stop_on_environment(task, run.results)
             failing = [result for result in run.results if not result.acceptable]

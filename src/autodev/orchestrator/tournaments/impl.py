@@ -150,7 +150,7 @@ class ImplContentHandler:
             return Candidate(describe_variant(diff.patch, "not run"), diff.patch, variant, exc.message)
         diff = await self.manager.diff(worktree)
         claim = parse_test_results(tester.text) if tester.success else None
-        checks = await self.session.change_checks()
+        checks = await self.session.change_checks(self.session.test_recipe(self.task.files))
         git = GitRepo(worktree.path, like=self.session.git)
         checked = await checks.check(worktree.path, git, self.base, diff.files, only=("test",))
         run = next((gate for gate in checked.results if gate.gate == "test"), None)
