@@ -50,8 +50,8 @@ def test_lanes_counts_what_each_lane_may_take_and_what_waits(repo: Path) -> None
 
     assert result.code == 0, result.err
     assert result.out.splitlines() == [
-        "fast: 3 pickable (1 slice) · 0 waiting",
-        "slow: 1 pickable · 1 waiting",
+        "fast: 3 pickable (1 slice) · 0 waiting · no session",
+        "slow: 1 pickable · 1 waiting · no session",
     ]
 
 

@@ -424,16 +424,83 @@ def _lane_view(obj: CliContext) -> Any:
     config = load_config(obj.repo_root)
     with PlanManager.open(obj.repo_root, readonly=True) as manager:
         tasks = manager.tasks() if manager.has_plan else []
-    return LaneView(tasks, config), config
+    return LaneView(tasks, config), config, tasks
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
+@click.option("--unregister", is_flag=True, help="Drop this session's lane records (see `autodev next`).")
 @click.pass_obj
-def lanes(obj: CliContext) -> None:
-    """Each configured lane: its pickable tasks (slice jobs among them) and its tasks still waiting."""
-    view, _ = _lane_view(obj)
+def lanes(obj: CliContext, unregister: bool) -> None:
+    """Each configured lane: its pickable tasks (slice jobs among them), its tasks still waiting, and the
+    agent session working it."""
+    from autodev.state.claims import ALL_LANES, ClaimStore, SessionIdentity
+
+    store = ClaimStore(obj.repo_root / ".autodev")
+    if unregister:
+        with store.locked():
+            dropped = store.unregister(SessionIdentity.from_environment())
+        click.echo(f"unregistered from: {', '.join(dropped)}" if dropped else "this session held no lane")
+        return
+    view, _, _ = _lane_view(obj)
+    sessions = store.sessions()
+    every = sessions.get(ALL_LANES)
     for row in view.counts():
-        click.echo(str(row))
+        record = sessions.get(row.lane)
+        if record is None and every is not None:
+            record, row_note = every, ", all lanes"
+        else:
+            row_note = ""
+        who = f"{record.who()} ({'alive' if record.alive else 'gone'}{row_note})" if record else "no session"
+        click.echo(f"{row} · {who}")
+
+
+@cli.command("next", epilog=EXIT_CODES_HELP)
+@click.option(
+    "--lane", default=None, help="Take from this lane only, in its pick order (default: every lane)."
+)
+@click.option(
+    "--as",
+    "as_model",
+    type=click.Choice(["haiku", "sonnet", "opus"]),
+    default=None,
+    help="This session's model: tasks of this Model level or lower are offered (default: haiku).",
+)
+@click.pass_obj
+def next_task(obj: CliContext, lane: str | None, as_model: str | None) -> None:
+    """Give this agent session the next task it may take, and claim it so that no other session takes it
+    (claims of sessions that are gone do not count). Prints how to run it, and what its lanes wait for."""
+    from autodev.orchestrator.sessions import take_next
+    from autodev.state.claims import ClaimStore, SessionIdentity
+    from autodev.state.plan_markdown import MODEL_NAMES, TIER_NAMES
+    from autodev.state.schemas import DEFAULT_TASK_TIER
+
+    view, config, tasks = _lane_view(obj)
+    if lane is not None and lane not in config.lanes:
+        raise click.BadParameter(
+            f"no lane {lane!r}; configured: {', '.join(config.lanes)}", param_hint="--lane"
+        )
+    me = SessionIdentity.from_environment()
+    found = take_next(
+        tasks,
+        config,
+        ClaimStore(obj.repo_root / ".autodev"),
+        me,
+        lane=lane,
+        session_tier=MODEL_NAMES[as_model] if as_model else None,
+    )
+    if found.pick is None or found.task is None:
+        click.echo("nothing to take now" + (f" in the {lane} lane" if lane else ""))
+    else:
+        task = found.task
+        level = TIER_NAMES[task.model or DEFAULT_TASK_TIER]
+        facts = [f"lane {found.lane}", f"Model {level}", f"Effort {task.effort or '-'}"]
+        facts.append(view.effective_priority(task.id))
+        click.echo(f"{found.pick}: {task.title} ({' · '.join(facts)})")
+        click.echo(f"claimed for {me.describe()}")
+        what = "slice it" if found.pick.slice_job else "run it"
+        click.echo(f"{what}: autodev execute --task-id {task.id} --platform inline")
+    for line in found.lines:
+        click.echo(line)
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
@@ -497,11 +564,10 @@ def areas(obj: CliContext, area: str | None, mark: bool, as_json: bool) -> None:
 @click.pass_obj
 def list_tasks(obj: CliContext, lane: str | None, runner: bool) -> None:
     """The plan's tasks with their lane, Model, effort, effective priority and status."""
-    from autodev.state.plan_manager import PlanManager
     from autodev.state.plan_markdown import TIER_NAMES
     from autodev.state.schemas import DEFAULT_TASK_TIER
 
-    view, config = _lane_view(obj)
+    view, config, tasks = _lane_view(obj)
     if lane is not None and lane not in config.lanes:
         raise click.BadParameter(
             f"no lane {lane!r}; configured: {', '.join(config.lanes)}", param_hint="--lane"
@@ -512,8 +578,6 @@ def list_tasks(obj: CliContext, lane: str | None, runner: bool) -> None:
         for pick in view.order(lane):
             click.echo(str(pick))
         return
-    with PlanManager.open(obj.repo_root, readonly=True) as manager:
-        tasks = manager.tasks() if manager.has_plan else []
     for task in tasks:
         if lane is not None and view.lane_of(task.id) != lane:
             continue

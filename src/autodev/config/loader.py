@@ -44,7 +44,8 @@ __all__ = ["ENV_PREFIX", "NON_CONFIG_ENV", "ConfigEntry", "explain_config", "loa
 
 ENV_PREFIX = "AUTODEV_"
 
-NON_CONFIG_ENV: frozenset[str] = frozenset({"AUTODEV_LOG_LEVEL"})
+# Variables under the prefix that are no settings: the log level, and who an agent session is (claims).
+NON_CONFIG_ENV: frozenset[str] = frozenset({"AUTODEV_LOG_LEVEL", "AUTODEV_SESSION_ID", "AUTODEV_SESSION_PID"})
 """``AUTODEV_*`` variables that are not configuration keys and that ``load_config`` therefore skips.
 
 ``AUTODEV_LOG_LEVEL`` is read by the logging setup, which runs before any configuration is loaded.

@@ -121,7 +121,18 @@ class LaneView:
             and self._lane[task.id] == lane
             and (phase_id is None or task.phase_id == phase_id)
         ]
-        if settings.order == "unblock":
+        self._sort(picks, settings.order, lane)
+        return [Pick(task_id, self.is_slice_job(task_id)) for task_id in picks]
+
+    def merged_order(self) -> list[Pick]:
+        """Every lane's pickable tasks in one list, slice jobs included, in the ``priority`` order (a task of
+        another lane waiting on one counts for it): what a session that works every lane takes next."""
+        picks = [task.id for task in self._tasks if task.id in self._pickable]
+        self._sort(picks, "priority", None)
+        return [Pick(task_id, self.is_slice_job(task_id)) for task_id in picks]
+
+    def _sort(self, picks: list[str], order: str, lane: str | None) -> None:
+        if order == "unblock":
             picks.sort(
                 key=lambda task_id: (
                     not self._direct[task_id],
@@ -134,12 +145,17 @@ class LaneView:
             picks.sort(
                 key=lambda task_id: (
                     self._priority[task_id],
-                    not any(self._lane[waiter] != lane for waiter in self._waiters[task_id]),
+                    not any(
+                        self._lane[waiter] != (lane or self._lane[task_id])
+                        for waiter in self._waiters[task_id]
+                    ),
                     -len(self._direct[task_id]),
                     self._index[task_id],
                 )
             )
-        return [Pick(task_id, self.is_slice_job(task_id)) for task_id in picks]
+
+    def is_pickable(self, task_id: str) -> bool:
+        return task_id in self._pickable
 
     def next_for(self, lane: str) -> Pick | None:
         """What ``lane`` takes next: its first pick, else its fallback lane's (and so on)."""

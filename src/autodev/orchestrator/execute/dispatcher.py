@@ -31,7 +31,7 @@ import anyio
 
 from autodev.adapters.base import DelegationPendingSignal
 from autodev.adapters.inline import InvalidResponseError
-from autodev.errors import EnvironmentFaultError, LockHeldError, PlanParseError, StateError
+from autodev.errors import AutodevError, EnvironmentFaultError, LockHeldError, PlanParseError, StateError
 from autodev.faults import environment_fault
 from autodev.guardrails.errors import BudgetExceededError
 from autodev.logging import get_logger
@@ -48,6 +48,8 @@ from autodev.orchestrator.execute.task_flow import (
 )
 from autodev.orchestrator.integrity import RepositoryChangedError
 from autodev.orchestrator.lanes import LaneOrder
+from autodev.orchestrator.sessions import now_pickable_lines
+from autodev.state.claims import ClaimStore, SessionIdentity
 from autodev.state.scheduling import TaskScheduler, scheduler_for
 from autodev.state.schemas import Plan, Task
 from autodev.state.validation import validate_dag
@@ -168,6 +170,9 @@ class Dispatcher:
             else scheduler_for(self.parallelism.workers)
         )
         self.speculative = config.speculative_execution_enabled and self.parallelism.isolated
+        # Tasks interactive agent sessions claimed (`autodev next`) are theirs, not this run's.
+        self.claims = ClaimStore(session.paths.state_dir)
+        self.me = SessionIdentity.from_environment()
         self.lock = session.main_tree_lock
         self.workers: dict[str, _Worker] = {}
         self.speculating: dict[str, str] = {}  # child -> parent
@@ -207,6 +212,12 @@ class Dispatcher:
     async def run(self) -> list[str]:
         """Dispatch until nothing more can start and nothing is in flight; the ids of tasks it ran."""
         validate_dispatch_order(self.pm.plan, cross_phase=self.cross_phase)
+        if self.only_task is not None and self.only_task in self._claimed_by_others():
+            claim = self.claims.claims()[self.only_task]
+            raise AutodevError(
+                f"task {self.only_task} is claimed by {claim.who()}, which is still running; take another "
+                "task (`autodev next`), or let that session finish it"
+            )
         _log.info(
             "dispatcher.start",
             workers=self.parallelism.workers,
@@ -282,9 +293,9 @@ class Dispatcher:
         if free <= 0:
             return
         phase = None if self.cross_phase else self._current_phase()
-        for task in self.pm.next_pending_tasks(
-            free, list(self.workers), phase_id=phase, scheduler=self.scheduler
-        ):
+        # A task a live session claimed is in flight there: skipped, and its files held.
+        held = [*self.workers, *self._claimed_by_others()]
+        for task in self.pm.next_pending_tasks(free, held, phase_id=phase, scheduler=self.scheduler):
             self._begin(task)
         free = self.parallelism.workers - len(self.workers)
         if self.speculative and free > 0:
@@ -330,6 +341,7 @@ class Dispatcher:
                 reason = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
                 block_task(self.session, task_id, f"internal error: {reason}")
         finally:
+            self._drop_claim(task_id)
             self.workers.pop(task_id, None)
             self._notify(task_id)
 
@@ -347,6 +359,23 @@ class Dispatcher:
                 "task_finished", f"all slices done: {', '.join(slices)}", task_id, "complete", ok=True
             )
         )
+
+    def _claimed_by_others(self) -> list[str]:
+        """Open tasks that live sessions other than this run's claimed."""
+        return [
+            task_id
+            for task_id, claim in self.claims.claims().items()
+            if self.pm.get_task_status(task_id) not in (None, *DONE_STATUSES)
+            and claim.alive
+            and not self.me.owns(claim)
+        ]
+
+    def _drop_claim(self, task_id: str) -> None:
+        """A task this run finished with (done, blocked, sliced) is no longer claimed by anybody."""
+        try:
+            self.claims.release(task_id)
+        except OSError:
+            _log.warning("dispatcher.claim_not_released", task_id=task_id)
 
     def _running_in_place(self) -> bool:
         return any(worker.in_place for worker in self.workers.values())
@@ -425,6 +454,8 @@ class Dispatcher:
         if rollback is not None:
             await self._roll_back(task_id, rollback, worker)
         status = self.pm.get_task(task_id).status
+        if status in TERMINAL_STATUSES:
+            self._drop_claim(task_id)
         if status in TERMINAL_STATUSES and worker.in_place:
             # Its base is no longer needed: a completed change is in the tree, a blocked one kept on it.
             await self.session.git.delete_ref(base_ref(task_id))
@@ -553,10 +584,19 @@ class Dispatcher:
         if task.commit is not None:
             self._main_head = task.commit
         await refresh_stale_areas(self.session, task)
+        self._tell_sessions(task)
         await self._checkpoint_phases()
         if not self.worktrees.recycles:  # a pooled worktree is recycled first (quick)
             self.workers.pop(task.id, None)
             self._notify(task.id)
+
+    def _tell_sessions(self, landed: Task) -> None:
+        """With agent sessions working lanes: which tasks of other lanes ``landed`` made pickable."""
+        sessions = self.claims.sessions()
+        if not sessions:
+            return
+        for line in now_pickable_lines(landed, self.pm.tasks(), self.session.config, sessions):
+            self.session.emit(ProgressEvent("note", line, landed.id))
 
     async def _checkpoint_phases(self) -> None:
         """Record the main tree's HEAD as the end of every phase that just became all-terminal.
