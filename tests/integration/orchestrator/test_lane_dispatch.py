@@ -17,6 +17,7 @@ from support.parallel import (
     script_of,
 )
 
+from autodev.adapters.base import AgentInvocation, AgentResult
 from autodev.state.plan_manager import PlanManager
 from autodev.state.schemas import Plan
 
@@ -70,3 +71,23 @@ def test_a_lane_with_nothing_to_pick_takes_its_fallbacks_work(tmp_path: Path) ->
 
     # The slow lane has no work of its own and falls back to fast: both small tasks run at once.
     assert adapter.max_tasks_at_once == 2
+
+
+def test_with_lanes_the_developer_is_told_its_lane_and_model(tmp_path: Path) -> None:
+    root = git_repo(tmp_path / "repo")
+    save_plan(root, _sized_plan())
+    prompts: dict[str, str] = {}
+    adapter = WatchedAdapter(script=script_of(entries_for()))
+    execute = adapter.execute
+
+    async def watched(inv: AgentInvocation) -> AgentResult:
+        if inv.role == "developer":
+            prompts.setdefault(inv.task_id or "", inv.prompt)
+        return await execute(inv)
+
+    adapter.execute = watched  # type: ignore[method-assign]
+
+    anyio.run(orchestrator(root, adapter, 2, lanes_enabled=True).execute)
+
+    assert "  lane: fast" in prompts["f1"] and "  model: opus" in prompts["f1"]
+    assert "  lane: slow" in prompts["s1"]

@@ -61,6 +61,7 @@ from autodev.qa.gates import GateName, GateRun
 from autodev.state.evidence import read_evidence
 from autodev.state.plan_markdown import MODEL_NAMES, TIER_NAMES
 from autodev.state.schemas import (
+    EFFORTS,
     MODEL_TIERS,
     CoderEvidence,
     CommandRun,
@@ -490,7 +491,7 @@ async def _developer_step(session: RunContext, task: Task, ctx: TaskContext) -> 
     step = "develop"
     while True:
         tier = pm.task_tier(task.id)
-        envelope = _envelope(task, "developer", "implement", model=TIER_NAMES[tier])
+        envelope = _envelope(task, "developer", "implement", model=TIER_NAMES[tier], **_lane(session, task))
         request = _request(task, "developer", step, envelope, ctx, extra)
         result = await _agent(session, task, request)
         escalation = _escalation(result.text, tier)
@@ -570,6 +571,15 @@ async def _developer_step(session: RunContext, task: Task, ctx: TaskContext) -> 
     pm.update_task_status(task.id, "coded")
     ctx.developer_diff = diff
     return None
+
+
+def _lane(session: RunContext, task: Task) -> dict[str, str]:
+    """The task's lane for the developer's envelope, when the run starts tasks by lanes."""
+    config = session.config
+    if not config.lanes_enabled:
+        return {}
+    above = task.effort is not None and EFFORTS.index(task.effort) > EFFORTS.index(config.slice_above)
+    return {"lane": config.lane_of(task.effort, slice_job=above)}
 
 
 _ESCALATE = re.compile(r"^[ \t>*-]*ESCALATE:[ \t]*`?(\w+)`?[ \t]*(.*)$", re.MULTILINE | re.IGNORECASE)
