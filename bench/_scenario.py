@@ -52,9 +52,10 @@ def independent_plan(n_tasks: int, per_phase: int = 100) -> Plan:
     )
 
 
-def succeeding_script(latency_s: float = 0.0) -> Script:
-    """Every role succeeds at once; the developer writes one file named after its task."""
-    entry: dict[str, Any] = {"latency_s": latency_s} if latency_s else {}
+def succeeding_script(latency_s: float = 0.0, **reported: Any) -> Script:
+    """Every role succeeds at once; the developer writes one file named after its task. ``reported``: what
+    every call reports besides (``tokens_in``, ``cost_usd``, ...)."""
+    entry: dict[str, Any] = {"latency_s": latency_s, **reported} if latency_s else dict(reported)
     return Script.model_validate(
         {
             "entries": [

@@ -38,7 +38,7 @@ from typing import Any
 import anyio
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _scenario import bench_config, git_repo
+from _scenario import bench_config, git_repo, succeeding_script
 
 from autodev.adapters._cli import cost_from_tokens
 from autodev.adapters.base import AgentInvocation, AgentResult
@@ -85,21 +85,7 @@ class ClaudeNamedScript(ScriptedAdapter):
 
 
 def _script(tokens_in: int, tokens_out: int) -> Script:
-    usage: dict[str, Any] = {"cost_usd": None, "tokens_in": tokens_in, "tokens_out": tokens_out}
-    return Script.model_validate(
-        {
-            "entries": [
-                {
-                    "role": "developer",
-                    "text": "done {task_id}",
-                    "edits": [{"path": "src/mod_{task_id}.py", "content": "VALUE = '{task_id}'\n"}],
-                    **usage,
-                },
-                {"role": "reviewer", "text": "VERDICT: APPROVED", **usage},
-                {"role": "test_engineer", "text": "RESULTS: passed=0 failed=0 total=0", **usage},
-            ]
-        }
-    )
+    return succeeding_script(cost_usd=None, tokens_in=tokens_in, tokens_out=tokens_out)
 
 
 def _plan(plan_id: str, tasks: list[Task]) -> Plan:

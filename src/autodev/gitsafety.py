@@ -12,7 +12,7 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["HARDENED_CONFIG", "missing_landed_commits"]
+__all__ = ["HARDENED_CONFIG", "missing_landed_commits", "run_git_sync"]
 
 # An agent with a shell can plant programs that git runs on its own: hooks (also through core.hooksPath),
 # an fsmonitor, a signing program, external diff and textconv drivers. None of AutoDev's git calls needs
@@ -38,6 +38,21 @@ HARDENED_CONFIG: tuple[str, ...] = (
 )
 
 
+def run_git_sync(repo_root: Path, *args: str, timeout_s: float = 60.0) -> subprocess.CompletedProcess[str]:
+    """One git command in ``repo_root``, hardened, with a deadline, its output as text; for the read-only
+    commands that run without an event loop. Raises ``OSError`` or ``subprocess.TimeoutExpired``."""
+    env = {**os.environ, "LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"}
+    return subprocess.run(
+        ["git", *HARDENED_CONFIG, *args],
+        cwd=repo_root,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=timeout_s,
+    )
+
+
 def missing_landed_commits(repo_root: Path, landed: Mapping[str, str]) -> list[str]:
     """``task id (commit)`` for each commit recorded as landed that the checked-out branch does not hold.
 
@@ -45,18 +60,9 @@ def missing_landed_commits(repo_root: Path, landed: Mapping[str, str]) -> list[s
     of the branch's newest commits finds them all in the usual case; only a commit not found there costs
     a call of its own.
     """
-    env = {**os.environ, "LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"}
 
     def git(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            ["git", *HARDENED_CONFIG, *args],
-            cwd=repo_root,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=60,
-        )
+        return run_git_sync(repo_root, *args)
 
     try:
         window = git("rev-list", f"--max-count={1000 + 20 * len(landed)}", "HEAD")

@@ -22,7 +22,6 @@ in a worker thread after a task lands.
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import subprocess
@@ -32,7 +31,7 @@ from pathlib import Path
 
 from autodev.errors import AutodevError
 from autodev.files import MAX_INPUT_FILE_BYTES, led_by, read_bounded_text
-from autodev.gitsafety import HARDENED_CONFIG
+from autodev.gitsafety import run_git_sync
 from autodev.state.atomic import atomic_write_bytes
 
 __all__ = [
@@ -240,19 +239,10 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
 
 
 def _git(repo_root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"}
     try:
-        return subprocess.run(
-            ["git", *HARDENED_CONFIG, *args],
-            cwd=repo_root,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=_GIT_TIMEOUT_S,
-        )
+        return run_git_sync(repo_root, *args, timeout_s=_GIT_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise AutodevError(f"git {args[0]} could not run in {repo_root}: {exc}") from exc
+        raise AreaError(f"git {args[0]} could not run in {repo_root}: {exc}") from exc
 
 
 def _pathspecs(area: Area) -> list[str]:
