@@ -51,7 +51,8 @@ class _Found:
     checks: ChangeChecks | None = None
     # The gates with an area's test recipe as the test command, by that command.
     recipe_checks: dict[tuple[str, ...], ChangeChecks] = field(default_factory=dict)
-    areas: tuple[list[Area], str] | None = None
+    # The area maps, with the notes file and its modification time they were read at.
+    areas: tuple[tuple[Path, int] | None, tuple[list[Area], str]] | None = None
     preflight: Preflight | None = None
     prepared: set[Path] = field(default_factory=set)
 
@@ -159,17 +160,25 @@ class RunContext:
             await checks.close()
 
     def area_maps(self) -> tuple[list[Area], str]:
-        """The area maps of the project's notes file and its name, read once per call (none when there is
-        no notes file, no ``## Areas`` section, or the file cannot be read: the maps only help)."""
-        if self._found.areas is None:
-            path = notes_file(self.repo_root, self.config.areas)
+        """The area maps of the project's notes file and its name (none when there is no notes file, no
+        ``## Areas`` section, or the file cannot be read: the maps only help). Read again only when the
+        file changed, as a refresh task's landing changes it."""
+        path = notes_file(self.repo_root, self.config.areas)
+        try:
+            stamp = (path, path.stat().st_mtime_ns) if path is not None else None
+        except OSError:
+            stamp = None
+        cached = self._found.areas
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        found: tuple[list[Area], str] = ([], "")
+        if stamp is not None and path is not None:
             try:
-                found = (read_areas(path), path.name) if path is not None else ([], "")
+                found = (read_areas(path), path.name)
             except AutodevError as exc:
                 _log.warning("orchestrator.areas_unreadable", path=str(path), error=exc.message)
-                found = ([], "")
-            self._found.areas = found
-        return self._found.areas
+        self._found.areas = (stamp, found)
+        return found
 
     def test_recipe(self, files: Sequence[str]) -> tuple[str, ...] | None:
         """The test recipe of the first area map (in file order) holding one of ``files``, as a command."""

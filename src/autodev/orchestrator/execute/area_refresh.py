@@ -19,7 +19,7 @@ from autodev.logging import get_logger
 from autodev.orchestrator.events import ProgressEvent
 from autodev.state.schemas import AcceptanceCriterion, Task
 from autodev.state.vocabulary import DONE_STATUSES
-from autodev.workspace.areas import AreaReport, check_area, notes_file, read_areas, refresh_task_id
+from autodev.workspace.areas import AreaReport, check_area, notes_file, refresh_task_id
 
 if TYPE_CHECKING:
     from autodev.orchestrator.run_context import RunContext
@@ -58,18 +58,16 @@ def _refresh_task(report: AreaReport, task_id: str, phase_id: str, notes: str) -
 async def refresh_stale_areas(session: RunContext, landed: Task) -> list[str]:
     """Add a refresh task for each stale area map (see the module docstring); the ids added."""
     path = notes_file(session.repo_root, session.config.areas)
-    if path is None:
+    areas, _ = session.area_maps()
+    if path is None or not areas:
         return []
+    stale_commits = session.config.area_stale_commits
     try:
-        areas = read_areas(path)
-        if not areas:
-            return []
-        stale_commits = session.config.area_stale_commits
         reports = await anyio.to_thread.run_sync(
             lambda: [check_area(session.repo_root, area, stale_commits=stale_commits) for area in areas]
         )
-    except AutodevError as exc:  # a broken notes file must not stop the run; the refresh waits for a fix
-        _log.warning("execute_phase.areas_unreadable", path=str(path), error=exc.message)
+    except AutodevError as exc:  # git failing here must not stop the run; the next landing checks again
+        _log.warning("execute_phase.areas_unchecked", path=str(path), error=exc.message)
         return []
     pm = session.plan_manager
     tasks = pm.tasks()
