@@ -96,3 +96,14 @@ def test_without_a_notes_file_areas_says_where_maps_live(tmp_path: Path) -> None
 
     assert_clean_error(result)
     assert "AGENTS.md or CLAUDE.md" in result.err
+
+
+@pytest.mark.parametrize("value", ["/etc/AGENTS.md", "../AGENTS.md"])
+def test_a_notes_file_outside_the_repository_is_a_config_error(repo: Path, value: str) -> None:
+    (repo / ".autodev").mkdir(exist_ok=True)
+    (repo / ".autodev" / "config.toml").write_text(f'areas = "{value}"\n')
+
+    result = autodev(repo, "areas")
+
+    assert_clean_error(result)
+    assert "areas" in result.err and "relative to the repository root" in result.err

@@ -194,3 +194,27 @@ def test_claims_are_never_committed(repo: Path, live_pids: list[int]) -> None:
     ).stdout
     assert ".autodev" not in status
     assert os.path.isdir(repo / ".autodev" / "sessions")
+
+
+def test_without_a_session_pid_next_says_how_long_the_claim_lasts(repo: Path) -> None:
+    result = autodev(repo, "next", "--as", "opus", env={"AUTODEV_SESSION_ID": "A"})
+
+    assert "no AUTODEV_SESSION_PID (or CLAUDE_PID): the claim lasts while process" in result.out
+
+
+def test_with_phases_in_order_next_takes_from_the_first_unfinished_phase(
+    tmp_path: Path, live_pids: list[int]
+) -> None:
+    root = mini_project(tmp_path / "phased")
+    plan = tmp_path / "plan.md"
+    plan.write_text(
+        "# Plan: Phased\n\n## Phase 1: First\n\n### Task 1.1: One\n- Model: haiku\n\n"
+        "## Phase 2: Second\n\n### Task 2.1: Urgent later\n- Model: haiku\n- Priority: P0\n"
+    )
+    assert autodev(root, "plan", "--from-markdown", str(plan)).code == 0
+
+    first = autodev(root, "next", env=_as("A", live_pids[0]))
+    second = autodev(root, "next", env=_as("B", live_pids[1]))
+
+    assert first.out.splitlines()[0].startswith("1.1:")
+    assert "nothing to take now" in second.out

@@ -198,3 +198,14 @@ def test_a_lane_table_in_a_config_file_replaces_the_default_set(tmp_path: Path) 
 
     assert list(config.lanes) == ["all-work"]
     assert config.lanes["all-work"].order == "priority" and config.lanes["all-work"].slices
+
+
+def test_a_key_inside_a_lane_from_the_environment_merges_into_the_lanes_there_are(tmp_path: Path) -> None:
+    config = load_config(tmp_path, env={"AUTODEV_LANES__FAST__CONCURRENCY": "2"})
+    assert list(config.lanes) == ["fast", "slow"]
+    assert config.lanes["fast"].concurrency == 2 and config.lanes["fast"].efforts == ["<1h"]
+
+    (tmp_path / ".autodev").mkdir()
+    (tmp_path / ".autodev" / "config.toml").write_text('[lanes.work]\nefforts = ["<1h", "1h"]\n')
+    config = load_config(tmp_path, env={"AUTODEV_LANES__WORK__CONCURRENCY": "3"})
+    assert list(config.lanes) == ["work"] and config.lanes["work"].concurrency == 3

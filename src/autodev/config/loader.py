@@ -2,7 +2,9 @@
 
 Precedence, lowest first: built-in defaults, ``[tool.autodev]`` in ``pyproject.toml``,
 ``.autodev/config.toml``, ``AUTODEV_*`` environment variables, then command-line overrides. Tables
-merge key by key; lists and single values replace what an earlier source set.
+merge key by key; lists and single values replace what an earlier source set. The ``lanes`` table is
+the exception: a source that defines lanes (a file's ``[lanes.<name>]``, or ``lanes`` set whole) replaces
+the lanes before it; one that sets a key inside a lane (``AUTODEV_LANES__FAST__CONCURRENCY``) merges.
 
 Every source is checked for unknown keys on its own, so an error names the source that holds the
 typo. A value that fails validation is blamed on the highest-precedence source that set it. Whatever
@@ -119,6 +121,9 @@ class _Layer:
     label: str
     data: dict[str, Any]
     hint: str = ""
+    # Tables the source sets as a whole (see ``_WHOLE_TABLES``): a file's ``[lanes.*]``, or a variable or
+    # override naming ``lanes`` itself; one naming a key inside a lane merges into the lanes there are.
+    whole: frozenset[tuple[str, ...]] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +163,7 @@ def _resolve(
     origins: dict[tuple[str, ...], int] = {}
     for index, layer in enumerate(layers):
         _check_keys(layer.data, root, (), layer)
-        _merge(merged, layer.data, (), index, origins)
+        _merge(merged, layer.data, (), index, origins, layer.whole)
     try:
         config = AutodevConfig.model_validate(merged)
     except ValidationError as exc:
@@ -179,11 +184,13 @@ def _file_layers(repo_root: Path) -> list[_Layer]:
                     "tool.autodev must be a table ([tool.autodev]), not a single value",
                     source=str(pyproject),
                 )
-            layers.append(_Layer(f"[tool.autodev] in {pyproject}", str(pyproject), section))
+            layers.append(
+                _Layer(f"[tool.autodev] in {pyproject}", str(pyproject), section, whole=_whole_in(section))
+            )
     config_file = AutodevPaths(repo_root).config
     document = _read_toml(config_file)
     if document is not None:
-        layers.append(_Layer(str(config_file), str(config_file), document))
+        layers.append(_Layer(str(config_file), str(config_file), document, whole=_whole_in(document)))
     return layers
 
 
@@ -251,6 +258,7 @@ def _env_layers(env: Mapping[str, str]) -> list[_Layer]:
             f"env {name}",
             _nest(parts, _parse_env_value(raw)),
             hint=_ENV_HINT,
+            whole=_WHOLE_TABLES & {parts},
         )
         for parts, (name, raw) in sorted(found.items(), key=lambda item: (len(item[0]), item[0]))
     ]
@@ -269,9 +277,12 @@ def _override_layers(overrides: Mapping[str, Any]) -> list[_Layer]:
     if not overrides:
         return []
     data: dict[str, Any] = {}
+    whole: set[tuple[str, ...]] = set()
     for key, value in overrides.items():
-        _deep_merge(data, _nest(_split_dotted_key(key), _plain(value)))
-    return [_Layer(_COMMAND_LINE, _COMMAND_LINE, data)]
+        parts = _split_dotted_key(key)
+        whole |= _WHOLE_TABLES & {parts}
+        _deep_merge(data, _nest(parts, _plain(value)))
+    return [_Layer(_COMMAND_LINE, _COMMAND_LINE, data, whole=frozenset(whole))]
 
 
 def _split_dotted_key(key: str) -> tuple[str, ...]:
@@ -318,9 +329,13 @@ def _deep_merge(base: dict[str, Any], incoming: Mapping[str, Any]) -> None:
             base[key] = copy.deepcopy(value)
 
 
-# Tables a layer sets as a whole, replacing what the defaults or an earlier layer had: defining one lane
-# replaces the default set of lanes, it does not add to it.
+# Tables a source sets as a whole, replacing what the defaults or an earlier source had: a file that defines
+# a lane replaces the default set of lanes, it does not add to it.
 _WHOLE_TABLES = frozenset({("lanes",)})
+
+
+def _whole_in(document: Mapping[str, Any]) -> frozenset[tuple[str, ...]]:
+    return frozenset(table for table in _WHOLE_TABLES if table[0] in document)
 
 
 def _merge(
@@ -329,16 +344,17 @@ def _merge(
     path: tuple[str, ...],
     index: int,
     origins: dict[tuple[str, ...], int],
+    whole: frozenset[tuple[str, ...]] = frozenset(),
 ) -> None:
     """Deep-merge one layer into ``base``, recording that layer ``index`` set each of its values."""
     for key, value in incoming.items():
         here = (*path, key)
         if isinstance(value, Mapping):
             current = base.get(key)
-            if not isinstance(current, dict) or here in _WHOLE_TABLES:
+            if not isinstance(current, dict) or here in whole:
                 _forget(origins, here)
                 current = base[key] = {}
-            _merge(current, value, here, index, origins)
+            _merge(current, value, here, index, origins, whole)
             if not current:
                 origins[here] = index
         else:

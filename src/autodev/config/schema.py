@@ -13,6 +13,7 @@ the program of ``python -c``) may also hold newlines.
 from __future__ import annotations
 
 import re
+from pathlib import PurePosixPath
 from typing import Annotated, Any, ClassVar, Literal, get_args
 
 from pydantic import (
@@ -84,6 +85,19 @@ def _require_text(value: str) -> str:
 
 
 NonBlankStr = Annotated[str, AfterValidator(_require_text)]
+
+
+def _inside_repository(value: str) -> str:
+    path = PurePosixPath(value.replace("\\", "/"))
+    if path.is_absolute() or re.match(r"[A-Za-z]:", value) or ".." in path.parts:
+        raise ValueError(
+            "must be a path relative to the repository root, inside it (no leading '/', no '..')"
+        )
+    return _require_text(value)
+
+
+# A file of the repository, named relative to its root.
+RepoPath = Annotated[str, AfterValidator(_inside_repository)]
 
 # C0 controls, DEL and C1 controls; the first allows a tab, the second a tab and a newline.
 _CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f]")
@@ -766,7 +780,7 @@ class AutodevConfig(_Settings):
         "takes slice jobs; slow: 1h, priority first, falling back to fast). Defining any lane replaces "
         "this default set.",
     )
-    areas: NonBlankStr | None = Field(
+    areas: RepoPath | None = Field(
         default=None,
         description="The notes file whose '## Areas' section holds the area maps (code map, test recipe, "
         "paths, checked commit), relative to the repository; unset: AGENTS.md, else CLAUDE.md.",

@@ -209,22 +209,29 @@ class LaneOrder:
     as its ``concurrency`` leaves room for (a lane with nothing pickable offers its fallback's), and the
     lanes take turns, so that one lane's queue cannot hold every worker.
 
-    A task in flight counts toward the lane its effort belongs to. The order is computed anew at each call
-    (``LaneView`` over the whole plan); the plan manager then drops what cannot start (held files).
+    A task in flight counts toward the lane its effort belongs to, and so does a pending task the dispatcher
+    ``held`` (one being sliced, one an agent session claimed): it takes that lane's room and is not offered.
+    The order is computed anew at each call (``LaneView`` over the whole plan); the plan manager then drops
+    what cannot start (held files).
     """
 
     def __init__(self, config: AutodevConfig) -> None:
         self._config = config
+        self.held: frozenset[str] = frozenset()
 
     def order(self, tasks: Sequence[Task], children: Mapping[str, Sequence[str]]) -> Sequence[Task]:
         view = LaneView(tasks, self._config)
-        busy = Counter(view.lane_of(task.id) for task in tasks if task.status in IN_FLIGHT_STATUSES)
+        busy = Counter(
+            view.lane_of(task.id)
+            for task in tasks
+            if task.status in IN_FLIGHT_STATUSES or task.id in self.held
+        )
         # One phase at a time unless phases may overlap: the first with an unfinished task, as the
         # dispatcher's per-phase mode has it (a lane's room must not go to tasks that cannot start yet).
         phase = None
         if not self._config.cross_phase_parallelism_enabled:
             phase = next((task.phase_id for task in tasks if task.status not in DONE_STATUSES), None)
-        queued: set[str] = set()
+        queued: set[str] = set(self.held)
         queues: list[list[str]] = []
         for lane, settings in self._config.lanes.items():
             room = settings.concurrency - busy[lane]

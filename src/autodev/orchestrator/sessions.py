@@ -58,6 +58,11 @@ def take_next(
 ) -> NextTask:
     """Pick the next task ``me`` may take and claim it (see the module docstring)."""
     lines: list[str] = []
+    if me.pid_from_parent:
+        lines.append(
+            f"no AUTODEV_SESSION_PID (or CLAUDE_PID): the claim lasts while process {me.pid}, which ran "
+            "autodev, runs; set it to the agent session's pid"
+        )
     if session_tier is None:
         lines.append("no --as given: taking haiku tasks only (pass --as sonnet or --as opus to take more)")
     tier = session_tier or "fast"
@@ -71,8 +76,23 @@ def take_next(
         for task_id in store.claims():
             if task_id not in by_id or by_id[task_id].status in DONE_STATUSES:
                 store.release(task_id)
+        own = next(
+            (
+                claim
+                for task_id, claim in store.claims().items()
+                if me.owns(claim) and (lane is None or claim.lane == lane) and task_id in by_id
+            ),
+            None,
+        )
+        if own is not None:  # asked again: the task it already claimed, while it is open
+            lines += waiting_lines(view, tasks, lane, store.sessions())
+            return NextTask(Pick(own.id, view.is_slice_job(own.id)), by_id[own.id], own.lane, lines)
         taken = foreign_claims(store, me, tasks)
         candidates = view.order(lane) if lane is not None else view.merged_order()
+        if not config.cross_phase_parallelism_enabled:
+            # Phases in order: a session takes from the first unfinished phase, as a run does.
+            phase = next((task.phase_id for task in tasks if task.status not in DONE_STATUSES), None)
+            candidates = [pick for pick in candidates if by_id[pick.task_id].phase_id == phase]
         for pick in candidates:
             task = by_id[pick.task_id]
             if MODEL_TIERS.index(task.model or DEFAULT_TASK_TIER) > MODEL_TIERS.index(tier):

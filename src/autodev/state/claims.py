@@ -45,14 +45,21 @@ class SessionIdentity:
     pid: int
     session: str | None = None
     socket: str | None = None
+    # No variable named the pid: it is the parent of this process, which a wrapper (`uv run`) may be.
+    pid_from_parent: bool = False
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str] | None = None) -> SessionIdentity:
         env = os.environ if env is None else env
         raw_pid = env.get("AUTODEV_SESSION_PID") or env.get("CLAUDE_PID") or ""
-        pid = int(raw_pid) if raw_pid.strip().isdigit() else os.getppid()
+        named = raw_pid.strip().isdigit()
         session = env.get("AUTODEV_SESSION_ID") or env.get("CLAUDE_CODE_SESSION_ID") or None
-        return cls(pid=pid, session=session, socket=env.get("CLAUDE_CODE_MESSAGING_SOCKET") or None)
+        return cls(
+            pid=int(raw_pid) if named else os.getppid(),
+            session=session,
+            socket=env.get("CLAUDE_CODE_MESSAGING_SOCKET") or None,
+            pid_from_parent=not named,
+        )
 
     def owns(self, record: Claim | SessionRecord) -> bool:
         """Whether ``record`` is this session's: the same session id, or the same pid when either has none."""

@@ -644,7 +644,8 @@ class PlanManager:
     def revert_task_to_pending(self, task_id: str, reason: str) -> Task:
         """Re-queue a task as pending with a fresh retry budget: the one sanctioned bypass of the FSM.
 
-        Used only to roll back a speculatively started task. Idempotent: a task that is already pending
+        Used to roll back a speculatively started task, to re-queue a task whose worktree was lost, and to
+        slice afresh a slice job that `autodev retry` sent back. Idempotent: a task that is already pending
         with nothing to reset records nothing. Complete or skipped tasks are never reverted.
         """
         with self._locked():

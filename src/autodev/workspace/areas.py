@@ -55,6 +55,8 @@ _FIELD = re.compile(
     r"[-*+][ \t]+(?:\*\*)?(code map|test recipe|paths|checked)(?:\*\*)?[ \t]*:(?:\*\*)?(.*)", re.IGNORECASE
 )
 _BACKTICKED = re.compile(r"`([^`\n]+)`")
+# A variable assignment before the program: shell syntax, as operators and $(...) are.
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 _GIT_TIMEOUT_S = 60.0
 # A refresh task's id is ``t-map-<slug>``; ids are at most 40 characters and file-name safe.
 _SLUG_MAX = 28
@@ -82,15 +84,24 @@ class Area:
 
     def test_argv(self) -> tuple[str, ...] | None:
         """The test recipe as a command: its first backticked span (else the whole recipe), split like a
-        shell would split it; None when there is no recipe or it does not split."""
+        shell would split it. None when there is no recipe, or it is shell syntax rather than one command
+        (``cd web && npm test``, ``FOO=1 pytest``, a pipe): gates run no shell, so the test gate keeps the
+        command it would run anyway."""
         if not self.test_recipe:
             return None
         spans = _BACKTICKED.findall(self.test_recipe)
+        command = spans[0] if spans else self.test_recipe
         try:
-            argv = tuple(shlex.split(spans[0] if spans else self.test_recipe))
+            argv = tuple(shlex.split(command))
+            # Split again with the shell's operators as tokens of their own, to find them unquoted.
+            lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+            lexer.whitespace_split = True
+            operators = [token for token in lexer if token and set(token) <= set("();<>|&")]
         except ValueError:
             return None
-        return argv or None
+        if not argv or operators or _ASSIGNMENT.match(argv[0]) or any("$(" in token for token in argv):
+            return None
+        return argv
 
     def covers(self, path: str) -> bool:
         """Whether ``path`` (relative to the repository) is one of the area's paths."""
@@ -277,6 +288,7 @@ def mark_area(path: Path, name: str, repo_root: Path) -> str:
     if head.returncode != 0:
         raise AreaError("the repository has no commit yet: commit something, then mark the area")
     sha = head.stdout.strip()
+    path = path.resolve()  # a linked notes file (AGENTS.md -> CLAUDE.md) stays linked
     text = _read(path)
     lines = text.splitlines(keepends=True)
     area = find_area(_parse([line.rstrip("\r\n") for line in lines]), name)

@@ -111,3 +111,21 @@ def test_a_landing_names_the_tasks_of_other_lanes_it_made_pickable(
         f"notify slow session other (pid {other_session.pid}): now pickable slow",
         f"notify slow session other (pid {other_session.pid}): now pickable slow2",
     ]
+
+
+def test_a_task_in_flight_for_a_live_session_is_not_taken_over(
+    tmp_path: Path, other_session: SessionIdentity, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AUTODEV_SESSION_ID", "this-run")
+    root = _repo(tmp_path)
+    with PlanManager.open(root) as manager:
+        manager.update_task_status("b", "in_progress")  # that session's run stopped there
+    store = ClaimStore(root / ".autodev")
+    store.claim("b", lane="fast", model="opus", me=other_session)
+    adapter = WatchedAdapter(script=script_of(entries_for()))
+
+    anyio.run(orchestrator(root, adapter, 2).execute)
+
+    assert _statuses(root)["b"] == "in_progress"
+    assert "b" not in {task for task, _ in adapter.started}
+    assert set(store.claims()) == {"b"}

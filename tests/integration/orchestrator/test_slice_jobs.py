@@ -198,3 +198,52 @@ def test_with_lanes_the_slicing_lane_takes_the_slice_job(tmp_path: Path) -> None
     manager = PlanManager.open(root, readonly=True)
     assert all(task.status == "complete" for task in manager.tasks())
     assert manager.slices_of("big") == ["big.1", "big.2"]
+
+
+def test_a_slice_job_asked_for_alone_is_sliced_and_nothing_more(tmp_path: Path) -> None:
+    root = git_repo(tmp_path / "repo")
+    save_plan(root, _plan())
+    adapter = WatchedAdapter(script=script_of([_architect(SLICES), *entries_for()]))
+
+    anyio.run(lambda: orchestrator(root, adapter, 1).execute(task_id="big"))
+
+    manager = PlanManager.open(root, readonly=True)
+    assert manager.slices_of("big") == ["big.1", "big.2"]
+    assert manager.get_task("big").status == "pending"
+    assert adapter.started == [("big", "architect")]
+
+
+def test_speculation_never_codes_a_slice_job(tmp_path: Path) -> None:
+    root = git_repo(tmp_path / "repo")
+    plan = plan_of([Spec("first"), Spec("big", deps=("first",))])
+    plan.phases[0].tasks[1] = plan.phases[0].tasks[1].model_copy(update={"effort": "1d"})
+    save_plan(root, plan)
+    adapter = WatchedAdapter(script=script_of([_architect(SLICES), *entries_for(latency_s=0.2)]))
+
+    _run(root, adapter, 2, speculative_execution_enabled=True)
+
+    assert ("big", "developer") not in adapter.started
+    assert PlanManager.open(root, readonly=True).get_task("big").status == "complete"
+
+
+def test_with_phases_in_order_a_slice_may_not_wait_on_a_later_phase(tmp_path: Path) -> None:
+    root = git_repo(tmp_path / "repo")
+    plan = plan_of([Spec("big"), Spec("later", phase="2")])
+    plan.phases[0].tasks[0] = plan.phases[0].tasks[0].model_copy(update={"effort": "1d"})
+    save_plan(root, plan)
+    waits_on_later = SLICES.replace("- Depends: big.1", "- Depends: big.1, later")
+    prompts: list[str] = []
+    adapter = WatchedAdapter(script=script_of([_architect(waits_on_later, SLICES), *entries_for()]))
+    execute = adapter.execute
+
+    async def watched(inv: Any) -> Any:
+        if inv.role == "architect":
+            prompts.append(inv.prompt)
+        return await execute(inv)
+
+    adapter.execute = watched  # type: ignore[method-assign]
+
+    _run(root, adapter)
+
+    assert "slice big.2 depends on later, a task of the later phase 2" in prompts[1]
+    assert all(task.status == "complete" for task in PlanManager.open(root, readonly=True).tasks())

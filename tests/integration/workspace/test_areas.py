@@ -183,3 +183,29 @@ def test_the_prompt_block_and_the_refresh_ids(tmp_path: Path) -> None:
     assert area_prompt_block([], "AGENTS.md") == ""
     assert refresh_task_id(parser, ["1.1"]) == "t-map-parser"
     assert refresh_task_id(parser, ["t-map-parser", "T-MAP-PARSER-2"]) == "t-map-parser-3"
+
+
+@pytest.mark.parametrize(
+    "recipe",
+    [
+        "`cd web && npm test`",
+        "`PYTHONPATH=src pytest`",
+        "`pytest | tee log`",
+        "`pytest $(cat args)`",
+        "`a; b`",
+    ],
+)
+def test_a_recipe_that_needs_a_shell_is_no_test_command(recipe: str) -> None:
+    assert Area("a", (), recipe, (), None, 1).test_argv() is None
+
+
+def test_marking_a_linked_notes_file_keeps_the_link(tmp_path: Path) -> None:
+    root = _repo(tmp_path)
+    (root / "CLAUDE.md").write_text((root / "AGENTS.md").read_text())
+    (root / "AGENTS.md").unlink()
+    (root / "AGENTS.md").symlink_to("CLAUDE.md")
+
+    mark_area(root / "AGENTS.md", "Parser", root)
+
+    assert (root / "AGENTS.md").is_symlink()
+    assert "- Checked: " in (root / "CLAUDE.md").read_text()

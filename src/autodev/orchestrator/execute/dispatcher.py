@@ -269,11 +269,19 @@ class Dispatcher:
             return
         if self.only_task is not None:
             task = self.pm.get_task(self.only_task)
-            if task.id not in self.workers and task.status not in TERMINAL_STATUSES:
+            waits = task.status == "pending" and any(
+                self.pm.get_task_status(dep) not in DONE_STATUSES for dep in task.depends_on
+            )
+            # A slice job asked for alone ends once sliced: it waits on its slices now.
+            if task.id not in self.workers and task.status not in TERMINAL_STATUSES and not waits:
                 self._begin(task)
             return
+        claimed = self._claimed_by_others()
+        # A task a live session claimed is that session's, also when it is in flight (suspended there).
         mid_flight = [
-            tid for tid in self.pm.task_ids_with_status(*IN_FLIGHT_STATUSES) if tid not in self.workers
+            tid
+            for tid in self.pm.task_ids_with_status(*IN_FLIGHT_STATUSES)
+            if tid not in self.workers and tid not in claimed
         ]
         # In the main tree mid-flight: started there (a retried task, with no base yet, starts anew anywhere).
         in_place = [
@@ -294,7 +302,9 @@ class Dispatcher:
             return
         phase = None if self.cross_phase else self._current_phase()
         # A task a live session claimed is in flight there: skipped, and its files held.
-        held = [*self.workers, *self._claimed_by_others()]
+        held = [*self.workers, *claimed]
+        if isinstance(self.scheduler, LaneOrder):
+            self.scheduler.held = frozenset(held)
         for task in self.pm.next_pending_tasks(free, held, phase_id=phase, scheduler=self.scheduler):
             self._begin(task)
         free = self.parallelism.workers - len(self.workers)
@@ -311,6 +321,11 @@ class Dispatcher:
             self._start_aside(task.id, self._slice)
         else:
             self._start(task.id)
+
+    def _not_coded(self, task: Task) -> bool:
+        """A slice job, or a task split into slices: neither is coded as it stands."""
+        slices = self.pm.slices_of(task.id)
+        return bool(slices) or is_slice_job(task, slices, self.session.config.slice_above)
 
     def _start_aside(self, task_id: str, job: Callable[[str], Awaitable[None]]) -> None:
         """Run ``job`` for ``task_id`` in a worker slot, with no working copy: it changes only the plan."""
@@ -341,9 +356,15 @@ class Dispatcher:
                 reason = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
                 block_task(self.session, task_id, f"internal error: {reason}")
         finally:
-            self._drop_claim(task_id)
             self.workers.pop(task_id, None)
             self._notify(task_id)
+        # Not reached when the run stops or suspends: the task is still what its claim says then.
+        status = self.pm.get_task(task_id).status
+        if status in TERMINAL_STATUSES or self.pm.slices_of(task_id):
+            self._drop_claim(task_id)  # done with it: sliced, completed or blocked
+        if status in ("blocked", "skipped"):
+            async with self.lock:  # a phase may have ended with this block
+                await self._checkpoint_phases()
 
     async def _slice(self, task_id: str) -> None:
         await slice_task(self.session, task_id)
@@ -353,6 +374,7 @@ class Dispatcher:
             self.pm.complete_sliced(task_id)
             await self._checkpoint_phases()
         slices = self.pm.slices_of(task_id)
+        self._tell_sessions(self.pm.get_task(task_id))
         _log.info("execute_phase.slices_done", task_id=task_id, slices=slices)
         self.session.emit(
             ProgressEvent(
@@ -631,7 +653,7 @@ class Dispatcher:
             if parent in self.speculating:
                 continue
             child = self.pm.speculable_candidate(parent, list(self.workers))
-            if child is None or child.phase_id in busy_phases:
+            if child is None or child.phase_id in busy_phases or self._not_coded(child):
                 continue
             if phase is not None and child.phase_id != phase:
                 continue

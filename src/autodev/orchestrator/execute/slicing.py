@@ -83,6 +83,21 @@ def _instructions(task: Task, slice_above: Effort, problem: str | None) -> str:
     return "\n".join(lines)
 
 
+def _later_phase(slices: Sequence[Task], phases: Sequence[str], phase_id: str, pm: PlanManager) -> str | None:
+    """A slice dependency on a task of a later phase, which a run that keeps phases in order never starts
+    before this phase ends: the phase would wait for ever."""
+    position = phases.index(phase_id)
+    own = {item.id for item in slices}
+    for item in slices:
+        for dep in item.depends_on:
+            if dep in own:
+                continue
+            dep_phase = pm.get_task(dep).phase_id if pm.get_task_status(dep) is not None else phase_id
+            if phases.index(dep_phase) > position:
+                return f"slice {item.id} depends on {dep}, a task of the later phase {dep_phase}"
+    return None
+
+
 def _too_big(slices: Sequence[Task], slice_above: Effort) -> str | None:
     for item in slices:
         if item.effort is None:
@@ -163,6 +178,9 @@ async def slice_task(session: RunContext, task_id: str) -> list[str] | None:
                 result.text, task.phase_id, known_ids=known, source=f"slices of task {task.id}"
             )
             problem = _too_big(slices, slice_above)
+            if problem is None and not session.config.cross_phase_parallelism_enabled:
+                phases = [phase.id for phase in pm.plan.phases]
+                problem = _later_phase(slices, phases, task.phase_id, pm)
             if problem is None:
                 ids = pm.add_tasks(
                     slices,
