@@ -342,16 +342,21 @@ class AgentWatch:
         if moved_on and not await self.main.is_ancestor(self._landed_tip or tip, tip):
             self._landed_checked.clear()
         self._landed_tip = tip
-        missing = []
-        unchecked = [
-            (task_id, commit) for task_id, commit in commits.items() if commit not in self._landed_checked
-        ]
-        for task_id, commit in sorted(unchecked):
+        # A set difference in C, not a loop over every landed task: this runs after every agent call, and
+        # all but the newest commits were checked before.
+        unchecked = set(commits.values()) - self._landed_checked
+        gone: set[str] = set()
+        for commit in sorted(unchecked):
             if await self.main.is_ancestor(commit, tip):
                 self._landed_checked.add(commit)
             else:
-                missing.append(f"task {task_id} ({commit[:10]})")
-        if missing:
+                gone.add(commit)
+        if gone:
+            missing = [
+                f"task {task_id} ({commit[:10]})"
+                for task_id, commit in sorted(commits.items())
+                if commit in gone
+            ]
             raise RepositoryChangedError(
                 f"commits AutoDev recorded as landed are no longer on {await self.main.head_ref_key()}: "
                 f"{_shown(missing)}; something rewrote the branch. Put it back (`git reflog` shows where it "
