@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import os
 import threading
+from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -260,6 +261,11 @@ class PlanManager:
         self._landed: dict[str, str] = {}  # task id -> its landed commit, for landed_commits
         self._children: dict[str, list[str]] = {}
         self._slices: dict[str, list[str]] = {}
+        # Task ids by status, each task's position in plan order, and each phase's unfinished tasks
+        # (``_set_status``): the dispatcher asks for them after every task.
+        self._by_status: dict[str, set[str]] = {status: set() for status in TASK_STATUSES}
+        self._position: dict[str, int] = {}
+        self._open_in_phase: Counter[str] = Counter()
         self._snapshot_seq = -1
         # Whether load() could use plan.json (False: missing, stale beyond repair, or corrupt).
         self.snapshot_usable = False
@@ -392,8 +398,9 @@ class PlanManager:
 
     def task_ids_with_status(self, *statuses: TaskStatus) -> list[str]:
         """Ids of the tasks currently in any of ``statuses``, in plan order (no copies made)."""
-        wanted = set(statuses)
-        return [task.id for task in self._require_plan().iter_tasks() if task.status in wanted]
+        self._require_plan()
+        found = set().union(*(self._by_status.get(status, ()) for status in statuses))
+        return sorted(found, key=self._position.__getitem__)
 
     def landed_commits(self) -> dict[str, str]:
         """``{task id: commit}`` of every task recorded as landed, as now: kept up to date by the replay and
@@ -512,7 +519,7 @@ class PlanManager:
         return [
             PhaseProgress(
                 phase.id,
-                all(task.status in TERMINAL_STATUSES for task in phase.tasks),
+                self._open_in_phase[phase.id] == 0,
                 phase.baseline_commit,
                 phase.end_checkpoint_commit,
             )
@@ -1201,7 +1208,7 @@ class PlanManager:
         target = payload["to"]
         if target not in TASK_STATUSES:
             raise ValueError(f"unknown status {target!r}")
-        task.status = target
+        self._set_status(task, target)
         task.blocked_reason = payload.get("reason") if target == "blocked" else None
         if "base_commit" in payload:
             task.base_commit = payload["base_commit"]
@@ -1226,7 +1233,7 @@ class PlanManager:
         task.last_issues = [str(issue) for issue in payload.get("issues", [])]
         task.last_issues_for = payload.get("issues_for")
         if "to" in payload:
-            task.status = payload["to"]
+            self._set_status(task, payload["to"])
             task.blocked_reason = None
         if "base_commit" in payload:
             task.base_commit = payload["base_commit"]
@@ -1249,7 +1256,7 @@ class PlanManager:
 
     def _apply_slices_done(self, entry: LedgerEntry) -> None:
         task = self._replayed_task(entry, entry.payload["task_id"], "pending")
-        task.status = "complete"
+        self._set_status(task, "complete")
         task.blocked_reason = None
         task.blocked_by = None
 
@@ -1260,7 +1267,7 @@ class PlanManager:
     def _apply_task_reverted(self, entry: LedgerEntry) -> None:
         payload = entry.payload
         task = self._replayed_task(entry, payload["task_id"], payload["from"])
-        task.status = "pending"
+        self._set_status(task, "pending")
         task.retry_count = 0
         task.escalated = False
         task.blocked_reason = None
@@ -1275,7 +1282,7 @@ class PlanManager:
         reason = entry.payload["reason"]
         for item in entry.payload["tasks"]:
             task = self._replayed_task(entry, item["id"], item["from"])
-            task.status = "blocked"
+            self._set_status(task, "blocked")
             task.blocked_reason = reason
             task.blocked_by = entry.payload.get("cause")
             task.worktree = None
@@ -1283,7 +1290,7 @@ class PlanManager:
     def _apply_task_retried(self, entry: LedgerEntry) -> None:
         payload = entry.payload
         task = self._replayed_task(entry, payload["task_id"], "blocked")
-        task.status = "in_progress"
+        self._set_status(task, "in_progress")
         task.retry_count = int(payload["retry_count"])
         task.escalated = False
         task.blocked_reason = None
@@ -1300,7 +1307,7 @@ class PlanManager:
             )
         for dependent in payload.get("unblocked", []):
             other = self._replayed_task(entry, dependent, "blocked")
-            other.status = "pending"
+            self._set_status(other, "pending")
             other.blocked_reason = None
             other.blocked_by = None
             other.retry_count = 0
@@ -1395,9 +1402,29 @@ class PlanManager:
 
     # --- internals: helpers -------------------------------------------------------------------------
 
+    def _set_status(self, task: Task, status: TaskStatus) -> None:
+        """Every status change of the replay goes through here, so that the indexes by status and the
+        count of unfinished tasks per phase stay exact without a scan of the plan."""
+        previous = task.status
+        if previous == status:
+            return
+        self._by_status[previous].discard(task.id)
+        self._by_status.setdefault(status, set()).add(task.id)
+        was_open, now_open = previous not in TERMINAL_STATUSES, status not in TERMINAL_STATUSES
+        if was_open != now_open:
+            self._open_in_phase[task.phase_id] += 1 if now_open else -1
+        task.status = status
+
     def _reindex(self) -> None:
         plan = self._state.plan
         self._tasks = {task.id: task for task in plan.iter_tasks()} if plan else {}
+        self._position = {task_id: n for n, task_id in enumerate(self._tasks)}
+        self._by_status = {status: set() for status in TASK_STATUSES}
+        self._open_in_phase = Counter()
+        for task in self._tasks.values():
+            self._by_status[task.status].add(task.id)
+            if task.status not in TERMINAL_STATUSES:
+                self._open_in_phase[task.phase_id] += 1
         self._landed = {task.id: task.commit for task in self._tasks.values() if task.commit is not None}
         children: dict[str, list[str]] = {}
         slices: dict[str, list[str]] = {}
