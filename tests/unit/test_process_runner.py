@@ -8,7 +8,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from support.processes import live_group_members
+from support.processes import survivors
 
 from autodev.process_runner import ProcessSpec, ProcessStartError, run_process
 
@@ -44,7 +44,7 @@ async def test_deadline_kills_the_whole_group(tmp_path: Path) -> None:
     )
     outcome = await run_process(_spec(code, tmp_path, timeout_s=1.5, grace_s=0.5), lambda _line: None)
     assert outcome.timed_out and outcome.exit_code is None
-    assert live_group_members(outcome.pid) == []
+    assert await survivors(outcome.pid) == []
 
 
 @pytest.mark.asyncio
@@ -52,7 +52,7 @@ async def test_children_left_behind_after_a_normal_exit_are_stopped(tmp_path: Pa
     code = "import subprocess; subprocess.Popen(['sleep', '60']); print('bye')"
     outcome = await run_process(_spec(code, tmp_path, timeout_s=20), lambda _line: None)
     assert outcome.exit_code == 0 and not outcome.timed_out
-    assert live_group_members(outcome.pid) == []
+    assert await survivors(outcome.pid) == []
 
 
 @pytest.mark.asyncio
@@ -65,7 +65,7 @@ async def test_cancellation_kills_the_group(tmp_path: Path) -> None:
     code = "import os, time; print(os.getpid(), flush=True); time.sleep(60)"
     with anyio.move_on_after(1.5):
         await run_process(_spec(code, tmp_path, timeout_s=60, grace_s=0.5), on_line)
-    assert pids and live_group_members(pids[0]) == []
+    assert pids and await survivors(pids[0]) == []
 
 
 @pytest.mark.asyncio
@@ -80,7 +80,7 @@ async def test_output_flood_is_bounded_and_stopped(tmp_path: Path) -> None:
     outcome = await run_process(_spec(code, tmp_path, timeout_s=60, max_output_bytes=2_000_000), on_line)
     assert outcome.output_limited and not outcome.timed_out and outcome.exit_code is None
     assert 1_000 < count < 3_000
-    assert live_group_members(outcome.pid) == []
+    assert await survivors(outcome.pid) == []
 
 
 @pytest.mark.asyncio
@@ -117,7 +117,7 @@ async def test_a_process_silent_from_the_start_is_killed_as_stalled_long_before_
     assert outcome.stalled and not outcome.timed_out
     assert outcome.exit_code is None and outcome.stdout_bytes == 0
     assert outcome.duration_s < 30
-    assert live_group_members(outcome.pid) == []
+    assert await survivors(outcome.pid) == []
 
 
 @pytest.mark.asyncio
