@@ -416,12 +416,18 @@ def skip(obj: CliContext, task_id: str) -> None:
         click.echo(f"Blocked because of it (skipped_dependency_satisfies = false): {', '.join(blocked)}")
 
 
-def _lane_view(obj: CliContext) -> Any:
+def _lane_view(obj: CliContext, lane: str | None = None) -> Any:
+    """The plan seen through the configured lanes, the configuration and the tasks; ``lane``, when given,
+    must be a configured lane (a ``--lane`` option's value)."""
     from autodev.config import load_config
     from autodev.orchestrator.lanes import LaneView
     from autodev.state.plan_manager import PlanManager
 
     config = load_config(obj.repo_root)
+    if lane is not None and lane not in config.lanes:
+        raise click.BadParameter(
+            f"no lane {lane!r}; configured: {', '.join(config.lanes)}", param_hint="--lane"
+        )
     with PlanManager.open(obj.repo_root, readonly=True) as manager:
         tasks = manager.tasks() if manager.has_plan else []
     return LaneView(tasks, config), config, tasks
@@ -474,11 +480,7 @@ def next_task(obj: CliContext, lane: str | None, as_model: str | None) -> None:
     from autodev.state.plan_markdown import MODEL_NAMES, TIER_NAMES
     from autodev.state.schemas import DEFAULT_TASK_TIER
 
-    view, config, tasks = _lane_view(obj)
-    if lane is not None and lane not in config.lanes:
-        raise click.BadParameter(
-            f"no lane {lane!r}; configured: {', '.join(config.lanes)}", param_hint="--lane"
-        )
+    view, config, tasks = _lane_view(obj, lane)
     me = SessionIdentity.from_environment()
     found = take_next(
         tasks,
@@ -567,11 +569,7 @@ def list_tasks(obj: CliContext, lane: str | None, runner: bool) -> None:
     from autodev.state.plan_markdown import TIER_NAMES
     from autodev.state.schemas import DEFAULT_TASK_TIER
 
-    view, config, tasks = _lane_view(obj)
-    if lane is not None and lane not in config.lanes:
-        raise click.BadParameter(
-            f"no lane {lane!r}; configured: {', '.join(config.lanes)}", param_hint="--lane"
-        )
+    view, _, tasks = _lane_view(obj, lane)
     if runner:
         if lane is None:
             raise click.UsageError("--runner needs --lane: each lane has its own pick order")
