@@ -72,11 +72,24 @@ def succeeding_script(latency_s: float = 0.0, **reported: Any) -> Script:
     )
 
 
+# The benchmarks time orchestration at a given parallelism: the delegation policy decides and logs every
+# call as in any run, but its worker budget must not be what limits the parallelism.
+UNBOUNDED_POLICY = {"policy.max_workers": 64, "policy.max_strong_workers": 64, "policy.capability_units": 256}
+# Every benchmark plan writes anywhere in its generated repository.
+WRITE_SCOPE = "**"
+
+
 def bench_config(root: Path, **overrides: Any) -> AutodevConfig:
     return load_config(
         root,
         env={},
-        overrides={"platform": "scripted", "tournaments.plan.enabled": False, **GATES_OFF, **overrides},
+        overrides={
+            "platform": "scripted",
+            "tournaments.plan.enabled": False,
+            **GATES_OFF,
+            **UNBOUNDED_POLICY,
+            **overrides,
+        },
     )
 
 
@@ -84,4 +97,4 @@ def saved_plan_orchestrator(root: Path, n_tasks: int, latency_s: float = 0.0) ->
     with PlanManager(root) as manager:
         manager.init_plan(independent_plan(n_tasks))
     adapter = ScriptedAdapter(script=succeeding_script(latency_s))
-    return Orchestrator(root, config=bench_config(root), adapter=adapter)
+    return Orchestrator(root, config=bench_config(root), adapter=adapter, write_scope=WRITE_SCOPE)

@@ -178,7 +178,7 @@ def measure(plan: Plan, latency_s: float, parallelism: int) -> dict[str, Any]:
             elif event.kind == "task_finished" and event.task_id in started_at:
                 durations[event.task_id] = time.perf_counter() - started_at[event.task_id]
 
-        orchestrator = Orchestrator(root, config=config, adapter=adapter, listener=listener)
+        orchestrator = Orchestrator(root, config=config, adapter=adapter, listener=listener, write_scope="**")
 
         async def timed_execute() -> float:
             started = time.perf_counter()

@@ -90,7 +90,10 @@ def measure(n_tasks: int, repo_files: int, overrides: dict[str, Any]) -> dict[st
         with PlanManager(root) as manager:
             manager.init_plan(independent_plan(n_tasks))
         orchestrator = Orchestrator(
-            root, config=bench_config(root, **overrides), adapter=ScriptedAdapter(script=succeeding_script())
+            root,
+            config=bench_config(root, **overrides),
+            adapter=ScriptedAdapter(script=succeeding_script()),
+            write_scope="**",
         )
         timings: list[float] = []
         original = PlanManager.update_task_status

@@ -128,7 +128,7 @@ def _run(root: Path, plan: Plan, adapter: ScriptedAdapter, **overrides: Any) -> 
     with PlanManager(root) as manager:
         manager.init_plan(plan)
     config = bench_config(root, **overrides)
-    orchestrator = Orchestrator(root, config=config, adapter=adapter)
+    orchestrator = Orchestrator(root, config=config, adapter=adapter, write_scope="**")
     started = time.perf_counter()
     anyio.run(orchestrator.execute)
     return time.perf_counter() - started, PlanManager.open(root, readonly=True)

@@ -38,6 +38,11 @@ translated at the boundary with ``raise ... from exc``.
     │                                 orchestrator.core)
     ├── DelegationHeldError           the delegation policy did not let a call run (exit 3;
     │                                 orchestrator.delegation_policy)
+    ├── DelegationRejectedError       the delegation policy will never let a call run as asked: its
+    │                                 task is blocked (exit 1; orchestrator.run_policy)
+    ├── OutsideScopeError             a writer changed files outside the authorized write scope: its task
+    │                                 is blocked (orchestrator.execute.task_flow)
+    ├── ScopeError                    a write scope that cannot be used as written (policy.scope)
     ├── TournamentNotFoundError       `autodev tournament show` of an unknown id (tournament.artifacts)
     ├── AreaError                     an unknown area or an unreadable notes file (workspace.areas)
     ├── AgentUnusableError            the chosen agent CLI failed its health check before any work

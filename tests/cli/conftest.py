@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.cli import Run, RunCli
+from support.cli import WHOLE_REPOSITORY_SCOPE, Run, RunCli, with_write_scope
 
 
 @pytest.fixture
@@ -20,11 +20,16 @@ def autodev_exe() -> Path:
 
 @pytest.fixture
 def run_cli(autodev_exe: Path, repo: Path) -> RunCli:
-    def run(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> Run:
+    def run(
+        *args: str,
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+        write_scope: str | None = WHOLE_REPOSITORY_SCOPE,
+    ) -> Run:
         full_env = {k: v for k, v in os.environ.items() if not k.startswith("AUTODEV_")}
         full_env.update(env or {})
         proc = subprocess.run(
-            [str(autodev_exe), *args],
+            [str(autodev_exe), *with_write_scope(args, write_scope)],
             cwd=cwd or repo,
             env=full_env,
             capture_output=True,

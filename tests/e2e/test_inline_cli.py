@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.cli import Run
+from support.cli import WHOLE_REPOSITORY_SCOPE, Run, with_write_scope
 from support.orchestration import git_log
 
 from autodev.adapters.scripted import Script, ScriptResponse
@@ -61,7 +61,7 @@ class Delegation:
 def autodev(root: Path, *args: str, env: dict[str, str] | None = None) -> Run:
     clean = {key: value for key, value in os.environ.items() if not key.startswith("AUTODEV_")}
     proc = subprocess.run(
-        [str(AUTODEV), "-C", str(root), *args],
+        [str(AUTODEV), "-C", str(root), *with_write_scope(args, WHOLE_REPOSITORY_SCOPE)],
         cwd=root.parent,
         env={**clean, **(env or {})},
         capture_output=True,

@@ -172,7 +172,14 @@ def test_three_outages_across_two_parallel_tasks_trip_the_breaker_once(
     agent_clis: dict[str, Path], model_server: ModelServer, cli_home: Path, demo: DemoSetup, tmp_path: Path
 ) -> None:
     root = demo.repo_root
-    env = _env(agent_clis, model_server, cli_home, root, tournaments__execute_max_parallel_tasks="2")
+    env = _env(
+        agent_clis,
+        model_server,
+        cli_home,
+        root,
+        tournaments__execute_max_parallel_tasks="2",
+        policy__max_strong_workers="2",
+    )
     _save_two_tasks(root, env, tmp_path)
     model_server.set_scenarios([Scenario(marker=marker("developer"), refusal="unavailable")])
 

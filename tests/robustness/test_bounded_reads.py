@@ -22,7 +22,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from support.cli import Run
+from support.cli import WHOLE_REPOSITORY_SCOPE, Run, with_write_scope
 
 from autodev.adapters.inline import InlineAdapter, InvalidResponseError
 from autodev.adapters.registry import create_adapter
@@ -65,7 +65,7 @@ def _limit_memory() -> None:
 def autodev(cwd: Path, *args: str) -> Run:
     clean = {key: value for key, value in os.environ.items() if not key.upper().startswith("AUTODEV_")}
     proc = subprocess.run(
-        [str(AUTODEV), *args],
+        [str(AUTODEV), *with_write_scope(args, WHOLE_REPOSITORY_SCOPE)],
         cwd=cwd,
         env=clean,
         capture_output=True,

@@ -287,7 +287,17 @@ def _kill_execute_once(repo: Path, agent: HostileAgent, *, when: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AUTODEV_")}
     env.update(agent.env())
     run = subprocess.Popen(
-        [str(exe), "-C", str(repo), "execute", "--platform", "cursor", "--no-tournament"],
+        [
+            str(exe),
+            "-C",
+            str(repo),
+            "execute",
+            "--write-scope",
+            "**",
+            "--platform",
+            "cursor",
+            "--no-tournament",
+        ],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

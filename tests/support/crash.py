@@ -44,7 +44,7 @@ from typing import Any, NamedTuple
 
 from filelock import FileLock, Timeout
 
-from support.cli import Run
+from support.cli import WHOLE_REPOSITORY_SCOPE, Run, with_write_scope
 
 __all__ = [
     "HOSTILE_ACT_KINDS",
@@ -860,6 +860,7 @@ def check_hostile(scenario: Scenario, stops: Sequence[AgentStop]) -> list[str]:
 
 
 def _argv(repo: Path, args: Sequence[str]) -> list[str]:
+    args = with_write_scope(args, WHOLE_REPOSITORY_SCOPE)
     return [sys.executable, "-m", "autodev", "-C", str(repo), *args]
 
 

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from support.cli import WHOLE_REPOSITORY_SCOPE, with_write_scope
 from support.projects import PLAN, TRIPLE, TRIPLE_TESTS, git
 
 __all__ = ["HostileAgent", "Step", "default_steps", "run_autodev"]
@@ -107,7 +108,7 @@ def run_autodev(
     env = {k: v for k, v in os.environ.items() if not k.startswith("AUTODEV_")}
     env.update(agent.env())
     return subprocess.run(
-        [str(exe), "-C", str(repo), *args],
+        [str(exe), "-C", str(repo), *with_write_scope(args, WHOLE_REPOSITORY_SCOPE)],
         env=env,
         capture_output=True,
         text=True,

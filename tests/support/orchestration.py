@@ -63,7 +63,7 @@ class Recorder:
 def orchestrator(root: Path, script: Script, **config_overrides: Any) -> tuple[Orchestrator, ScriptedAdapter]:
     adapter = ScriptedAdapter(script=script)
     config = config_for(root, **config_overrides)
-    orch = Orchestrator(root, config=config, adapter=adapter, listener=Recorder())
+    orch = Orchestrator(root, config=config, adapter=adapter, listener=Recorder(), write_scope="**")
     return orch, adapter
 
 

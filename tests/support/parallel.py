@@ -154,14 +154,25 @@ def config(root: Path, workers: int, **overrides: Any) -> AutodevConfig:
     values: dict[str, Any] = {
         "platform": "scripted",
         "tournaments.execute_max_parallel_tasks": workers,
+        **policy_for(workers),
         **GATES_OFF,
         **overrides,
     }
     return load_config(root, env={}, overrides=values)
 
 
+def policy_for(workers: int) -> dict[str, int]:
+    """Delegation-policy limits that let ``workers`` strong tasks run at once (the tests of parallel
+    execution are not about the policy's budgets)."""
+    return {
+        "policy.max_workers": workers,
+        "policy.max_strong_workers": workers,
+        "policy.capability_units": 4 * workers,
+    }
+
+
 def orchestrator(root: Path, adapter: ScriptedAdapter, workers: int, **overrides: Any) -> Orchestrator:
-    return Orchestrator(root, config=config(root, workers, **overrides), adapter=adapter)
+    return Orchestrator(root, config=config(root, workers, **overrides), adapter=adapter, write_scope="**")
 
 
 def ledger_ops(root: Path) -> list[dict[str, Any]]:

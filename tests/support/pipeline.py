@@ -16,6 +16,7 @@ from pathlib import Path
 
 from autodev.cli.demo import DemoSetup
 from support.agent_clis import isolated_env
+from support.cli import WHOLE_REPOSITORY_SCOPE, with_write_scope
 from support.cli_contract import (
     CODEX_MODEL,
     GEMINI_MODEL,
@@ -159,7 +160,7 @@ def roles_served(server: ModelServer) -> list[str]:
 def autodev_in(root: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     """The installed ``autodev`` run on ``root`` with exactly ``env``; five minutes at most."""
     return subprocess.run(
-        [str(AUTODEV), "-C", str(root), *args],
+        [str(AUTODEV), "-C", str(root), *with_write_scope(args, WHOLE_REPOSITORY_SCOPE)],
         cwd=root,
         env=env,
         capture_output=True,

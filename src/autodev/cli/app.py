@@ -286,10 +286,19 @@ def _plan_from_markdown(obj: CliContext, markdown_file: Path, replace: bool) -> 
     click.echo("Next: `autodev status` shows it task by task.")
 
 
+_write_scope = click.option(
+    "--write-scope",
+    default=None,
+    metavar="PATHS",
+    help="Where this run's writers may write, e.g. 'src/**, tests/**' (as a `Write scope:` line would).",
+)
+
+
 @cli.command(epilog=EXIT_CODES_HELP)
 @click.argument("intent")
 @click.option("--confirm-plan", is_flag=True, help="Stop after planning (exit 3) until `autodev approve`.")
 @click.option("--replace", is_flag=True, help="Replace a current plan that already has work on it.")
+@_write_scope
 @_allow_detached
 @_wait
 @_agent_options
@@ -299,11 +308,15 @@ def run(
     intent: str,
     confirm_plan: bool,
     replace: bool,
+    write_scope: str | None,
     allow_detached: bool,
     wait: bool,
     agents: AgentChoice,
 ) -> None:
-    """Plan INTENT, then execute every task: developer, QA gates, reviewer, test engineer, commit."""
+    """Plan INTENT, then execute every task: developer, QA gates, reviewer, test engineer, commit.
+
+    Writers may write only where the user said: a `Write scope: src/**, tests/**` line in INTENT (or
+    --write-scope); anything else asks for approval first (exit 3, `autodev approvals`)."""
     obj.start_logging(create_state=True)
     with _run_display(obj) as display:
         orchestrator = _orchestrator(obj, agents, display)
@@ -311,7 +324,11 @@ def run(
         outcome = _drive(
             obj,
             lambda: orchestrator.run(
-                intent, confirm_plan=confirm_plan, replace=replace, allow_detached=allow_detached
+                intent,
+                confirm_plan=confirm_plan,
+                replace=replace,
+                allow_detached=allow_detached,
+                write_scope=write_scope,
             ),
             waiting=_waiting(wait, orchestrator, display, allow_detached),
         )
@@ -327,6 +344,7 @@ def run(
 
 @cli.command(epilog=EXIT_CODES_HELP)
 @click.option("--task-id", default=None, help="Run only this task (its dependencies must be complete).")
+@_write_scope
 @_allow_detached
 @_wait
 @_agent_options
@@ -334,6 +352,7 @@ def run(
 def execute(
     obj: CliContext,
     task_id: str | None,
+    write_scope: str | None,
     allow_detached: bool,
     wait: bool,
     agents: AgentChoice,
@@ -344,7 +363,7 @@ def execute(
         orchestrator = _orchestrator(obj, agents, display)
         tasks = _drive(
             obj,
-            lambda: orchestrator.execute(task_id, allow_detached=allow_detached),
+            lambda: orchestrator.execute(task_id, allow_detached=allow_detached, write_scope=write_scope),
             waiting=_waiting(wait, orchestrator, display, allow_detached),
         )
     _finish(obj, display, tasks)
@@ -374,13 +393,65 @@ def resume(
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
+@click.option(
+    "--scope",
+    "approval_id",
+    default=None,
+    metavar="ID",
+    help="Accept the write-scope approval request ID (`autodev approvals`) instead of the plan.",
+)
 @click.pass_obj
-def approve(obj: CliContext) -> None:
-    """Approve the current plan so that `autodev execute` may carry it out."""
+def approve(obj: CliContext, approval_id: str | None) -> None:
+    """Approve the current plan so that `autodev execute` may carry it out, or (--scope ID) a write scope."""
 
     obj.start_logging(create_state=True)
+    if approval_id is not None:
+        record = _offline(obj).resolve_approval(approval_id, accepted=True)
+        click.echo(
+            f"Accepted {record.id}: writers may now write {', '.join(record.scope)} "
+            f"(for {', '.join(record.task_ids)}). Next: `autodev resume`."
+        )
+        return
     approved = _offline(obj).approve()
     click.echo(f"Approved plan {approved.plan_id} {approved.title!r}. Next: `autodev execute`.")
+
+
+@cli.command(epilog=EXIT_CODES_HELP)
+@click.argument("approval_id", metavar="ID")
+@click.pass_obj
+def decline(obj: CliContext, approval_id: str) -> None:
+    """Decline the write-scope approval request ID: the tasks that need it never start."""
+
+    obj.start_logging(create_state=True)
+    record = _offline(obj).resolve_approval(approval_id, accepted=False)
+    click.echo(
+        f"Declined {record.id} ({', '.join(record.scope)}); `autodev resume` blocks "
+        f"{', '.join(record.task_ids)} and carries out the rest."
+    )
+
+
+@cli.command(epilog=EXIT_CODES_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print the requests as JSON.")
+@click.pass_obj
+def approvals(obj: CliContext, as_json: bool) -> None:
+    """List the write-scope approval requests of the current plan and what they wait for."""
+
+    records = _offline(obj).approvals()
+    if as_json:
+        click.echo(json.dumps([record.model_dump(mode="json") for record in records], indent=2))
+        return
+    if not records:
+        click.echo("No approval requests: every task's files are inside the declared write scope.")
+        return
+    for record in records:
+        click.echo(
+            f"{record.id}\t{record.status}\t{', '.join(record.scope)}\tfor {', '.join(record.task_ids)}"
+        )
+    pending = [record.id for record in records if record.status == "pending"]
+    if pending:
+        click.echo(
+            f"Accept with `autodev approve --scope {pending[0]}`, refuse with `autodev decline {pending[0]}`."
+        )
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
@@ -833,6 +904,46 @@ def ledger_verify(obj: CliContext) -> None:
         click.echo(f"FAILED: recorded commits not on the checked-out branch: {', '.join(missing)}")
     if not report.ok or missing:
         sys.exit(EXIT_FAILED)
+
+
+@cli.group()
+def policy() -> None:
+    """The delegation policy's decision log."""
+
+
+@policy.command("replay", epilog=EXIT_CODES_HELP)
+@click.option(
+    "--candidate",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="A JSON object of [policy] settings to re-decide the log with (default: the current ones).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.pass_obj
+def policy_replay(obj: CliContext, candidate: Path | None, as_json: bool) -> None:
+    """Re-decide every logged delegation decision offline; nothing is started or written."""
+    from autodev.orchestrator.run_policy import replay_log
+
+    report = replay_log(obj.repo_root, candidate)
+    if as_json:
+        click.echo(json.dumps(report.model_dump(mode="json"), indent=2))
+        return
+    click.echo(
+        f"{report.decisions} decision(s): {report.exact_matches} exact match(es) "
+        f"({report.match_ratio:.0%}); {report.legacy_skipped} agent call(s) before the log (legacy, "
+        f"skipped); {len(report.invalid)} invalid"
+    )
+    click.echo(f"routes then: {_counts(report.recorded_routes)}; now: {_counts(report.replayed_routes)}")
+    click.echo(f"capability units of the spawns then: {report.recorded_units}; now: {report.replayed_units}")
+    for transition, count in report.transitions.items():
+        click.echo(f"  {count} x {transition}")
+    for invalid in report.invalid:
+        click.echo(f"  invalid entry {invalid.seq}: {invalid.problem}")
+    click.echo(report.note)
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{route} {count}" for route, count in counts.items()) or "none"
 
 
 def _missing_commits(repo_root: Path, status: dict[str, Any] | None = None) -> list[str]:

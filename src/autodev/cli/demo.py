@@ -19,7 +19,10 @@ from autodev.errors import AutodevError
 
 __all__ = ["DEMO_INTENT", "DemoSetup", "prepare_demo"]
 
-DEMO_INTENT = "Add a slugify(text) helper to textutils, exported from the package, with tests."
+DEMO_INTENT = (
+    "Add a slugify(text) helper to textutils, exported from the package, with tests.\n"
+    "Write scope: textutils/**, tests/**"
+)
 
 _PROJECT: dict[str, str] = {
     "pyproject.toml": (

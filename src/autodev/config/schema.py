@@ -44,6 +44,7 @@ __all__ = [
     "InlineSettings",
     "ModelPrice",
     "Platform",
+    "PolicySettings",
     "ProviderSettings",
     "QAGatesSettings",
     "RoleName",
@@ -653,6 +654,26 @@ def _default_lanes() -> dict[str, LaneSettings]:
     }
 
 
+class PolicySettings(_Settings):
+    """The delegation policy's limits for one run: write workers under way and the capability units they
+    hold (a worker holds its tier's units from its start until its task finishes)."""
+
+    max_workers: int = Field(default=3, ge=1, description="Write workers (tasks) under way at once.")
+    max_strong_workers: int = Field(
+        default=1, ge=0, description="Of those, how many may work at the strong tier at once."
+    )
+    capability_units: int = Field(
+        default=24, ge=1, description="Capability units the workers under way may hold together."
+    )
+    fast_units: int = Field(default=1, ge=0, description="Capability units a fast-tier worker holds.")
+    standard_units: int = Field(default=2, ge=0, description="Capability units a standard-tier worker holds.")
+    strong_units: int = Field(default=4, ge=0, description="Capability units a strong-tier worker holds.")
+
+    def units(self, tier: CapabilityTier) -> int:
+        """The capability units one worker of ``tier`` holds."""
+        return {"fast": self.fast_units, "standard": self.standard_units, "strong": self.strong_units}[tier]
+
+
 class AutodevConfig(_Settings):
     """Every setting of one AutoDev run, as ``autodev.config.load_config`` builds it."""
 
@@ -791,6 +812,10 @@ class AutodevConfig(_Settings):
         ge=1,
         description="An area map is stale once this many commits touched its paths since its Checked commit "
         "(or when one of its anchors is no longer in the code).",
+    )
+    policy: PolicySettings = Field(
+        default_factory=PolicySettings,
+        description="The delegation policy's per-run limits on write workers and capability units.",
     )
     price_table: dict[NonBlankStr, ModelPrice] = Field(
         default_factory=dict,

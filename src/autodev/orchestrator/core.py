@@ -39,9 +39,10 @@ from autodev.orchestrator.execute.entry import run_execute_phase
 from autodev.orchestrator.execute.executor import TaskExecutor
 from autodev.orchestrator.inline_state import clear_suspend_state, load_suspend_state
 from autodev.orchestrator.integrity import AgentWatch
-from autodev.orchestrator.plan_phase import run_plan_phase
+from autodev.orchestrator.plan_phase import check_intent, run_plan_phase
 from autodev.orchestrator.provider_guard import ProviderGuard
 from autodev.orchestrator.run_context import RunContext
+from autodev.orchestrator.run_policy import declared_scope
 from autodev.orchestrator.submodules import refuse_submodule_files
 from autodev.orchestrator.tournaments.impl import prune_stale_worktrees
 from autodev.state.hashing import sha256_hex
@@ -49,6 +50,7 @@ from autodev.state.knowledge import KnowledgeStore
 from autodev.state.paths import AutodevPaths, ensure_state_dir, normalize_repo_path
 from autodev.state.plan_manager import PlanManager
 from autodev.state.plan_markdown import MODEL_NAMES, parse_plan_markdown, read_plan_markdown
+from autodev.state.policy_records import ApprovalRecord, ScopeDeclaration
 from autodev.state.schemas import Plan, Task
 from autodev.state.session_lock import SessionLock
 from autodev.state.status_reader import read_status
@@ -124,6 +126,7 @@ class Orchestrator:
         disable_impl_tournament: bool = False,
         delegation_policy: DelegationPolicy | None = None,
         executor: TaskExecutor | None = None,
+        write_scope: str | None = None,
     ) -> None:
         self.repo_root = Path(repo_root).resolve()
         self.paths = AutodevPaths(self.repo_root)
@@ -150,6 +153,8 @@ class Orchestrator:
         self.disable_impl_tournament = disable_impl_tournament
         self.delegation_policy: DelegationPolicy = delegation_policy or ExecuteEverything()
         self.executor = executor
+        # The scope a script declares for every run and execute call it makes (as --write-scope does).
+        self.write_scope = write_scope
         self._agent_checked = False
         self.git = GitRepo(self.repo_root)
         self.agent_watch = AgentWatch(
@@ -323,7 +328,8 @@ class Orchestrator:
     # --- the public API -----------------------------------------------------------------------------
 
     async def plan(self, intent: str, *, replace: bool = False) -> Plan:
-        """Run the plan phase and save the plan."""
+        """Run the plan phase and save the plan (with the intent's ``Write scope:``, checked first)."""
+        declared_scope(intent, self.repo_root, "intent")
         async with self._opened() as session:
             await self._check_agent()
             self.emit(ProgressEvent("phase", f"plan phase on {self.platform_name}"))
@@ -333,22 +339,41 @@ class Orchestrator:
             _log.info("orchestrator.plan.done", plan_id=plan.plan_id, phases=len(plan.phases))
             return plan
 
-    async def execute(self, task_id: str | None = None, *, allow_detached: bool = False) -> list[Task]:
+    async def execute(
+        self, task_id: str | None = None, *, allow_detached: bool = False, write_scope: str | None = None
+    ) -> list[Task]:
         """Run the execute phase over all runnable tasks, or only ``task_id``.
 
         A detached HEAD is refused unless ``allow_detached`` (the task commits would be on no branch).
+        ``write_scope`` (``--write-scope``) is a scope the user declares for the run, recorded first.
         """
+        declaration = self._command_line_scope(write_scope or self.write_scope)
         async with self._opened(allow_detached=allow_detached) as session:
             await require_clean_tree(session)
+            self._declare(declaration)
             await self._check_agent()
             tasks = await run_execute_phase(session, task_id, executor=self.executor)
             clear_suspend_state(self.paths)
             return tasks
 
     async def run(
-        self, intent: str, *, confirm_plan: bool = False, replace: bool = False, allow_detached: bool = False
+        self,
+        intent: str,
+        *,
+        confirm_plan: bool = False,
+        replace: bool = False,
+        allow_detached: bool = False,
+        write_scope: str | None = None,
     ) -> RunOutcome:
-        """Plan, then execute unless the plan must be approved first (``allow_detached``: see ``execute``)."""
+        """Plan, then execute unless the plan must be approved first (``allow_detached``: see ``execute``).
+
+        ``write_scope`` is added to the intent as its ``Write scope:`` line, so that a run resumed before
+        its plan was saved still has it; the intent's scope is checked before anything starts."""
+        scope = write_scope or self.write_scope
+        if scope is not None:
+            self._command_line_scope(scope)
+            intent = f"{check_intent(intent)}\nWrite scope: {scope}"
+        declared_scope(intent, self.repo_root, "intent")
         async with self._opened(allow_detached=allow_detached) as session:
             await require_clean_tree(session)
             await session.preflight()
@@ -464,10 +489,30 @@ class Orchestrator:
             for path in task.files:
                 normalize_repo_path(path, self.repo_root, context=f"{markdown_file}: task {task.id}")
         refuse_submodule_files(parsed, self.repo_root, source=str(markdown_file))
+        scope = declared_scope(markdown, self.repo_root, "plan_file")
         with self._session():
-            saved = self.plan_manager.init_plan(parsed, session_id=self.session_id, replace=replace)
+            saved = self.plan_manager.init_plan(
+                parsed, session_id=self.session_id, replace=replace, write_scope=scope
+            )
             _log.info("orchestrator.plan_imported", plan_id=saved.plan_id, source=str(markdown_file))
             return saved
+
+    def approvals(self) -> list[ApprovalRecord]:
+        """The current plan's approval requests for write scopes, oldest first (``autodev approvals``)."""
+        plans = PlanManager.open(self.repo_root, readonly=True)
+        try:
+            return plans.approvals if plans.has_plan else []
+        finally:
+            plans.close()
+
+    def resolve_approval(self, approval_id: str, *, accepted: bool) -> ApprovalRecord:
+        """Accept or decline one approval request (``autodev approve --scope ID`` / ``autodev decline
+        ID``). Accepting authorizes exactly the scope the request shows; the next ``resume`` re-decides
+        the tasks that waited for it."""
+        with self._session():
+            record = self.plan_manager.resolve_approval(approval_id, accepted=accepted)
+            _log.info("orchestrator.approval_resolved", approval_id=approval_id, status=record.status)
+            return record
 
     def approve(self) -> Plan:
         """Record the user's approval of the current plan (``autodev approve``)."""
@@ -480,6 +525,13 @@ class Orchestrator:
         return read_status(self.repo_root)
 
     # --- helpers ------------------------------------------------------------------------------------
+
+    def _command_line_scope(self, write_scope: str | None) -> ScopeDeclaration | None:
+        return None if write_scope is None else declared_scope(write_scope, self.repo_root, "command_line")
+
+    def _declare(self, declaration: ScopeDeclaration | None) -> None:
+        if declaration is not None:
+            self.plan_manager.declare_write_scope(declaration.source, declaration.patterns)
 
     def _saved_intent(self) -> str:
         try:

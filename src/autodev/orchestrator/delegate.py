@@ -36,6 +36,7 @@ from autodev.orchestrator.provider_guard import (
     ProviderRefusedError,
     pause_message,
 )
+from autodev.orchestrator.run_policy import DelegationRejectedError, approval_wait_message
 from autodev.orchestrator.text import clip
 from autodev.workspace.git import GitRepo
 
@@ -68,6 +69,23 @@ def _build_prompt(system_prompt: str, request: DelegationRequest, knowledge_bloc
     if knowledge_block:
         parts += ["", knowledge_block.rstrip()]
     return "\n".join(parts) + "\n"
+
+
+async def _ask_the_run_policy(session: RunContext, request: DelegationRequest) -> None:
+    """Decide ``request`` by the run's policy (``autodev.orchestrator.run_policy``) before anything starts:
+    wait while it is queued, stop the run resumably when it needs the user's approval, refuse it when it
+    can never run as asked."""
+    policy = session.run_policy
+    while True:
+        decision = policy.decide(request)
+        if decision.route != "queue":
+            break
+        await policy.wait_for_release()
+    if decision.route == "require_approval":
+        record = policy.request_for(request, decision)
+        raise DelegationHeldError(approval_wait_message([record]))
+    if decision.route == "reject":
+        raise DelegationRejectedError(f"policy: {decision.reason}: {decision.remediation}")
 
 
 def _ask_the_policy(session: RunContext, request: DelegationRequest) -> None:
@@ -363,6 +381,7 @@ def _pause(
 
 async def delegate(session: RunContext, request: DelegationRequest) -> AgentResult:
     """Run one agent call for ``request`` under every guardrail; see the module docstring."""
+    await _ask_the_run_policy(session, request)
     _ask_the_policy(session, request)
     # Plan-phase roles each get their own per-task limits: one shared "plan" budget would let the explorer
     # use up what the architect needs.

@@ -20,6 +20,7 @@ from autodev.logging import get_logger
 from autodev.orchestrator.delegate import DelegationRequest, delegate
 from autodev.orchestrator.delegation_envelope import DelegationEnvelope
 from autodev.orchestrator.events import ProgressEvent
+from autodev.orchestrator.run_policy import declared_scope
 from autodev.orchestrator.submodules import refuse_submodule_files
 from autodev.orchestrator.tournaments.plan import run_plan_tournament
 from autodev.state.atomic import atomic_write_text
@@ -305,7 +306,10 @@ async def run_plan_phase(
         plan = refined
     if require_approval or session.config.require_plan_approval:
         plan = plan.model_copy(update={"metadata": {**plan.metadata, "requires_approval": True}})
-    saved = session.plan_manager.init_plan(plan, session_id=session.session_id, replace=True)
+    scope = declared_scope(intent, session.repo_root, "intent")
+    saved = session.plan_manager.init_plan(
+        plan, session_id=session.session_id, replace=True, write_scope=scope
+    )
     session.plan_manager.checkpoint()
     tasks = sum(len(phase.tasks) for phase in saved.phases)
     _log.info("plan_phase.approved", plan_id=saved.plan_id, phases=len(saved.phases), tasks=tasks)

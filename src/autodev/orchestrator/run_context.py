@@ -30,10 +30,12 @@ from autodev.orchestrator.execute.parallelism import resolve_parallelism
 from autodev.orchestrator.integrity import AgentWatch
 from autodev.orchestrator.preflight import Preflight, run_preflight
 from autodev.orchestrator.provider_guard import ProviderGuard
+from autodev.orchestrator.run_policy import RunPolicy
 from autodev.qa.environment import EnvironmentResolution, resolve_environment
 from autodev.state.knowledge import KnowledgeStore
 from autodev.state.paths import AutodevPaths
 from autodev.state.plan_manager import PlanManager
+from autodev.state.schemas import Task
 from autodev.workspace.areas import Area, areas_for_files, notes_file, read_areas
 from autodev.workspace.git import GitRepo
 from autodev.workspace.worktree_setup import WorktreePreparer
@@ -54,6 +56,7 @@ class _Found:
     # The area maps, with the notes file and its modification time they were read at.
     areas: tuple[tuple[Path, int] | None, tuple[list[Area], str]] | None = None
     preflight: Preflight | None = None
+    run_policy: RunPolicy | None = None
     prepared: set[Path] = field(default_factory=set)
 
 
@@ -158,6 +161,21 @@ class RunContext:
         """Remove what the gates of this call left (their baseline worktrees)."""
         for checks in [*self._found.recipe_checks.values(), await self.change_checks()]:
             await checks.close()
+
+    @property
+    def run_policy(self) -> RunPolicy:
+        """The run's delegation policy over its ledger (``autodev.orchestrator.run_policy``)."""
+        if self._found.run_policy is None:
+            self._found.run_policy = RunPolicy(
+                self.plan_manager, self.config.policy, self.registry, self.repo_root, self._family
+            )
+        return self._found.run_policy
+
+    def _family(self, task: Task) -> str:
+        """A task's family for the policy: the first area map holding its files, else the repository."""
+        areas, _ = self.area_maps()
+        found = areas_for_files(areas, task.files)
+        return found[0].name if found else "repository"
 
     def area_maps(self) -> tuple[list[Area], str]:
         """The area maps of the project's notes file and its name (none when there is no notes file, no

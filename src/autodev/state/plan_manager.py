@@ -41,6 +41,7 @@ from autodev.state.file_lock import KeptFileLock, Timeout
 from autodev.state.hashing import plan_content_hash
 from autodev.state.ledger import Ledger, LedgerEntry, LedgerHead
 from autodev.state.paths import AutodevPaths, ensure_state_dir
+from autodev.state.policy_records import ApprovalRecord, ScopeDeclaration, ScopeSource, WorkerGrant
 from autodev.state.scheduling import PlanOrder, TaskScheduler
 from autodev.state.schemas import (
     DEFAULT_TASK_TIER,
@@ -193,6 +194,11 @@ class PlanState(BaseModel):
     plan_approved: bool = False
     plan_phase: PlanPhaseProgress | None = None
     baseline: BaselineRecord | None = None
+    # The delegation policy's run state: what the user authorized for this plan, what waits for their
+    # approval, and which write workers hold a grant (released when their task finishes).
+    write_scopes: list[ScopeDeclaration] = Field(default_factory=list)
+    approvals: dict[str, ApprovalRecord] = Field(default_factory=dict)
+    workers: dict[str, WorkerGrant] = Field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,6 +297,10 @@ class PlanManager:
             "task_retried": self._apply_task_retried,
             "tasks_added": self._apply_tasks_added,
             "slices_done": self._apply_slices_done,
+            "write_scope_declared": self._apply_write_scope_declared,
+            "approval_requested": self._apply_approval_requested,
+            "approval_resolved": self._apply_approval_resolved,
+            "delegation_decided": self._apply_delegation_decided,
         }
 
     # --- lifecycle ----------------------------------------------------------------------------------
@@ -540,8 +550,12 @@ class PlanManager:
         *,
         session_id: str | None = None,
         replace: bool = False,
+        write_scope: ScopeDeclaration | None = None,
     ) -> Plan:
         """Save ``plan`` as the current plan (all tasks as given, normally pending).
+
+        ``write_scope`` is the scope the user declared with it (the intent's or the plan file's
+        ``Write scope:`` line); a new plan starts a new run, so earlier declarations and approvals end.
 
         Replacing a plan on which work was recorded needs ``replace=True``: the old plan stays in the ledger
         history, but the new one becomes current. When a plan phase produced the plan, what it cost stays
@@ -560,7 +574,10 @@ class PlanManager:
                         f"{', '.join(started[:5])}{'...' if len(started) > 5 else ''}; "
                         "pass --replace to start over with the new plan"
                     )
-            self._append("plan_init", {"plan": plan.model_dump(mode="json"), "session_id": session_id})
+            payload: dict[str, Any] = {"plan": plan.model_dump(mode="json"), "session_id": session_id}
+            if write_scope is not None:
+                payload["write_scope"] = write_scope.model_dump(mode="json")
+            self._append("plan_init", payload)
             self._write_snapshot()
         _log.info("plan.saved", plan_id=plan.plan_id, tasks=len(self._tasks))
         return self.plan
@@ -1018,6 +1035,89 @@ class PlanManager:
         with self._locked():
             self._append(op, payload)
 
+    # --- the delegation policy's records ---------------------------------------------------------------
+
+    @property
+    def write_scopes(self) -> list[ScopeDeclaration]:
+        """The write scopes the user declared for the current plan, in order."""
+        return list(self._state.write_scopes)
+
+    @property
+    def approvals(self) -> list[ApprovalRecord]:
+        """Every approval request of the current plan, oldest first."""
+        return list(self._state.approvals.values())
+
+    @property
+    def workers(self) -> dict[str, WorkerGrant]:
+        """The write workers that hold a grant, by task id."""
+        return dict(self._state.workers)
+
+    def declare_write_scope(self, source: ScopeSource, patterns: Sequence[str]) -> bool:
+        """Record a scope the user declared for the current plan; False when that one is recorded already."""
+        with self._locked():
+            self._require_plan()
+            if any(d.source == source and d.patterns == list(patterns) for d in self._state.write_scopes):
+                return False
+            self._append("write_scope_declared", {"source": source, "patterns": list(patterns)})
+            return True
+
+    def request_approval(
+        self, scope: Sequence[str], task_ids: Sequence[str], reason: str, remediation: str
+    ) -> ApprovalRecord:
+        """The approval request for ``scope`` in this run: the one recorded already (with ``task_ids``
+        added while it is pending), or a new one. One request per run and scope."""
+        with self._locked():
+            self._require_plan()
+            wanted = sorted(dict.fromkeys(scope))
+            for record in self._state.approvals.values():
+                if sorted(record.scope) == wanted:
+                    added = [task_id for task_id in task_ids if task_id not in record.task_ids]
+                    if added and record.status == "pending":
+                        payload = {**record.model_dump(mode="json"), "task_ids": [*record.task_ids, *added]}
+                        self._append("approval_requested", payload)
+                    return self._state.approvals[record.id]
+            approval_id = f"A{len(self._state.approvals) + 1}"
+            self._append(
+                "approval_requested",
+                {
+                    "id": approval_id,
+                    "scope": wanted,
+                    "task_ids": list(dict.fromkeys(task_ids)),
+                    "reason": reason,
+                    "remediation": remediation,
+                },
+            )
+            return self._state.approvals[approval_id]
+
+    def resolve_approval(self, approval_id: str, *, accepted: bool) -> ApprovalRecord:
+        """Accept or decline a pending request (``StateError`` for an unknown id or one answered already)."""
+        with self._locked():
+            record = self._state.approvals.get(approval_id)
+            if record is None:
+                known = ", ".join(self._state.approvals) or "none"
+                raise StateError(
+                    f"there is no approval request {approval_id!r} (requests: {known}); "
+                    "see `autodev approvals`"
+                )
+            if record.status != "pending":
+                raise StateError(
+                    f"approval request {approval_id} was {record.status} already; it cannot be answered again"
+                )
+            self._append(
+                "approval_resolved", {"id": approval_id, "accepted": accepted, "scope": record.scope}
+            )
+            return self._state.approvals[approval_id]
+
+    def record_decision(
+        self, snapshot: dict[str, Any], decision: dict[str, Any], grant: WorkerGrant | None = None
+    ) -> None:
+        """Log one delegation decision with the inputs it was made from; a ``spawn`` carries its grant."""
+        payload: dict[str, Any] = {"inputs": snapshot, "decision": decision}
+        if grant is not None:
+            payload["grant"] = grant.model_dump(mode="json")
+        with self._locked():
+            self._append("delegation_decided", payload)
+
     # --- internals: locking -------------------------------------------------------------------------
 
     @contextmanager
@@ -1188,6 +1288,11 @@ class PlanManager:
             evidence={"plan": list(previous.evidence.get("plan", []))} if carried else {},
             # The base's own gate results belong to the repository, not to a plan.
             baseline=previous.baseline,
+            write_scopes=(
+                [ScopeDeclaration.model_validate(entry.payload["write_scope"])]
+                if entry.payload.get("write_scope")
+                else []
+            ),
         )
         self._reindex()
 
@@ -1394,6 +1499,26 @@ class PlanManager:
         for step in payload["steps"]:
             progress.steps.pop(str(step), None)
 
+    def _apply_write_scope_declared(self, entry: LedgerEntry) -> None:
+        self._state.write_scopes.append(ScopeDeclaration.model_validate({**entry.payload, "ts": entry.ts}))
+
+    def _apply_approval_requested(self, entry: LedgerEntry) -> None:
+        previous = self._state.approvals.get(entry.payload["id"])
+        self._state.approvals[entry.payload["id"]] = ApprovalRecord.model_validate(
+            {**entry.payload, "requested_at": previous.requested_at if previous else entry.ts}
+        )
+
+    def _apply_approval_resolved(self, entry: LedgerEntry) -> None:
+        record = self._state.approvals[entry.payload["id"]]
+        record.status = "accepted" if entry.payload["accepted"] else "declined"
+        record.resolved_at = entry.ts
+
+    def _apply_delegation_decided(self, entry: LedgerEntry) -> None:
+        grant = entry.payload.get("grant")
+        if grant is not None:
+            worker = WorkerGrant.model_validate(grant)
+            self._state.workers[worker.task_id] = worker
+
     def _apply_plan_approved(self, entry: LedgerEntry) -> None:
         plan = self._state.plan
         if plan is None or plan.plan_id != entry.payload["plan_id"]:
@@ -1414,6 +1539,8 @@ class PlanManager:
         if was_open != now_open:
             self._open_in_phase[task.phase_id] += 1 if now_open else -1
         task.status = status
+        if status == "pending" or status in TERMINAL_STATUSES:
+            self._state.workers.pop(task.id, None)
 
     def _reindex(self) -> None:
         plan = self._state.plan

@@ -54,6 +54,7 @@ def status_from_state(state: dict[str, Any]) -> dict[str, Any]:
             "tasks": [],
             "totals": totals,
             "in_flight": [],
+            "policy": _policy({}),
         }
     tasks = [task for phase in plan["phases"] for task in phase["tasks"]]
     costs = state.get("cost_usd_by_task") or {}
@@ -107,6 +108,30 @@ def status_from_state(state: dict[str, Any]) -> dict[str, Any]:
             "estimated_usd": round(sum(float(u.get("estimated_cost_usd", 0.0)) for u in usage.values()), 6),
             "unknown_calls": int(state.get("unknown_cost_calls", 0)),
         },
+        "policy": _policy(state),
+    }
+
+
+def _policy(state: dict[str, Any]) -> dict[str, Any]:
+    """The delegation policy's side of the run: the scope the user authorized (declarations and accepted
+    approvals), the approval requests, and the write workers holding a grant."""
+    approvals = list((state.get("approvals") or {}).values())
+    scope: list[str] = []
+    for declaration in state.get("write_scopes") or []:
+        scope += declaration["patterns"]
+    for approval in approvals:
+        if approval["status"] == "accepted":
+            scope += approval["scope"]
+    return {
+        "write_scope": list(dict.fromkeys(scope)),
+        "approvals": [
+            {key: approval[key] for key in ("id", "status", "scope", "task_ids", "reason")}
+            for approval in approvals
+        ],
+        "workers": [
+            {key: grant[key] for key in ("task_id", "tier", "write_mode", "units")}
+            for grant in (state.get("workers") or {}).values()
+        ],
     }
 
 

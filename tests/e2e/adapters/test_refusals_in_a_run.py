@@ -67,7 +67,7 @@ async def _execute(spec: CliSpec, case: Refusal, clis: dict[str, Path], tmp_path
                 },
             },
         )
-        await Orchestrator(root, config=config, adapter=adapter).execute()
+        await Orchestrator(root, config=config, adapter=adapter, write_scope="**").execute()
     return root
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import tempfile
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -48,8 +48,10 @@ from autodev.orchestrator.execute.task_flow import (
 )
 from autodev.orchestrator.integrity import RepositoryChangedError
 from autodev.orchestrator.lanes import LaneOrder
+from autodev.orchestrator.run_policy import approval_wait_message
 from autodev.orchestrator.sessions import now_pickable_lines
 from autodev.state.claims import ClaimStore, SessionIdentity
+from autodev.state.policy_records import ApprovalRecord
 from autodev.state.scheduling import TaskScheduler, scheduler_for
 from autodev.state.schemas import Plan, Task
 from autodev.state.validation import validate_dag
@@ -151,9 +153,16 @@ class Dispatcher:
     """Run every runnable task of the current plan (or only ``only_task``) to a terminal status."""
 
     def __init__(
-        self, session: RunContext, *, only_task: str | None = None, executor: TaskExecutor | None = None
+        self,
+        session: RunContext,
+        *,
+        only_task: str | None = None,
+        executor: TaskExecutor | None = None,
+        awaiting_approval: Mapping[str, ApprovalRecord] | None = None,
     ) -> None:
         self.session = session
+        # Tasks whose write scope waits for the user's approval: not started; the run ends waiting (exit 3).
+        self.awaiting_approval = dict(awaiting_approval or {})
         self.executor: TaskExecutor = executor or LocalExecutor()
         self.pm = session.plan_manager
         self.only_task = only_task
@@ -251,10 +260,14 @@ class Dispatcher:
             raise _first_fatal(group) from None
         with anyio.CancelScope(shield=True):
             await self.worktrees.cleanup_all()
+        if self.awaiting_approval:
+            records = {record.id: record for record in self.awaiting_approval.values()}
+            raise DelegationHeldError(approval_wait_message(list(records.values())))
         return self.processed
 
     def _notify(self, task_id: str = "") -> None:
         self._changed.set()
+        self.session.run_policy.released()
         if task_id:
             self._check_speculation()
 
@@ -302,7 +315,7 @@ class Dispatcher:
             return
         phase = None if self.cross_phase else self._current_phase()
         # A task a live session claimed is in flight there: skipped, and its files held.
-        held = [*self.workers, *claimed]
+        held = [*self.workers, *claimed, *self.awaiting_approval]
         if isinstance(self.scheduler, LaneOrder):
             self.scheduler.held = frozenset(held)
         for task in self.pm.next_pending_tasks(free, held, phase_id=phase, scheduler=self.scheduler):

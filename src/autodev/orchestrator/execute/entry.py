@@ -6,13 +6,16 @@ from __future__ import annotations
 from autodev.errors import AutodevError
 from autodev.logging import get_logger
 from autodev.orchestrator.delegate import landed_commits
+from autodev.orchestrator.delegation_policy import DelegationHeldError
 from autodev.orchestrator.events import ProgressEvent
 from autodev.orchestrator.execute.dispatcher import Dispatcher
 from autodev.orchestrator.execute.executor import TaskExecutor
-from autodev.orchestrator.execute.task_flow import PlanNotApprovedError, check_working_tree
+from autodev.orchestrator.execute.task_flow import PlanNotApprovedError, block_task, check_working_tree
 from autodev.orchestrator.run_context import RunContext
+from autodev.orchestrator.run_policy import approval_wait_message
+from autodev.state.policy_records import ApprovalRecord
 from autodev.state.schemas import Task
-from autodev.state.vocabulary import DONE_STATUSES
+from autodev.state.vocabulary import DONE_STATUSES, TERMINAL_STATUSES
 
 __all__ = ["run_execute_phase"]
 
@@ -37,6 +40,7 @@ async def run_execute_phase(
     if task_id is not None:
         _check_runnable(session, task_id)
     preflight = await session.preflight()
+    awaiting = _approvals_first(session, task_id)
     pm.record_session(session.session_id)
     record = preflight.record()
     if record is not None and pm.record_baseline(record) and preflight.preexisting_failures():
@@ -55,7 +59,9 @@ async def run_execute_phase(
     if session.config.change_tracking_enabled:
         await _watch_main_checkout(session)
     try:
-        processed = await Dispatcher(session, only_task=task_id, executor=executor).run()
+        processed = await Dispatcher(
+            session, only_task=task_id, executor=executor, awaiting_approval=awaiting
+        ).run()
     finally:
         session.git.unwatch()
         await session.close_checks()
@@ -83,6 +89,38 @@ async def _watch_main_checkout(session: RunContext) -> None:
         return
     if not watched:
         _log.info("orchestrator.main_checkout_unwatched", error="no file notifications here")
+
+
+def _approvals_first(session: RunContext, task_id: str | None) -> dict[str, ApprovalRecord]:
+    """Before any process starts: one approval request per scope for the tasks whose owned paths no
+    declared scope covers. A task whose scope the user declined is blocked; the others wait (``{task id:
+    request}``), and when nothing else could run the run stops here (exit 3)."""
+    pm = session.plan_manager
+    tasks = [pm.get_task(task_id)] if task_id is not None else pm.tasks()
+    waiting = session.run_policy.awaiting_approval(tasks)
+    for waiting_id, record in list(waiting.items()):
+        if record.status == "declined":
+            del waiting[waiting_id]
+            if pm.get_task(waiting_id).status in TERMINAL_STATUSES:
+                continue  # blocked already, as a dependent of one blocked just now
+            block_task(
+                session,
+                waiting_id,
+                f"policy: approval_declined: the user declined the write scope {', '.join(record.scope)} "
+                f"({record.id}); declare a scope that covers the task's files, then "
+                f"`autodev retry {waiting_id}`",
+            )
+    runnable = [
+        task.id
+        for task in pm.tasks()
+        if task.status not in TERMINAL_STATUSES
+        and task.id not in waiting
+        and (task_id is None or task.id == task_id)
+    ]
+    if waiting and not runnable:
+        records = list({record.id: record for record in waiting.values()}.values())
+        raise DelegationHeldError(approval_wait_message(records))
+    return waiting
 
 
 def _cascade_existing_blocks(session: RunContext) -> None:

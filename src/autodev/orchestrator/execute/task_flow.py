@@ -53,6 +53,7 @@ from autodev.logging import get_logger
 from autodev.orchestrator.delegate import DelegationRequest, delegate
 from autodev.orchestrator.delegation_envelope import DelegationAction, DelegationEnvelope
 from autodev.orchestrator.events import ProgressEvent
+from autodev.orchestrator.run_policy import DelegationRejectedError
 from autodev.orchestrator.submodules import submodules_touched
 from autodev.orchestrator.text import clip
 from autodev.orchestrator.tournaments.impl import run_impl_tournament
@@ -245,6 +246,13 @@ async def execute_task(session: RunContext, task_id: str, ctx: TaskContext) -> N
             failure = await steps[task.status](session, task, ctx)
         except LoopDetectedError as exc:
             await block_and_park(session, task_id, f"loop_detected: {exc.message}", ctx)
+            return
+        except DelegationRejectedError as exc:
+            await block_and_park(session, task_id, exc.message, ctx)
+            return
+        except OutsideScopeError as exc:
+            _log.warning("execute_phase.wrote_outside_scope", task_id=task_id, paths=exc.paths)
+            await block_and_park(session, task_id, exc.message, ctx)
             return
         except GuardrailExceededError as exc:
             _log.warning("execute_phase.guardrail_exceeded", task_id=task_id, reason=exc.message)
@@ -480,6 +488,35 @@ def _repair_instruction(problem: str, previous: str) -> str:
 # --- the steps -------------------------------------------------------------------------------------------
 
 
+class OutsideScopeError(AutodevError):
+    """A writer changed files outside the run's authorized write scope: its task is blocked, naming them."""
+
+    def __init__(self, message: str, paths: Sequence[str]) -> None:
+        super().__init__(message)
+        self.paths = list(paths)
+
+
+def _scope_block(session: RunContext) -> str:
+    """What a writer is told about where it may write (its change is checked against it afterwards)."""
+    return (
+        f"WRITE SCOPE: change only files inside {session.run_policy.authorized().render()}; a change "
+        "outside it blocks the task."
+    )
+
+
+def _check_scope(session: RunContext, writer: str, files: Sequence[str]) -> None:
+    """Raise ``OutsideScopeError`` when the ``writer``'s change (``files``) leaves the authorized scope."""
+    stray = session.run_policy.outside_scope(files)
+    if stray:
+        shown = ", ".join(stray[:20]) + (f" and {len(stray) - 20} more" if len(stray) > 20 else "")
+        raise OutsideScopeError(
+            f"policy: outside_write_scope: the {writer} wrote outside the authorized write scope "
+            f"({session.run_policy.authorized().render()}): {shown}; widen the scope (`autodev execute "
+            "--write-scope`) or change the task, then `autodev retry`",
+            stray,
+        )
+
+
 async def _developer_step(session: RunContext, task: Task, ctx: TaskContext) -> StepFailure | None:
     issues = _own_issues(task, "developer")
     extra = _issues_block("THE PREVIOUS ATTEMPT FAILED. Fix these problems first:", issues) if issues else ""
@@ -487,6 +524,8 @@ async def _developer_step(session: RunContext, task: Task, ctx: TaskContext) -> 
     maps = area_prompt_block(areas_for_files(areas, task.files), source)
     if maps:
         extra = f"{extra.rstrip()}\n\n{maps}" if extra else maps
+    scope = _scope_block(session)
+    extra = f"{extra.rstrip()}\n\n{scope}" if extra else scope
     pm = session.plan_manager
     step = "develop"
     while True:
@@ -559,6 +598,7 @@ async def _developer_step(session: RunContext, task: Task, ctx: TaskContext) -> 
         )
     )
     pm.record_patch(task.id, diff.patch, attempt=request.attempt, developer=True)
+    _check_scope(session, "developer", diff.files)
     if not result.success:
         return _agent_failure("developer", result)
     if diff.is_empty:
@@ -838,6 +878,7 @@ async def _test_step(session: RunContext, task: Task, ctx: TaskContext) -> StepF
     extra += _own_failures(
         task, "test_engineer", "YOUR PREVIOUS ATTEMPT AT THIS STEP FAILED:", repair_of, previous
     )
+    extra += f"\n\n{_scope_block(session)}"
     step = "test-repair" if repair_of else "test"
     request = _request(task, "test_engineer", step, _envelope(task, "test_engineer", "test"), ctx, extra)
     result = await _agent(session, task, request)
@@ -851,6 +892,7 @@ async def _test_step(session: RunContext, task: Task, ctx: TaskContext) -> StepF
     too_big = session.guardrails.diff_size_problem(diff.size_bytes)
     if too_big is not None:
         return StepFailure((too_big,), role="test_engineer")
+    _check_scope(session, "test engineer", diff.files)
     now = diff.tree
     added = await git.changed_between(developer_tree, now) if developer_tree else list(diff.files)
     session.emit(ProgressEvent("step_started", "AutoDev checks the tests itself", task.id, "verify", attempt))

@@ -1,0 +1,171 @@
+"""The delegation decision: one pure function from recorded inputs to a route, a reason and a remedy.
+
+``decide(inputs, config)`` looks only at ``PolicyInputs`` (a snapshot the caller records with the
+decision) and ``PolicySettings``; it reads no clock, no file and no process, so the same snapshot always gets
+the same decision and ``autodev policy replay`` can re-decide a whole run offline.
+
+Routes:
+
+- ``execute``: a read-only call, or a call of a worker that already holds its grant (the reviewer and test
+  engineer of a task whose developer was granted);
+- ``spawn``: a new write worker, within the run's budget; it holds the grant until its task finishes;
+- ``queue``: a write worker that must wait (a budget or a lease is taken); it is decided again once a
+  worker finishes;
+- ``require_approval``: the worker would write where the user has not authorized;
+- ``reject``: it can never run as asked (its scope was declined, it needs more than the whole budget).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from autodev.config.schema import CapabilityTier, PolicySettings
+from autodev.policy.scope import WriteScope, covers
+
+__all__ = [
+    "POLICY_VERSION",
+    "ActiveWorker",
+    "Decision",
+    "PolicyInputs",
+    "Route",
+    "Tier",
+    "WriteMode",
+    "decide",
+]
+
+# Bumped whenever ``PolicyInputs`` changes meaning; replay refuses snapshots of a version it does not know.
+POLICY_VERSION = 1
+
+Route = Literal["execute", "resume_worker", "spawn", "queue", "reject", "require_approval"]
+WriteMode = Literal["read_only", "shared", "isolated"]
+Tier = CapabilityTier
+_TIER_ORDER: tuple[Tier, ...] = ("fast", "standard", "strong")
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ActiveWorker(_Frozen):
+    """A write worker that holds a grant: its task, tier, mode and owned paths."""
+
+    task_id: str
+    tier: Tier
+    write_mode: WriteMode
+    owned_paths: tuple[str, ...] = ()
+
+
+class PolicyInputs(_Frozen):
+    """Every input of one decision, as recorded with it (``version`` says how to read it)."""
+
+    version: int = POLICY_VERSION
+    role: str
+    task_id: str
+    family: str = Field(description="Task family: the role and the area of the task's files.")
+    write_mode: WriteMode
+    tier: Tier
+    previous_tier: Tier | None = None
+    owned_paths: tuple[str, ...] = ()
+    authorized_scope: tuple[str, ...] = ()
+    declined_scopes: tuple[tuple[str, ...], ...] = ()
+    holds_grant: bool = False
+    active_workers: tuple[ActiveWorker, ...] = ()
+    retry_count: int = 0
+    previous_outcome: str | None = None
+
+
+class Decision(_Frozen):
+    """One route with its machine-readable reason and a sentence saying what would change it."""
+
+    route: Route
+    reason: str
+    remediation: str = ""
+    units: int = 0
+    uncovered: tuple[str, ...] = ()
+
+
+def _overlap(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    # Two claims overlap when either could name a path of the other (conservative: a shared writer whose
+    # claim cannot be told apart from another's waits).
+    return any(covers(x, y) or covers(y, x) for x in a for y in b)
+
+
+def decide(inputs: PolicyInputs, config: PolicySettings) -> Decision:
+    """The route for ``inputs`` under ``config``; see the module docstring."""
+    if inputs.write_mode == "read_only":
+        return Decision(route="execute", reason="read_only")
+    if inputs.previous_tier is not None and _TIER_ORDER.index(inputs.tier) < _TIER_ORDER.index(
+        inputs.previous_tier
+    ):
+        return Decision(
+            route="reject",
+            reason="tier_downgrade",
+            remediation=f"a task's tier only rises: run it at {inputs.previous_tier} or above",
+        )
+    scope = WriteScope(inputs.authorized_scope)
+    uncovered = tuple(scope.uncovered(inputs.owned_paths))
+    if uncovered:
+        for declined in inputs.declined_scopes:
+            if set(uncovered) <= set(declined):
+                return Decision(
+                    route="reject",
+                    reason="approval_declined",
+                    remediation="the user declined this write scope; declare a scope that covers it "
+                    "(`Write scope:` or --write-scope) or change the task's files",
+                    uncovered=uncovered,
+                )
+        return Decision(
+            route="require_approval",
+            reason="owned_path_provenance_required",
+            remediation="no write scope the user declared covers "
+            f"{', '.join(uncovered)}; approve it (`autodev approvals`, `autodev approve --scope ID`) or "
+            "declare it (`Write scope:` in the intent, or `autodev execute --write-scope`)",
+            uncovered=uncovered,
+        )
+    units = config.units(inputs.tier)
+    if inputs.holds_grant:
+        return Decision(route="execute", reason="worker_holds_grant", units=units)
+    if units > config.capability_units or (inputs.tier == "strong" and config.max_strong_workers == 0):
+        return Decision(
+            route="reject",
+            reason="budget_exhausted",
+            remediation=f"one {inputs.tier} worker needs more than the run's whole budget; raise "
+            "policy.capability_units or policy.max_strong_workers, or lower the task's Model",
+            units=units,
+        )
+    others = [worker for worker in inputs.active_workers if worker.task_id != inputs.task_id]
+    if inputs.write_mode == "shared":
+        for worker in others:
+            if worker.write_mode == "shared" and _overlap(worker.owned_paths, inputs.owned_paths):
+                return Decision(
+                    route="queue",
+                    reason="lease_conflict",
+                    remediation=f"waits for {worker.task_id}, which owns overlapping paths",
+                    units=units,
+                )
+    if len(others) >= config.max_workers:
+        return Decision(
+            route="queue",
+            reason="worker_limit",
+            remediation=f"waits for one of the {len(others)} workers under way (policy.max_workers)",
+            units=units,
+        )
+    if inputs.tier == "strong" and sum(w.tier == "strong" for w in others) >= config.max_strong_workers:
+        return Decision(
+            route="queue",
+            reason="strong_worker_limit",
+            remediation="waits for the strong worker under way (policy.max_strong_workers)",
+            units=units,
+        )
+    held = sum(config.units(worker.tier) for worker in others)
+    if held + units > config.capability_units:
+        return Decision(
+            route="queue",
+            reason="budget_exhausted",
+            remediation=f"waits until the {held} capability units held leave room for {units} "
+            "(policy.capability_units)",
+            units=units,
+        )
+    return Decision(route="spawn", reason="within_budget", units=units)

@@ -1,0 +1,128 @@
+"""The delegation decision as a pure function: deterministic, never past a budget, escalation only upward."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from autodev.config.schema import CapabilityTier, PolicySettings
+from autodev.policy.decisions import ActiveWorker, PolicyInputs, decide
+
+_TIERS: tuple[CapabilityTier, ...] = ("fast", "standard", "strong")
+_ORDER = {tier: n for n, tier in enumerate(_TIERS)}
+
+_settings = st.builds(
+    PolicySettings,
+    max_workers=st.integers(1, 6),
+    max_strong_workers=st.integers(0, 3),
+    capability_units=st.integers(1, 30),
+    fast_units=st.integers(0, 3),
+    standard_units=st.integers(0, 5),
+    strong_units=st.integers(0, 8),
+)
+_paths = st.lists(
+    st.sampled_from(["src/**", "src/a.py", "tests/**", "docs/x.md", "**"]), min_size=1, max_size=3
+)
+_steps = st.lists(
+    st.tuples(
+        st.sampled_from(["request", "request", "release"]),
+        st.sampled_from(_TIERS),
+        st.sampled_from(["shared", "isolated", "read_only"]),
+        _paths,
+    ),
+    max_size=40,
+)
+
+
+def _inputs(task_id: str, tier: str, mode: str, owned: list[str], active: list[ActiveWorker]) -> PolicyInputs:
+    return PolicyInputs(
+        role="developer" if mode != "read_only" else "reviewer",
+        task_id=task_id,
+        family="developer:repository",
+        write_mode=mode,
+        tier=tier,
+        owned_paths=tuple(owned),
+        authorized_scope=("**",),
+        active_workers=tuple(active),
+    )
+
+
+@settings(max_examples=200)
+@given(config=_settings, steps=_steps)
+def test_the_workers_granted_never_exceed_any_budget(
+    config: PolicySettings, steps: list[tuple[str, str, str, list[str]]]
+) -> None:
+    active: list[ActiveWorker] = []
+    for n, (action, tier, mode, owned) in enumerate(steps):
+        if action == "release":
+            if active:
+                active.pop(0)
+            continue
+        inputs = _inputs(f"t{n}", tier, mode, owned, active)
+        decision = decide(inputs, config)
+        assert decision == decide(inputs, config)  # the same inputs, the same decision
+        if mode == "read_only":
+            assert decision.route == "execute"
+            continue
+        assert decision.route in ("spawn", "queue", "reject")
+        if decision.route == "spawn":
+            active.append(ActiveWorker(task_id=f"t{n}", tier=tier, write_mode=mode, owned_paths=tuple(owned)))
+        assert len(active) <= config.max_workers
+        assert sum(worker.tier == "strong" for worker in active) <= config.max_strong_workers
+        assert sum(config.units(worker.tier) for worker in active) <= config.capability_units
+        shared = [worker for worker in active if worker.write_mode == "shared"]
+        for i, first in enumerate(shared):
+            for second in shared[i + 1 :]:
+                assert not set(first.owned_paths) & set(second.owned_paths)
+
+
+@given(config=_settings, tier=st.sampled_from(_TIERS), previous=st.sampled_from(_TIERS))
+def test_a_task_never_goes_down_a_tier(
+    config: PolicySettings, tier: CapabilityTier, previous: CapabilityTier
+) -> None:
+    inputs = _inputs("t", tier, "isolated", ["src/**"], []).model_copy(update={"previous_tier": previous})
+    decision = decide(inputs, config)
+    if _ORDER[tier] < _ORDER[previous]:
+        assert (decision.route, decision.reason) == ("reject", "tier_downgrade")
+    else:
+        assert decision.reason != "tier_downgrade"
+
+
+@given(owned=_paths, scope=st.lists(st.sampled_from(["src/**", "tests/**", "docs/x.md"]), max_size=3))
+def test_a_writer_outside_the_authorized_scope_needs_approval_and_a_reader_never_does(
+    owned: list[str], scope: list[str]
+) -> None:
+    writer = _inputs("t", "standard", "isolated", owned, []).model_copy(
+        update={"authorized_scope": tuple(scope)}
+    )
+    decision = decide(writer, PolicySettings())
+    from autodev.policy.scope import WriteScope
+
+    uncovered = WriteScope(tuple(scope)).uncovered(owned)
+    if uncovered:
+        assert (decision.route, decision.reason) == ("require_approval", "owned_path_provenance_required")
+        assert list(decision.uncovered) == uncovered
+        assert "autodev approve --scope" in decision.remediation
+    else:
+        assert decision.route == "spawn"
+    reader = writer.model_copy(update={"write_mode": "read_only"})
+    assert decide(reader, PolicySettings()).route == "execute"
+
+
+def test_a_declined_scope_is_rejected_rather_than_asked_again() -> None:
+    inputs = _inputs("t", "standard", "isolated", ["tests/**"], []).model_copy(
+        update={"authorized_scope": ("src/**",), "declined_scopes": (("tests/**",),)}
+    )
+    decision = decide(inputs, PolicySettings())
+    assert (decision.route, decision.reason) == ("reject", "approval_declined")
+
+
+def test_the_defaults_are_three_workers_one_strong_and_twenty_four_units() -> None:
+    defaults = PolicySettings()
+    assert (defaults.max_workers, defaults.max_strong_workers, defaults.capability_units) == (3, 1, 24)
+    assert [defaults.units(tier) for tier in _TIERS] == [1, 2, 4]
+    one_strong = [ActiveWorker(task_id="a", tier="strong", write_mode="isolated")]
+    second = decide(_inputs("b", "strong", "isolated", ["src/**"], one_strong), defaults)
+    assert (second.route, second.reason) == ("queue", "strong_worker_limit")
+    standard = decide(_inputs("b", "standard", "isolated", ["src/**"], one_strong), defaults)
+    assert standard.route == "spawn"

@@ -1,0 +1,80 @@
+"""The delegation policy's records in the ledger: declarations, approval requests and worker grants replay
+exactly, survive a reopen (and a lost snapshot), and a new plan starts a new run without them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from support import make_plan
+
+from autodev.errors import StateError
+from autodev.state.plan_manager import PlanManager
+from autodev.state.policy_records import ScopeDeclaration, WorkerGrant
+
+
+def _grant(task_id: str, tier: str = "strong") -> WorkerGrant:
+    return WorkerGrant(task_id=task_id, tier=tier, write_mode="isolated", owned_paths=["src/**"], units=4)
+
+
+def test_declarations_approvals_and_grants_survive_a_reopen_without_the_snapshot(repo: Path) -> None:
+    with PlanManager(repo) as pm:
+        pm.init_plan(make_plan(3), write_scope=ScopeDeclaration(source="intent", patterns=["src/**"]))
+        assert pm.declare_write_scope("command_line", ["docs/**"])
+        assert not pm.declare_write_scope("command_line", ["docs/**"])  # recorded once
+        first = pm.request_approval(
+            ["tests/b.py", "tests/a.py"], ["1.1"], "owned_path_provenance_required", "r"
+        )
+        again = pm.request_approval(
+            ["tests/a.py", "tests/b.py"], ["1.2"], "owned_path_provenance_required", "r"
+        )
+        assert (first.id, again.id) == ("A1", "A1")
+        assert again.task_ids == ["1.1", "1.2"]
+        pm.resolve_approval("A1", accepted=True)
+        pm.update_task_status("1.1", "in_progress")
+        pm.record_decision({"role": "developer"}, {"route": "spawn"}, _grant("1.1"))
+    (repo / ".autodev" / "plan.json").unlink()
+    with PlanManager(repo) as reopened:
+        assert [(d.source, d.patterns) for d in reopened.write_scopes] == [
+            ("intent", ["src/**"]),
+            ("command_line", ["docs/**"]),
+        ]
+        (record,) = reopened.approvals
+        assert (record.status, record.scope) == ("accepted", ["tests/a.py", "tests/b.py"])
+        assert record.resolved_at is not None
+        assert set(reopened.workers) == {"1.1"}
+
+
+def test_a_grant_ends_when_its_task_finishes_or_goes_back_to_pending(repo: Path) -> None:
+    with PlanManager(repo) as pm:
+        pm.init_plan(make_plan(2))
+        for task_id in ("1.1", "1.2"):
+            pm.update_task_status(task_id, "in_progress")
+            pm.record_decision({}, {"route": "spawn"}, _grant(task_id))
+        pm.update_task_status("1.1", "blocked", reason="x")
+        assert set(pm.workers) == {"1.2"}
+        pm.revert_task_to_pending("1.2", "interrupted")
+        assert pm.workers == {}
+
+
+def test_an_answered_or_unknown_request_cannot_be_answered(repo: Path) -> None:
+    with PlanManager(repo) as pm:
+        pm.init_plan(make_plan(1))
+        pm.request_approval(["src/**"], ["1.1"], "owned_path_provenance_required", "r")
+        pm.resolve_approval("A1", accepted=False)
+        head = pm.ledger_head
+        with pytest.raises(StateError, match="declined already"):
+            pm.resolve_approval("A1", accepted=True)
+        with pytest.raises(StateError, match=r"no approval request 'A7' \(requests: A1\)"):
+            pm.resolve_approval("A7", accepted=True)
+        assert pm.ledger_head == head
+        # A declined request is not asked again, nor does a new task join it.
+        assert pm.request_approval(["src/**"], ["1.2"], "x", "y").task_ids == ["1.1"]
+
+
+def test_a_new_plan_starts_a_new_run_without_declarations_or_approvals(repo: Path) -> None:
+    with PlanManager(repo) as pm:
+        pm.init_plan(make_plan(1), write_scope=ScopeDeclaration(source="intent", patterns=["src/**"]))
+        pm.request_approval(["docs/**"], ["1.1"], "owned_path_provenance_required", "r")
+        pm.init_plan(make_plan(2), replace=True)
+        assert pm.write_scopes == [] and pm.approvals == []
