@@ -51,6 +51,12 @@ def test_a_cold_start_intent_waits_for_one_approval_then_resume_completes(
     policy = json.loads(run_cli("-C", root, "status", "--json").out)["policy"]
     assert [(a["id"], a["status"]) for a in policy["approvals"]] == [("A1", "pending")]
     assert policy["write_scope"] == [] and policy["workers"] == []
+    assert policy["blocked_on_human"] == [
+        {"task_id": "1.1", "approval": "A1"},
+        {"task_id": "1.2", "approval": "A1"},
+    ]
+    shown = run_cli("-C", root, "status").out
+    assert "Waiting for approval A1" in shown and "autodev approve --scope A1" in shown
 
     accepted = run_cli("-C", root, "approve", "--scope", "A1")
     assert accepted.code == 0, accepted.err

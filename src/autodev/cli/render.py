@@ -129,6 +129,7 @@ def _print_status(console: Console, data: dict[str, Any], repo_root: Path, *, sh
     _print_waiting_summary(console, data["tasks"])
     _print_baseline(console, data.get("baseline"))
     _print_inline_wait(console, data.get("waiting_for"))
+    _print_approvals(console, data.get("policy"))
     totals = data["totals"]
     counts = ", ".join(f"{totals[name]} {name}" for name in _STATUS_STYLE if totals.get(name))
     in_flight = f" ({totals['in_flight']} in flight)" if totals.get("in_flight") else ""
@@ -141,6 +142,20 @@ def _print_status(console: Console, data: dict[str, Any], repo_root: Path, *, sh
             unknown_calls=cost["unknown_calls"],
         )
         console.print(f"cost so far: {spent} (`autodev cost` for the breakdown)")
+
+
+def _print_approvals(console: Console, policy: dict[str, Any] | None) -> None:
+    """The write-scope approval requests that tasks wait on, with the command that answers each."""
+    for request in (policy or {}).get("approvals", []):
+        if request["status"] != "pending":
+            continue
+        scope = terminal_markup(", ".join(request["scope"]))
+        tasks = terminal_markup(", ".join(request["task_ids"]))
+        ident = terminal_markup(request["id"])
+        console.print(
+            f"[bold yellow]Waiting for approval[/bold yellow] {ident}: write {scope} (for {tasks}); "
+            f"`autodev approve --scope {ident}` or `autodev decline {ident}`, then `autodev resume`"
+        )
 
 
 # The default view shows at most this many tasks of each kind; the rest are counted (``--all`` lists all).

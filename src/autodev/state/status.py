@@ -54,7 +54,7 @@ def status_from_state(state: dict[str, Any]) -> dict[str, Any]:
             "tasks": [],
             "totals": totals,
             "in_flight": [],
-            "policy": _policy({}),
+            "policy": _policy({}, []),
         }
     tasks = [task for phase in plan["phases"] for task in phase["tasks"]]
     costs = state.get("cost_usd_by_task") or {}
@@ -108,14 +108,41 @@ def status_from_state(state: dict[str, Any]) -> dict[str, Any]:
             "estimated_usd": round(sum(float(u.get("estimated_cost_usd", 0.0)) for u in usage.values()), 6),
             "unknown_calls": int(state.get("unknown_cost_calls", 0)),
         },
-        "policy": _policy(state),
+        "policy": _policy(state, tasks),
     }
 
 
-def _policy(state: dict[str, Any]) -> dict[str, Any]:
+def _policy(state: dict[str, Any], tasks: list[dict[str, Any]]) -> dict[str, Any]:
     """The delegation policy's side of the run: the scope the user authorized (declarations and accepted
-    approvals), the approval requests, and the write workers holding a grant."""
+    approvals), the approval requests, the write workers holding a grant, and the pending tasks that wait
+    on a person: those a pending request names, and every pending task depending on one of them."""
     approvals = list((state.get("approvals") or {}).values())
+    waiting = {
+        task_id: approval["id"]
+        for approval in approvals
+        if approval["status"] == "pending"
+        for task_id in approval["task_ids"]
+    }
+    if waiting:
+        # Plan order lists a task after what it depends on within its phase, but not across phases: walk
+        # the dependents from each waiting task.
+        dependents: dict[str, list[str]] = {}
+        status_of = {task["id"]: task["status"] for task in tasks}
+        for task in tasks:
+            for dep in task["depends_on"]:
+                dependents.setdefault(dep, []).append(task["id"])
+        todo = [task_id for task_id in waiting if status_of.get(task_id) == "pending"]
+        while todo:
+            current = todo.pop()
+            for child in dependents.get(current, []):
+                if child not in waiting and status_of.get(child) == "pending":
+                    waiting[child] = waiting[current]
+                    todo.append(child)
+    blocked_on_human = [
+        {"task_id": task["id"], "approval": waiting[task["id"]]}
+        for task in tasks
+        if task["id"] in waiting and task["status"] == "pending"
+    ]
     scope: list[str] = []
     for declaration in state.get("write_scopes") or []:
         scope += declaration["patterns"]
@@ -128,6 +155,7 @@ def _policy(state: dict[str, Any]) -> dict[str, Any]:
             {key: approval[key] for key in ("id", "status", "scope", "task_ids", "reason")}
             for approval in approvals
         ],
+        "blocked_on_human": blocked_on_human,
         "workers": [
             {key: grant[key] for key in ("task_id", "tier", "write_mode", "units")}
             for grant in (state.get("workers") or {}).values()

@@ -191,3 +191,30 @@ def test_strong_workers_wait_for_each_other_and_the_plan_still_completes(tmp_pat
             assert strong == []  # no strong worker was under way when another was granted
             grants_held += 1
     assert grants_held == 2
+
+
+def test_a_reviewer_that_edits_files_fails_its_guard_and_its_edit_is_undone(tmp_path: Path) -> None:
+    setup = demo_project(tmp_path)
+    meddling = {
+        "role": "reviewer",
+        "task_id": "1.2",
+        "responses": [
+            {
+                "text": "VERDICT: APPROVED\nISSUES:\n- none\n",
+                "edits": [
+                    {"path": "textutils/__init__.py", "content": "# rewritten by the reviewer\n"},
+                    {"path": "REVIEW_NOTES.md", "content": "notes\n"},
+                ],
+            },
+            {"text": "VERDICT: APPROVED\nISSUES:\n- none\n"},
+        ],
+    }
+    adapter = ScriptedAdapter(script=script_with(setup, meddling))
+    tasks = anyio.run(lambda: _orchestrator(setup.repo_root, adapter).run(DEMO_INTENT)).tasks
+    assert {task.id: task.status for task in tasks} == {"1.1": "complete", "1.2": "complete"}
+    with PlanManager.open(setup.repo_root, readonly=True) as plans:
+        task = plans.get_task("1.2")
+    assert task.retry_count == 1
+    assert any("may only read" in issue and "REVIEW_NOTES.md" in issue for issue in task.last_issues)
+    assert not (setup.repo_root / "REVIEW_NOTES.md").exists()
+    assert "rewritten by the reviewer" not in (setup.repo_root / "textutils" / "__init__.py").read_text()

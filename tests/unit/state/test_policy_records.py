@@ -78,3 +78,22 @@ def test_a_new_plan_starts_a_new_run_without_declarations_or_approvals(repo: Pat
         pm.request_approval(["docs/**"], ["1.1"], "owned_path_provenance_required", "r")
         pm.init_plan(make_plan(2), replace=True)
         assert pm.write_scopes == [] and pm.approvals == []
+
+
+def test_status_names_the_tasks_waiting_on_a_person_and_their_dependents_across_phases(repo: Path) -> None:
+    with PlanManager(repo) as pm:
+        pm.init_plan(
+            make_plan(2, phases=2, chain=True), write_scope=ScopeDeclaration(source="intent", patterns=["**"])
+        )
+        pm.request_approval(["docs/**"], ["1.2"], "owned_path_provenance_required", "r")
+        policy = pm.status()["policy"]
+        assert policy["write_scope"] == ["**"]
+        assert policy["blocked_on_human"] == [
+            {"task_id": "1.2", "approval": "A1"},
+            {"task_id": "2.1", "approval": "A1"},
+            {"task_id": "2.2", "approval": "A1"},
+        ]
+        pm.resolve_approval("A1", accepted=True)
+        policy = pm.status()["policy"]
+        assert policy["blocked_on_human"] == []
+        assert policy["write_scope"] == ["**", "docs/**"]

@@ -767,6 +767,9 @@ async def _review_step(session: RunContext, task: Task, ctx: TaskContext) -> Ste
     step = "review-repair" if repair_of else "review"
     request = _request(task, "reviewer", step, _envelope(task, "reviewer", "review"), ctx, extra)
     result = await _agent(session, task, request)
+    guard = await _read_only_guard(ctx, "reviewer", tree)
+    if guard is not None:
+        return guard
     if not result.success:
         return _agent_failure("reviewer", result, own=True)
     parsed = parse_review_verdict(result.text)
@@ -804,6 +807,26 @@ async def _review_step(session: RunContext, task: Task, ctx: TaskContext) -> Ste
     ctx.developer_diff = None  # the test engineer adds files next: the diff is no longer the tree's
     session.plan_manager.update_task_status(task.id, "reviewed")
     return None
+
+
+async def _read_only_guard(ctx: TaskContext, role: str, before: str) -> StepFailure | None:
+    """A read-only role that changed the working copy fails its guard: what it changed is put back as it
+    was (``before``, the tree it was shown) and its step is retried, the files named."""
+    git = ctx.workspace.git
+    after = await git.snapshot_tree()
+    if after == before:
+        return None
+    changed = await git.changed_between(before, after)
+    await git.restore_from_tree(before, changed)
+    _log.warning("execute_phase.read_only_guard", role=role, paths=changed[:20])
+    shown = ", ".join(changed[:10]) + (f" and {len(changed) - 10} more" if len(changed) > 10 else "")
+    return StepFailure(
+        (
+            f"the {role} may only read, but it changed {shown}; those changes were undone. Review without "
+            "editing files: report what must change as ISSUES",
+        ),
+        role=role,
+    )
 
 
 async def _since_last_review(session: RunContext, task: Task, ctx: TaskContext, tree: str) -> str:
