@@ -198,7 +198,8 @@ async def run_process(spec: ProcessSpec, on_line: Callable[[bytes], None]) -> Pr
     transcript: IO[bytes] | None = None
     if spec.transcript_path is not None:
         spec.transcript_path.parent.mkdir(parents=True, exist_ok=True)
-        transcript = spec.transcript_path.open("wb")
+        # Unbuffered: what the agent streamed is on disk at once, for `autodev peek` beside the run.
+        transcript = spec.transcript_path.open("wb", buffering=0)
 
     async def feed_stdin() -> None:
         if process.stdin is None or spec.stdin_data is None:

@@ -50,14 +50,6 @@ with open(counts_path, "w") as handle:
 mine = steps.get(role) or [{"text": "Nothing to say."}]
 step = mine[min(index, len(mine) - 1)]
 step = {**step, **step.get("tasks", {}).get(task, {})}
-for path, content in step.get("files", {}).items():
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    with open(path, "w") as handle:
-        handle.write(content)
-if step.get("shell"):
-    env = {**os.environ, "ROLE": role, "TASK_ID": task, "MAIN": steps["_main"]}
-    subprocess.run(["bash", "-c", step["shell"]], env=env, check=False, stdin=subprocess.DEVNULL)
-text = step.get("text", "Done.")
 
 
 def emit(event):
@@ -66,6 +58,17 @@ def emit(event):
     sys.stdout.flush()
 
 
+# Events streamed before the step's shell runs (what a live agent shows while it works).
+for event in step.get("events", []):
+    emit(dict(event))
+for path, content in step.get("files", {}).items():
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w") as handle:
+        handle.write(content)
+if step.get("shell"):
+    env = {**os.environ, "ROLE": role, "TASK_ID": task, "MAIN": steps["_main"]}
+    subprocess.run(["bash", "-c", step["shell"]], env=env, check=False, stdin=subprocess.DEVNULL)
+text = step.get("text", "Done.")
 emit({"type": "system", "subtype": "init", "cwd": os.getcwd(), "model": "fake", "permissionMode": "default"})
 emit({"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": text}]}})
 emit({"type": "result", "subtype": "success", "is_error": False, "result": text, "duration_ms": 5})

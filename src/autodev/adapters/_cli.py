@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import secrets
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
@@ -43,7 +42,7 @@ from autodev.config.schema import AutodevConfig
 from autodev.errors import AutodevError
 from autodev.logging import get_logger
 from autodev.process_runner import ProcessOutcome, ProcessSpec, ProcessStartError, run_process
-from autodev.state.paths import AutodevPaths
+from autodev.state.paths import AutodevPaths, transcript_name_part
 
 __all__ = [
     "HEALTHCHECK_TIMEOUT_S",
@@ -78,7 +77,6 @@ _log = get_logger("autodev.adapters")
 _PROVIDER_RELAYED: frozenset[AgentErrorKind] = frozenset({"is_error", "nonzero_exit", "malformed_output"})
 
 # Task ids and roles come from plans and config; keep only characters that are safe in a file name.
-_UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def child_env(adapter_env: Mapping[str, str] | None, inv: AgentInvocation) -> dict[str, str]:
@@ -138,15 +136,9 @@ def transcript_path(repo_root: Path, inv: AgentInvocation, *, now: datetime | No
     The random suffix keeps parallel calls of the same task, role and attempt (judges) apart.
     """
     stamp = (now or datetime.now(UTC)).astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
-    name = (
-        f"{_file_part(inv.task_id)}-{_file_part(inv.role)}-{inv.attempt}-{stamp}-{secrets.token_hex(3)}.jsonl"
-    )
+    task, role = transcript_name_part(inv.task_id), transcript_name_part(inv.role)
+    name = f"{task}-{role}-{inv.attempt}-{stamp}-{secrets.token_hex(3)}.jsonl"
     return AutodevPaths(repo_root).transcripts_dir / name
-
-
-def _file_part(value: str) -> str:
-    # Leading dots would hide the file (or read as a parent directory to a person skimming the listing).
-    return _UNSAFE_NAME_CHARS.sub("_", value).lstrip(".") or "_"
 
 
 class JsonLines:

@@ -906,6 +906,58 @@ def ledger_verify(obj: CliContext) -> None:
         sys.exit(EXIT_FAILED)
 
 
+@cli.command(epilog=EXIT_CODES_HELP)
+@click.argument("task_id", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print the activity as JSON.")
+@click.pass_obj
+def peek(obj: CliContext, task_id: str | None, as_json: bool) -> None:
+    """What the agents of TASK (default: every task in flight) did most recently: tool calls and messages
+    from their own event streams, newest last. Reads only; safe beside a running run."""
+    from dataclasses import asdict
+
+    from autodev.state.activity import task_activity
+    from autodev.state.status_reader import read_status
+
+    status = read_status(obj.repo_root)
+    if task_id is not None:
+        if not any(task["id"] == task_id for task in status["tasks"]):
+            raise AutodevError(f"task {task_id!r} is not in the plan; `autodev status` lists the tasks")
+        wanted = [task_id]
+    else:
+        wanted = [task["id"] for task in status["in_flight"]]
+    limit = _peek_limit(obj.repo_root)
+    calls = [
+        call for wanted_id in wanted for call in task_activity(obj.repo_root, wanted_id, max_entries=limit)
+    ]
+    if as_json:
+        click.echo(json.dumps([asdict(call) for call in calls], indent=2))
+        return
+    if not calls:
+        what = f"task {task_id}" if task_id else "the tasks in flight"
+        click.echo(f"No agent activity recorded for {what} (the inline and scripted platforms record none).")
+        return
+    from autodev.cli.text import terminal_text
+
+    for call in calls:
+        click.echo(
+            terminal_text(f"{call.task_id} {call.role} (attempt {call.attempt}, started {call.started}):")
+        )
+        for entry in call.entries:
+            # An agent's words may carry escape sequences: shown as text, never acted on by the terminal.
+            click.echo(f"  {'>' if entry.kind == 'tool' else '-'} {terminal_text(entry.text)}")
+
+
+def _peek_limit(repo_root: Path) -> int:
+    from autodev.config import load_config
+    from autodev.config.schema import AutodevConfig
+
+    try:
+        return load_config(repo_root).peek_max_entries
+    except AutodevError:
+        # A configuration that cannot be read must not hide what the agents do.
+        return AutodevConfig.model_fields["peek_max_entries"].default  # type: ignore[no-any-return]
+
+
 @cli.group()
 def policy() -> None:
     """The delegation policy's decision log."""

@@ -320,9 +320,15 @@ def _print_in_flight(console: Console, in_flight: list[dict[str, Any]], *, show_
     table.add_column("Task", no_wrap=True)
     table.add_column("Step", no_wrap=True)
     table.add_column("Worktree")
+    progress = any(item.get("progress") for item in shown)
+    if progress:
+        table.add_column("Last seen (`autodev peek`)")
     for item in shown:
         worktree = terminal_markup(item["worktree"]) if item["worktree"] else "[dim](main tree)[/dim]"
-        table.add_row(terminal_markup(item["id"]), _styled(item["status"]), worktree)
+        row = [terminal_markup(item["id"]), _styled(item["status"]), worktree]
+        if progress:
+            row.append(terminal_markup(item.get("progress") or ""))
+        table.add_row(*row)
     console.print(table)
     if len(shown) < len(in_flight):
         console.print(

@@ -813,6 +813,12 @@ class AutodevConfig(_Settings):
         description="An area map is stale once this many commits touched its paths since its Checked commit "
         "(or when one of its anchors is no longer in the code).",
     )
+    peek_max_entries: int = Field(
+        default=20,
+        ge=1,
+        le=500,
+        description="Most recent tool calls and messages `autodev peek` shows per agent call.",
+    )
     policy: PolicySettings = Field(
         default_factory=PolicySettings,
         description="The delegation policy's per-run limits on write workers and capability units.",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -14,6 +15,7 @@ __all__ = [
     "ensure_state_dir",
     "find_repo_root",
     "normalize_repo_path",
+    "transcript_name_part",
 ]
 
 STATE_DIR_NAME = ".autodev"
@@ -213,3 +215,12 @@ def ensure_state_dir(paths: AutodevPaths) -> Path:
             f"{paths.repo_root}, then try again"
         ) from exc
     return state_dir
+
+
+_UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def transcript_name_part(value: str) -> str:
+    """``value`` (a task id, a role) as it appears in a transcript's file name."""
+    # Leading dots would hide the file (or read as a parent directory to a person skimming the listing).
+    return _UNSAFE_NAME_CHARS.sub("_", value).lstrip(".") or "_"

@@ -38,6 +38,15 @@ __all__ = [
 ]
 
 _IN_FLIGHT = frozenset(IN_FLIGHT_STATUSES)
+# The role or step a task in flight is at, by its recorded status.
+STEP_OF_STATUS = {
+    "in_progress": "developer",
+    "coded": "gates",
+    "auto_gated": "reviewer",
+    "reviewed": "test_engineer",
+    "tested": "tournament",
+    "tournamented": "merge",
+}
 
 
 def status_from_state(state: dict[str, Any]) -> dict[str, Any]:
@@ -74,7 +83,17 @@ def status_from_state(state: dict[str, Any]) -> dict[str, Any]:
         elif status in DONE_STATUSES:
             done.add(task["id"])
         elif status in _IN_FLIGHT:
-            in_flight.append({"id": task["id"], "status": status, "worktree": worktree})
+            in_flight.append(
+                {
+                    "id": task["id"],
+                    "status": status,
+                    "worktree": worktree,
+                    "step": STEP_OF_STATUS.get(status, status),
+                    "retry_count": task.get("retry_count", 0),
+                    # What the task's agent did last: filled in by ``read_status`` from the transcripts.
+                    "progress": None,
+                }
+            )
             for path in task["files"]:
                 holders.setdefault(path, []).append(task["id"])
     # Linear in tasks, dependency edges and files, with no set or sort for the common case of a task that

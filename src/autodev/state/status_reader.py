@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from autodev.errors import LedgerCorruptError
+from autodev.state.activity import progress_summary
 from autodev.state.ledger import Ledger
 from autodev.state.paths import AutodevPaths
 from autodev.state.snapshot import decode_snapshot, read_snapshot_bytes
@@ -23,6 +24,9 @@ def read_status(repo_root: Path) -> dict[str, Any]:
     """The status object for ``repo_root``, read-only (safe beside a running writer)."""
     status = _read_state_status(repo_root)
     status.setdefault("waiting_for", waiting_for(AutodevPaths(repo_root)))
+    # What each task in flight did last, from its agent's own event stream (None: nothing recorded).
+    for task in status["in_flight"]:
+        task["progress"] = progress_summary(repo_root, task["id"]) or task.get("progress")
     return status
 
 

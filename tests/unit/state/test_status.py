@@ -113,8 +113,22 @@ def test_in_flight_tasks_are_listed_in_plan_order_with_their_worktrees_and_count
         )
     )
     assert data["in_flight"] == [
-        {"id": "1.4", "status": "reviewed", "worktree": worktree},
-        {"id": "1.2", "status": "in_progress", "worktree": None},
+        {
+            "id": "1.4",
+            "status": "reviewed",
+            "worktree": worktree,
+            "step": "test_engineer",
+            "retry_count": 0,
+            "progress": None,
+        },
+        {
+            "id": "1.2",
+            "status": "in_progress",
+            "worktree": None,
+            "step": "developer",
+            "retry_count": 0,
+            "progress": None,
+        },
     ]
     assert data["totals"]["in_flight"] == 2
     assert data["totals"]["total"] == 5
@@ -133,7 +147,16 @@ def test_a_snapshot_from_before_worktrees_reads_like_replay() -> None:
         del task["worktree"]
     data = status_from_state(state)
     assert [task["worktree"] for task in data["tasks"]] == [None, None]
-    assert data["in_flight"] == [{"id": "1.1", "status": "in_progress", "worktree": None}]
+    assert data["in_flight"] == [
+        {
+            "id": "1.1",
+            "status": "in_progress",
+            "worktree": None,
+            "step": "developer",
+            "retry_count": 0,
+            "progress": None,
+        }
+    ]
 
 
 def test_the_worktree_reaches_status_through_the_fast_path_and_replay(repo: Path) -> None:
@@ -144,5 +167,14 @@ def test_the_worktree_reaches_status_through_the_fast_path_and_replay(repo: Path
     data = read_status(repo)
     assert data == PlanManager.open(repo, readonly=True).status()
     assert data["tasks"][0]["worktree"] == worktree
-    assert data["in_flight"] == [{"id": "1.1", "status": "in_progress", "worktree": worktree}]
+    assert data["in_flight"] == [
+        {
+            "id": "1.1",
+            "status": "in_progress",
+            "worktree": worktree,
+            "step": "developer",
+            "retry_count": 0,
+            "progress": None,
+        }
+    ]
     assert data["tasks"][1]["waiting_on"] == []
