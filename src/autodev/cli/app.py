@@ -1042,7 +1042,7 @@ def config_show(obj: CliContext, as_json: bool) -> None:
 def _run_display(obj: CliContext) -> Any:
     from autodev.cli.live import LiveDisplay
 
-    return LiveDisplay()
+    return LiveDisplay(repo_root=obj.repo_root)
 
 
 def _drive(obj: CliContext, call: Any, *, waiting: _Waiting | None = None) -> Any:

@@ -1,4 +1,5 @@
-"""The live display of a run: per task its step, attempt, elapsed time, cost and worktree, plus recent notes.
+"""The live display of a run: per task its step, attempt, elapsed time, cost and worktree, what its agent did
+last (from the agent's own event stream, ``autodev.state.activity``), plus recent notes.
 
 On a terminal it is a rich ``Live`` table redrawn as ``ProgressEvent``s arrive, one row per task so tasks
 running in parallel each keep their own line; when output is piped it prints one plain line per event
@@ -22,6 +23,7 @@ from rich.text import Text
 
 from autodev.cli.text import ReaderMayLeaveConsole, terminal_text
 from autodev.orchestrator.events import ProgressEvent
+from autodev.state.activity import progress_summary
 from autodev.state.schemas import Task
 
 __all__ = ["LiveDisplay", "print_summary"]
@@ -45,9 +47,12 @@ class _Row:
 class LiveDisplay:
     """A ``ProgressListener`` that renders the run for a person."""
 
-    def __init__(self, console: Console | None = None) -> None:
+    def __init__(self, console: Console | None = None, repo_root: Path | None = None) -> None:
         # The reader may leave (``autodev demo | head``): the run then goes on, unprinted.
         self.console = console or ReaderMayLeaveConsole()
+        # Where the agents' transcripts are, for each running task's last action (None: not shown).
+        self.repo_root = repo_root
+        self._seen: dict[str, tuple[float, str | None]] = {}
         self._rows: dict[str, _Row] = {}
         self._notes: list[str] = []
         self._phase = ""
@@ -58,7 +63,10 @@ class LiveDisplay:
 
     def __enter__(self) -> Self:
         if self.console.is_terminal:
-            self._live = Live(self._render(), console=self.console, refresh_per_second=4, transient=False)
+            # Rendered on every refresh, not only on events: an agent's last action changes between them.
+            self._live = Live(
+                console=self.console, refresh_per_second=4, transient=False, get_renderable=self._render
+            )
             self._live.__enter__()
         return self
 
@@ -104,12 +112,18 @@ class LiveDisplay:
 
     def _render(self) -> Group:
         table = Table(title=Text(terminal_text(self._phase) or "AutoDev"), title_justify="left", expand=False)
+        # Live's refresh thread renders while events add rows: work on a copy (taken under the GIL at once).
+        rows = list(self._rows.items())
         # A serial run has no worktrees: keep its table as narrow as it was.
-        with_worktree = any(row.worktree for row in self._rows.values())
+        with_worktree = any(row.worktree for _, row in rows)
+        last_seen = {task_id: self._last_seen(task_id, row) for task_id, row in rows}
+        with_last_seen = any(last_seen.values())
         columns = ("Task", "Step", "Attempt", "State", "Elapsed", "Cost")
         for column in (*columns, "Worktree") if with_worktree else columns:
             table.add_column(column, no_wrap=True)
-        for task_id, row in self._rows.items():
+        if with_last_seen:
+            table.add_column("Last seen", overflow="ellipsis", max_width=60)
+        for task_id, row in rows:
             cells = [
                 task_id,
                 row.step,
@@ -120,6 +134,8 @@ class LiveDisplay:
             ]
             if with_worktree:
                 cells.append(row.worktree or "-")
+            if with_last_seen:
+                cells.append(last_seen[task_id] or "")
             # Text, not markup: an id or a path with "[...]" must show as written.
             table.add_row(*(Text(terminal_text(cell)) for cell in cells))
         notes = Text("\n".join(self._notes[-6:]), style="dim")
@@ -134,6 +150,18 @@ class LiveDisplay:
             style="bold yellow",
         )
         return Group(table, notes, waiting)
+
+    def _last_seen(self, task_id: str, row: _Row) -> str | None:
+        """What the running task's agent did last, read from its transcript at most once a second."""
+        if self.repo_root is None or row.finished is not None:
+            return None
+        now = time.monotonic()
+        cached = self._seen.get(task_id)
+        if cached is not None and now - cached[0] < 1.0:
+            return cached[1]
+        summary = progress_summary(self.repo_root, task_id)
+        self._seen[task_id] = (now, summary)
+        return summary
 
     def count_down(
         self,

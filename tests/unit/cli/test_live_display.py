@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -195,3 +196,19 @@ def test_a_terminal_countdown_is_drawn_under_the_table_and_gone_when_the_wait_en
         waiting = display._waiting
     assert waiting is None
     assert "for the provider (rate limited); Ctrl-C stops" in out.getvalue()
+
+
+def test_a_running_tasks_last_action_comes_from_its_agents_transcript(tmp_path: Path) -> None:
+    transcripts = tmp_path / ".autodev" / "transcripts"
+    transcripts.mkdir(parents=True)
+    event = {"type": "tool_use", "part": {"tool": "write", "state": {"input": {"filePath": "src/a.py"}}}}
+    (transcripts / "1.1-developer-1-20260101T000000Z-abcdef.jsonl").write_text(json.dumps(event) + "\n")
+    (transcripts / "1.2-developer-1-20260101T000000Z-abcdef.jsonl").write_text(json.dumps(event) + "\n")
+    console = Console(record=True, force_terminal=True, width=200, file=io.StringIO())
+    with LiveDisplay(console, repo_root=tmp_path) as display:
+        display(ProgressEvent("step_started", "developer working", "1.1", "develop", 1))
+        display(ProgressEvent("task_started", "started", "1.2", "in_progress", 1))
+        display(ProgressEvent("task_finished", "done", "1.2", "complete", 1, True))
+    rows = _last_rows(console.export_text())
+    assert rows["1.1"][-1] == "developer ran: write src/a.py"
+    assert rows["1.2"][-1] == ""  # finished: no longer followed
