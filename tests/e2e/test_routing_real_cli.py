@@ -102,3 +102,46 @@ def test_a_real_cli_explorer_and_developer_are_given_the_area_maps(
         assert bodies and all("AREA MAPS (from AGENTS.md)" in body for body in bodies), role
     reviewer = [json.dumps(r.body) for r in model_server.requests if marker("reviewer") in json.dumps(r.body)]
     assert reviewer and not any("AREA MAPS" in body for body in reviewer)
+
+
+def test_a_developers_retry_continues_its_claude_code_session(
+    agent_clis: dict[str, Path], model_server: ModelServer, cli_home: Path, tmp_path: Path
+) -> None:
+    demo = prepare_demo(tmp_path / "project")
+    root = demo.repo_root
+    # The first review asks for a change; the second (the reviewer's prompt then recalls its issues) approves.
+    model_server.set_scenarios(
+        [
+            Scenario(marker="The issues you raised then", text="VERDICT: APPROVED\nISSUES:\n- none"),
+            Scenario(marker=marker("reviewer"), text="VERDICT: NEEDS_CHANGES\nISSUES:\n- add a docstring"),
+            *[s for s in pipeline_scenarios("claude_code", demo) if s.marker != marker("reviewer")],
+        ]
+    )
+    env = cli_env("claude_code", agent_clis, model_server, cli_home, root)
+    env = {key: value for key, value in env.items() if not key.startswith("AUTODEV_")}
+    env["AUTODEV_TOURNAMENTS__EXECUTE_MAX_PARALLEL_TASKS"] = "1"
+
+    proc = autodev_in(root, env, "run", "--platform", "claude_code", INTENT)
+
+    assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}"
+    decisions = [
+        json.loads(line)["payload"]
+        for line in (root / ".autodev" / "ledger.jsonl").read_text().splitlines()
+        if '"delegation_decided"' in line
+    ]
+    developer = [d for d in decisions if d["inputs"]["role"] == "developer"]
+    assert [d["decision"]["route"] for d in developer] == ["spawn", "resume_worker"]
+    first_session = developer[1]["decision"]["resume_session"]
+    manager = PlanManager.open(root, readonly=True)
+    first_attempt = next(
+        ref for ref in manager.evidence_for("1.1") if ref.kind == "developer" and ref.attempt == 1
+    )
+    recorded = json.loads((root / first_attempt.path).read_text())
+    assert first_session == recorded["session_id"]
+    # The second attempt's request holds the first attempt's conversation: the session was continued.
+    retried = [
+        json.dumps(r.body)
+        for r in model_server.requests
+        if "THE PREVIOUS ATTEMPT FAILED" in json.dumps(r.body)
+    ]
+    assert retried and all(body.count(marker("developer")) >= 2 for body in retried)

@@ -126,3 +126,20 @@ def test_the_defaults_are_three_workers_one_strong_and_twenty_four_units() -> No
     assert (second.route, second.reason) == ("queue", "strong_worker_limit")
     standard = decide(_inputs("b", "standard", "isolated", ["src/**"], one_strong), defaults)
     assert standard.route == "spawn"
+
+
+def test_a_worker_holding_its_grant_continues_its_warm_session_when_there_is_one() -> None:
+    held = _inputs("t", "strong", "isolated", ["src/**"], []).model_copy(update={"holds_grant": True})
+    assert decide(held, PolicySettings()).route == "execute"
+    warm = held.model_copy(update={"warm_session": "sess-1"})
+    decision = decide(warm, PolicySettings())
+    assert (decision.route, decision.reason, decision.resume_session) == (
+        "resume_worker",
+        "compatible_warm_worker",
+        "sess-1",
+    )
+    # A warm session never lets a worker past its budget or scope: it needs the grant first.
+    fresh = warm.model_copy(update={"holds_grant": False})
+    assert decide(fresh, PolicySettings()).route == "spawn"
+    unscoped = warm.model_copy(update={"authorized_scope": ()})
+    assert decide(unscoped, PolicySettings()).route == "require_approval"

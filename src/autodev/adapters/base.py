@@ -77,6 +77,11 @@ class AgentInvocation(_Model):
     attempt: int = Field(default=1, ge=1)
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment for the process.")
     metadata: dict[str, Any] = Field(default_factory=dict)
+    resume_session: str | None = Field(
+        default=None,
+        description="Continue this earlier session of the platform (its own session id) instead of "
+        "starting a new one; only for adapters whose ``resumes_sessions`` is true.",
+    )
 
     @property
     def can_write(self) -> bool:
@@ -151,6 +156,8 @@ class PlatformAdapter(ABC):
     name: str = "abstract"
     # Calls the platform can serve at once; None: no limit of its own (config and machine still apply).
     max_concurrent_calls: int | None = None
+    # Whether a call can continue an earlier session of the platform (``AgentInvocation.resume_session``).
+    resumes_sessions: bool = False
 
     @abstractmethod
     async def execute(self, inv: AgentInvocation) -> AgentResult:

@@ -59,6 +59,9 @@ def build_argv(executable: str, inv: AgentInvocation) -> list[str]:
         argv += ["--max-turns", str(inv.max_turns)]
     tools = ",".join(claude_tool_names(inv.tools))
     argv += ["--permission-mode", "acceptEdits", "--tools", tools, "--allowedTools", tools]
+    if inv.resume_session is not None:
+        # The same conversation, continued: the agent sees what it did in the attempt before.
+        argv += ["--resume", inv.resume_session]
     return argv
 
 
@@ -128,6 +131,7 @@ class ClaudeCodeAdapter(CliAdapter):
     """Runs each ``AgentInvocation`` through the ``claude`` CLI (configured as ``CliAdapter`` describes)."""
 
     name = "claude_code"
+    resumes_sessions = True
     default_executable = "claude"
     install_hint = INSTALL_HINT
 

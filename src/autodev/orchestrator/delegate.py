@@ -71,10 +71,11 @@ def _build_prompt(system_prompt: str, request: DelegationRequest, knowledge_bloc
     return "\n".join(parts) + "\n"
 
 
-async def _ask_the_run_policy(session: RunContext, request: DelegationRequest) -> None:
+async def _ask_the_run_policy(session: RunContext, request: DelegationRequest) -> DelegationRequest:
     """Decide ``request`` by the run's policy (``autodev.orchestrator.run_policy``) before anything starts:
     wait while it is queued, stop the run resumably when it needs the user's approval, refuse it when it
-    can never run as asked."""
+    can never run as asked. The request to make: continuing its warm session only when the policy said
+    ``resume_worker``."""
     policy = session.run_policy
     while True:
         decision = policy.decide(request)
@@ -86,6 +87,9 @@ async def _ask_the_run_policy(session: RunContext, request: DelegationRequest) -
         raise DelegationHeldError(approval_wait_message([record]))
     if decision.route == "reject":
         raise DelegationRejectedError(f"policy: {decision.reason}: {decision.remediation}")
+    return replace(
+        request, warm_session=decision.resume_session if decision.route == "resume_worker" else None
+    )
 
 
 def _ask_the_policy(session: RunContext, request: DelegationRequest) -> None:
@@ -120,6 +124,7 @@ def _invocation(session: RunContext, request: DelegationRequest, timeout_s: floa
         task_id=request.task_id,
         attempt=request.attempt,
         metadata={"step": request.step, "phase": request.phase, "session_id": session.session_id},
+        resume_session=request.warm_session,
     )
 
 
@@ -381,12 +386,18 @@ def _pause(
 
 async def delegate(session: RunContext, request: DelegationRequest) -> AgentResult:
     """Run one agent call for ``request`` under every guardrail; see the module docstring."""
-    await _ask_the_run_policy(session, request)
+    request = await _ask_the_run_policy(session, request)
     _ask_the_policy(session, request)
     # Plan-phase roles each get their own per-task limits: one shared "plan" budget would let the explorer
     # use up what the architect needs.
     budget_key = f"plan:{request.role}" if request.phase == "plan" else request.task_id
     result = await _through_refusals(session, request, budget_key)
+    if request.warm_session is not None and not result.success and result.tool_calls == 0:
+        # The platform could not continue the session (gone, or made in another directory): the same call
+        # in a new session, rather than a failed attempt for the platform's reasons.
+        _log.warning("delegate.resume_failed", task_id=request.task_id, role=request.role, error=result.error)
+        request = replace(request, warm_session=None)
+        result = await _through_refusals(session, request, budget_key)
     if result.error is not None and result.error.kind in _ENVIRONMENT_ERRORS:
         _log.warning("delegate.agent_unavailable", role=request.role, error=result.error.message)
         raise EnvironmentFaultError(

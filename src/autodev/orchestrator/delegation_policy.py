@@ -45,6 +45,9 @@ class DelegationRequest:
     knowledge_files: tuple[str, ...] = ()
     # A concrete model for this call only (tournaments.<kind>.model); None: the role's configured model.
     model: str | None = None
+    # The platform's session of this worker's earlier call (the developer's previous attempt), which the
+    # policy may let the call continue; None: start a new session.
+    warm_session: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

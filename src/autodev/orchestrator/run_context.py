@@ -167,7 +167,12 @@ class RunContext:
         """The run's delegation policy over its ledger (``autodev.orchestrator.run_policy``)."""
         if self._found.run_policy is None:
             self._found.run_policy = RunPolicy(
-                self.plan_manager, self.config.policy, self.registry, self.repo_root, self._family
+                self.plan_manager,
+                self.config.policy,
+                self.registry,
+                self.repo_root,
+                self._family,
+                resumes_sessions=self.adapter.resumes_sessions,
             )
         return self._found.run_policy
 

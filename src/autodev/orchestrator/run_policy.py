@@ -141,12 +141,16 @@ class RunPolicy:
         registry: Mapping[str, AgentSpec],
         repo_root: Path,
         family_of: Callable[[Task], str] | None = None,
+        *,
+        resumes_sessions: bool = False,
     ) -> None:
         self.pm = plan_manager
         self.settings = settings
         self.registry = registry
         self.repo_root = repo_root
         self._family_of = family_of or (lambda task: "repository")
+        # Whether the run's platform can continue an earlier session (``PlatformAdapter.resumes_sessions``).
+        self.resumes_sessions = resumes_sessions
         self._released = anyio.Event()
         self._last_queued: dict[str, str] = {}
 
@@ -243,6 +247,7 @@ class RunPolicy:
             ),
             retry_count=request.retry_count,
             previous_outcome=task.status if task is not None else None,
+            warm_session=request.warm_session if self.resumes_sessions else None,
         )
 
     def _task(self, request: DelegationRequest) -> Task | None:

@@ -8,6 +8,8 @@ Routes:
 
 - ``execute``: a read-only call, or a call of a worker that already holds its grant (the reviewer and test
   engineer of a task whose developer was granted);
+- ``resume_worker``: a worker holding its grant whose earlier session the platform can continue (the
+  developer of a later attempt, on a platform that resumes sessions);
 - ``spawn``: a new write worker, within the run's budget; it holds the grant until its task finishes;
 - ``queue``: a write worker that must wait (a budget or a lease is taken); it is decided again once a
   worker finishes;
@@ -74,6 +76,8 @@ class PolicyInputs(_Frozen):
     active_workers: tuple[ActiveWorker, ...] = ()
     retry_count: int = 0
     previous_outcome: str | None = None
+    # The worker's earlier session the platform could continue (an earlier attempt's developer), if any.
+    warm_session: str | None = None
 
 
 class Decision(_Frozen):
@@ -84,6 +88,7 @@ class Decision(_Frozen):
     remediation: str = ""
     units: int = 0
     uncovered: tuple[str, ...] = ()
+    resume_session: str | None = None
 
 
 def _overlap(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
@@ -126,6 +131,13 @@ def decide(inputs: PolicyInputs, config: PolicySettings) -> Decision:
         )
     units = config.units(inputs.tier)
     if inputs.holds_grant:
+        if inputs.warm_session is not None:
+            return Decision(
+                route="resume_worker",
+                reason="compatible_warm_worker",
+                units=units,
+                resume_session=inputs.warm_session,
+            )
         return Decision(route="execute", reason="worker_holds_grant", units=units)
     if units > config.capability_units or (inputs.tier == "strong" and config.max_strong_workers == 0):
         return Decision(

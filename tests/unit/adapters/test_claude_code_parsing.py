@@ -289,6 +289,16 @@ def test_no_capabilities_offers_no_tools(tmp_path: Path) -> None:
     assert "--dangerously-skip-permissions" not in argv
 
 
+def test_a_call_continuing_a_session_resumes_it(tmp_path: Path) -> None:
+    inv = _inv(tmp_path, ("read", "write")).model_copy(update={"resume_session": "4f2c-session"})
+
+    argv = build_argv("claude", inv)
+
+    assert argv[-2:] == ["--resume", "4f2c-session"]
+    assert "--resume" not in build_argv("claude", _inv(tmp_path, ("read", "write")))
+    assert ClaudeCodeAdapter.resumes_sessions
+
+
 # --- the adapter around a fake executable ------------------------------------------------------------
 
 

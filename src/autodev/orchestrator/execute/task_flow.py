@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import anyio
@@ -496,6 +496,15 @@ class OutsideScopeError(AutodevError):
         self.paths = list(paths)
 
 
+def _earlier_developer_session(session: RunContext, task: Task) -> str | None:
+    """The platform's session of the developer's previous attempt at ``task`` (None on a first attempt, or
+    when none was recorded): the policy may let this attempt continue it."""
+    if task.retry_count == 0:
+        return None
+    earlier = _recorded(session, task.id, "developer", task.retry_count)
+    return earlier.session_id if isinstance(earlier, CoderEvidence) else None
+
+
 def _scope_block(session: RunContext) -> str:
     """What a writer is told about where it may write (its change is checked against it afterwards)."""
     return (
@@ -532,6 +541,8 @@ async def _developer_step(session: RunContext, task: Task, ctx: TaskContext) -> 
         tier = pm.task_tier(task.id)
         envelope = _envelope(task, "developer", "implement", model=TIER_NAMES[tier], **_lane(session, task))
         request = _request(task, "developer", step, envelope, ctx, extra)
+        if step == "develop":
+            request = replace(request, warm_session=_earlier_developer_session(session, task))
         result = await _agent(session, task, request)
         escalation = _escalation(result.text, tier)
         if escalation is None:
