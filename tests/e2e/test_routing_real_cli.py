@@ -104,8 +104,9 @@ def test_a_real_cli_explorer_and_developer_are_given_the_area_maps(
     assert reviewer and not any("AREA MAPS" in body for body in reviewer)
 
 
-def test_a_developers_retry_continues_its_claude_code_session(
-    agent_clis: dict[str, Path], model_server: ModelServer, cli_home: Path, tmp_path: Path
+@pytest.mark.parametrize("platform", ["claude_code", "codex"])
+def test_a_developers_retry_continues_its_session(
+    platform: str, agent_clis: dict[str, Path], model_server: ModelServer, cli_home: Path, tmp_path: Path
 ) -> None:
     demo = prepare_demo(tmp_path / "project")
     root = demo.repo_root
@@ -114,14 +115,14 @@ def test_a_developers_retry_continues_its_claude_code_session(
         [
             Scenario(marker="The issues you raised then", text="VERDICT: APPROVED\nISSUES:\n- none"),
             Scenario(marker=marker("reviewer"), text="VERDICT: NEEDS_CHANGES\nISSUES:\n- add a docstring"),
-            *[s for s in pipeline_scenarios("claude_code", demo) if s.marker != marker("reviewer")],
+            *[s for s in pipeline_scenarios(platform, demo) if s.marker != marker("reviewer")],
         ]
     )
-    env = cli_env("claude_code", agent_clis, model_server, cli_home, root)
+    env = cli_env(platform, agent_clis, model_server, cli_home, root)
     env = {key: value for key, value in env.items() if not key.startswith("AUTODEV_")}
     env["AUTODEV_TOURNAMENTS__EXECUTE_MAX_PARALLEL_TASKS"] = "1"
 
-    proc = autodev_in(root, env, "run", "--platform", "claude_code", INTENT)
+    proc = autodev_in(root, env, "run", "--platform", platform, INTENT)
 
     assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}"
     decisions = [

@@ -41,14 +41,29 @@ _DISABLED_FEATURES = ("--disable", "plugins", "--disable", "apps")
 def build_argv(executable: str, inv: AgentInvocation, extra_config: Sequence[str] = ()) -> list[str]:
     """The command line for ``inv``; ``extra_config`` entries follow the fixed ``-c`` options."""
     sandbox = "workspace-write" if inv.can_write else "read-only"
-    argv = [executable, "exec", "--json", "--skip-git-repo-check", "--sandbox", sandbox]
-    argv += ["-C", os.path.abspath(inv.cwd)]
+    if inv.resume_session is not None:
+        # `codex exec resume` takes neither --sandbox nor -C: the sandbox as config, the cwd is the process's.
+        argv = [
+            executable,
+            "exec",
+            "resume",
+            "--json",
+            "--skip-git-repo-check",
+            "-c",
+            f'sandbox_mode="{sandbox}"',
+        ]
+    else:
+        argv = [executable, "exec", "--json", "--skip-git-repo-check", "--sandbox", sandbox]
+        argv += ["-C", os.path.abspath(inv.cwd)]
     if inv.model is not None:
         argv += ["-m", inv.model]
     argv += _QUIET_OPTIONS
     for option in extra_config:
         argv += ["-c", option]
-    argv += [*_DISABLED_FEATURES, "-"]
+    argv += list(_DISABLED_FEATURES)
+    if inv.resume_session is not None:
+        argv.append(inv.resume_session)
+    argv.append("-")
     return argv
 
 
@@ -136,6 +151,7 @@ class CodexAdapter(CliAdapter):
     """
 
     name = "codex"
+    resumes_sessions = True
     default_executable = "codex"
     install_hint = INSTALL_HINT
 

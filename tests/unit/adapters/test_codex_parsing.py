@@ -259,6 +259,21 @@ def test_a_writer_runs_in_the_workspace_write_sandbox(tmp_path: Path) -> None:
     ]  # fmt: skip
 
 
+def test_a_call_continuing_a_session_uses_exec_resume_with_the_sandbox_as_config(tmp_path: Path) -> None:
+    inv = _inv(tmp_path, ("read", "edit"), model="gpt-5.5", resume_session="0199-thread")
+
+    argv = build_argv("codex", inv, ["model_provider=mock"])
+
+    assert argv == [
+        "codex", "exec", "resume", "--json", "--skip-git-repo-check", "-c", 'sandbox_mode="workspace-write"',
+        "-m", "gpt-5.5",
+        "-c", "analytics.enabled=false", "-c", "check_for_update_on_startup=false",
+        "-c", "model_provider=mock",
+        "--disable", "plugins", "--disable", "apps", "0199-thread", "-",
+    ]  # fmt: skip
+    assert CodexAdapter.resumes_sessions
+
+
 @pytest.mark.parametrize("tools", [("read", "search", "web"), ()])
 def test_roles_that_must_not_write_run_read_only(tmp_path: Path, tools: tuple[ToolName, ...]) -> None:
     argv = build_argv("codex", _inv(tmp_path, tools))
