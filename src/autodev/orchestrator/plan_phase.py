@@ -20,6 +20,7 @@ from autodev.logging import get_logger
 from autodev.orchestrator.delegate import DelegationRequest, delegate
 from autodev.orchestrator.delegation_envelope import DelegationEnvelope
 from autodev.orchestrator.events import ProgressEvent
+from autodev.orchestrator.integrity import RepositoryChangedError
 from autodev.orchestrator.run_policy import declared_scope
 from autodev.orchestrator.submodules import refuse_submodule_files
 from autodev.orchestrator.tournaments.plan import run_plan_tournament
@@ -207,6 +208,21 @@ async def _architect_answer(
     return result.text
 
 
+async def _read_only_guard(session: RunContext, role: str, before: str) -> None:
+    """The planning roles only read: one that changed the checkout stops the run, naming what it changed.
+    Nothing is undone here: the checkout is the user's, and what changed may not all be the agent's."""
+    after = await session.git.snapshot_tree()
+    if after == before:
+        return
+    changed = await session.git.changed_between(before, after)
+    shown = ", ".join(changed[:10]) + (f" and {len(changed) - 10} more" if len(changed) > 10 else "")
+    _log.warning("plan_phase.read_only_guard", role=role, paths=changed[:20])
+    raise RepositoryChangedError(
+        f"the {role.replace('_', ' ')} may only read, but the checkout changed during its call: {shown}; "
+        "put those files back (`git checkout -- PATH`, or remove new ones), then `autodev resume`"
+    )
+
+
 async def _call(
     session: RunContext,
     role: str,
@@ -220,6 +236,7 @@ async def _call(
     session.emit(ProgressEvent("step_started", f"{role} working", "plan", step, attempt))
     # Lessons earlier runs learned about this repository reach the planners too.
     intent = str(envelope.context.get("intent", ""))
+    before = await session.git.snapshot_tree()
     result = await delegate(
         session,
         DelegationRequest(
@@ -232,6 +249,7 @@ async def _call(
             extra_context=extra,
         ),
     )
+    await _read_only_guard(session, role, before)
     session.emit(
         ProgressEvent("step_finished", f"{role} done", "plan", step, attempt, result.success, result.cost_usd)
     )

@@ -218,3 +218,20 @@ def test_a_reviewer_that_edits_files_fails_its_guard_and_its_edit_is_undone(tmp_
     assert any("may only read" in issue and "REVIEW_NOTES.md" in issue for issue in task.last_issues)
     assert not (setup.repo_root / "REVIEW_NOTES.md").exists()
     assert "rewritten by the reviewer" not in (setup.repo_root / "textutils" / "__init__.py").read_text()
+
+
+def test_a_planner_that_edits_the_checkout_stops_the_run_naming_the_files(tmp_path: Path) -> None:
+    from autodev.orchestrator.integrity import RepositoryChangedError
+
+    setup = demo_project(tmp_path)
+    explorer = next(e for e in setup.script.entries if e.role == "explorer").model_dump(exclude_defaults=True)
+    explorer["edits"] = [{"path": "textutils/explored.py", "content": "# the explorer was here\n"}]
+    adapter = ScriptedAdapter(script=script_with(setup, explorer))
+    with pytest.raises(RepositoryChangedError, match=r"the explorer may only read.*textutils/explored.py"):
+        anyio.run(lambda: _orchestrator(setup.repo_root, adapter).run(DEMO_INTENT))
+    # The user puts it back; the explorer's step was not recorded, so the resume asks it again.
+    (setup.repo_root / "textutils" / "explored.py").unlink()
+    again = ScriptedAdapter(script=setup.script)
+    tasks = anyio.run(lambda: _orchestrator(setup.repo_root, again).resume())
+    assert {task.status for task in tasks} == {"complete"}
+    assert [call.role for call in again.calls][:1] == ["explorer"]
