@@ -4,14 +4,10 @@ beside the running run (a fake cursor-agent streams events, then works on for a 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
-from support.hostile import HostileAgent, default_steps, planned, run_autodev
+from support.hostile import HostileAgent, default_steps, executing_until, planned, run_autodev
 from support.projects import mini_project
 
 from autodev.cli.text import terminal_text
@@ -47,31 +43,7 @@ def test_peek_and_status_show_a_live_developers_recent_tool_calls_and_messages(t
         "shell": f"touch {working} && sleep 600",
     }
     agent = HostileAgent(tmp_path / "agent", repo, steps)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AUTODEV_")}
-    env.update(agent.env())
-    exe = Path(sys.executable).with_name("autodev")
-    run = subprocess.Popen(
-        [
-            str(exe),
-            "-C",
-            str(repo),
-            "execute",
-            "--write-scope",
-            "**",
-            "--platform",
-            "cursor",
-            "--no-tournament",
-        ],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while not working.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert working.exists()
-
+    with executing_until(repo, agent, working):
         peeked = run_autodev(repo, agent, "peek", "1.1")
         assert peeked.returncode == 0, peeked.stderr
         lines = peeked.stdout.splitlines()
@@ -99,8 +71,5 @@ def test_peek_and_status_show_a_live_developers_recent_tool_calls_and_messages(t
         capped = json.loads(run_autodev(repo, agent, "peek", "1.1", "--json").stdout)
         assert [entry["text"] for entry in capped[0]["entries"]][-1] == "write mini/core.py"
         assert len(capped[0]["entries"]) == 2
-    finally:
-        run.kill()
-        run.wait()
     unknown = run_autodev(repo, agent, "peek", "9.9")
     assert unknown.returncode == 2 and unknown.stderr.startswith("error: ")

@@ -4,14 +4,11 @@ a fake agent CLI on PATH, and what AutoDev must find out from the repository and
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from support.hostile import HostileAgent, default_steps, log, planned, run_autodev
+from support.hostile import HostileAgent, default_steps, executing_until, log, planned, run_autodev
 from support.projects import PLAN as PLAN_TEXT
 from support.projects import TRIPLE, git, mini_project
 
@@ -283,33 +280,8 @@ def test_no_process_an_agent_starts_outlives_the_run(tmp_path: Path, escape: str
 
 def _kill_execute_once(repo: Path, agent: HostileAgent, *, when: Path) -> None:
     """Start ``autodev execute`` with the fake agent and SIGKILL it as soon as ``when`` exists."""
-    exe = Path(sys.executable).with_name("autodev")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AUTODEV_")}
-    env.update(agent.env())
-    run = subprocess.Popen(
-        [
-            str(exe),
-            "-C",
-            str(repo),
-            "execute",
-            "--write-scope",
-            "**",
-            "--platform",
-            "cursor",
-            "--no-tournament",
-        ],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while not when.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert when.exists()
-    finally:
-        run.kill()
-        run.wait()
+    with executing_until(repo, agent, when):
+        pass
 
 
 def test_autodev_clean_stops_what_a_killed_run_left_running_and_says_so(tmp_path: Path) -> None:

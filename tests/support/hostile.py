@@ -14,7 +14,9 @@ import os
 import stat
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -119,6 +121,31 @@ def run_autodev(
         stdin=subprocess.DEVNULL,
         check=False,
     )
+
+
+@contextmanager
+def executing_until(repo: Path, agent: HostileAgent, when: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """``autodev execute`` with the fake agent, running in the background: yielded once ``when`` exists
+    (two minutes at most), SIGKILLed on leaving."""
+    exe = Path(sys.executable).with_name("autodev")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AUTODEV_")}
+    env.update(agent.env())
+    command = with_write_scope(("execute", "--platform", "cursor", "--no-tournament"), WHOLE_REPOSITORY_SCOPE)
+    run = subprocess.Popen(
+        [str(exe), "-C", str(repo), *command],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not when.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert when.exists(), f"{when} never appeared"
+        yield run
+    finally:
+        run.kill()
+        run.wait()
 
 
 def planned(repo: Path, plan: str = PLAN) -> Path:
