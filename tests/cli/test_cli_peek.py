@@ -71,5 +71,7 @@ def test_peek_and_status_show_a_live_developers_recent_tool_calls_and_messages(t
         capped = json.loads(run_autodev(repo, agent, "peek", "1.1", "--json").stdout)
         assert [entry["text"] for entry in capped[0]["entries"]][-1] == "write mini/core.py"
         assert len(capped[0]["entries"]) == 2
+    # The killed run's agent is still working: stop it as a user would.
+    assert run_autodev(repo, agent, "clean").returncode == 0
     unknown = run_autodev(repo, agent, "peek", "9.9")
     assert unknown.returncode == 2 and unknown.stderr.startswith("error: ")
