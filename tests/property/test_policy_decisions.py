@@ -143,3 +143,40 @@ def test_a_worker_holding_its_grant_continues_its_warm_session_when_there_is_one
     assert decide(fresh, PolicySettings()).route == "spawn"
     unscoped = warm.model_copy(update={"authorized_scope": ()})
     assert decide(unscoped, PolicySettings()).route == "require_approval"
+
+
+@settings(max_examples=200)
+@given(
+    config=_settings.map(lambda c: c.model_copy(update={"automatic_retries": 1})),
+    tier=st.sampled_from(_TIERS),
+    used=st.integers(0, 3),
+    active=st.lists(st.sampled_from(_TIERS), max_size=4),
+)
+def test_an_automatic_retry_only_goes_strictly_up_within_the_runs_retry_budget(
+    config: PolicySettings, tier: CapabilityTier, used: int, active: list[CapabilityTier]
+) -> None:
+    workers = [
+        ActiveWorker(task_id=f"w{n}", tier=t, write_mode="isolated", owned_paths=("src/**",))
+        for n, t in enumerate(active)
+    ]
+    inputs = _inputs("t", tier, "isolated", ["src/a.py"], workers).model_copy(
+        update={"retries_exhausted": True, "automatic_retries_used": used, "holds_grant": True}
+    )
+    decision = decide(inputs, config)
+    assert decision == decide(inputs, config)
+    if tier == "strong":
+        assert (decision.route, decision.reason) == ("reject", "escalation_terminal")
+        return
+    if used >= config.automatic_retries:
+        assert (decision.route, decision.reason) == ("reject", "retry_budget_exhausted")
+        return
+    assert decision.escalate_to is not None
+    assert _ORDER[decision.escalate_to] == _ORDER[tier] + 1
+    assert decision.route in ("spawn", "queue", "reject")
+    if decision.route == "spawn":
+        assert decision.reason == "automatic_retry"
+        assert decision.units == config.units(decision.escalate_to)
+        others = [*workers, ActiveWorker(task_id="t", tier=decision.escalate_to, write_mode="isolated")]
+        assert len(others) <= config.max_workers
+        assert sum(config.units(w.tier) for w in others) <= config.capability_units
+        assert sum(w.tier == "strong" for w in others) <= config.max_strong_workers

@@ -668,6 +668,12 @@ class PolicySettings(_Settings):
     fast_units: int = Field(default=1, ge=0, description="Capability units a fast-tier worker holds.")
     standard_units: int = Field(default=2, ge=0, description="Capability units a standard-tier worker holds.")
     strong_units: int = Field(default=4, ge=0, description="Capability units a strong-tier worker holds.")
+    automatic_retries: int = Field(
+        default=1,
+        ge=0,
+        description="Tasks per run that, having used up qa_retry_limit, get one more attempt at the next "
+        "higher tier (never above strong) before they are blocked.",
+    )
 
     def units(self, tier: CapabilityTier) -> int:
         """The capability units one worker of ``tier`` holds."""

@@ -236,15 +236,7 @@ class RunPolicy:
             authorized_scope=self.authorized().patterns if writes else (),
             declined_scopes=declined if writes else (),
             holds_grant=task is not None and task.id in workers,
-            active_workers=tuple(
-                ActiveWorker(
-                    task_id=grant.task_id,
-                    tier=grant.tier,
-                    write_mode=grant.write_mode,
-                    owned_paths=tuple(grant.owned_paths),
-                )
-                for grant in workers.values()
-            ),
+            active_workers=self._active_workers(),
             retry_count=request.retry_count,
             previous_outcome=task.status if task is not None else None,
             warm_session=request.warm_session if self.resumes_sessions else None,
@@ -258,8 +250,44 @@ class RunPolicy:
     def decide(self, request: DelegationRequest) -> Decision:
         """Decide ``request`` and log the decision with its inputs; a ``spawn`` takes its grant."""
         inputs = self.inputs(request)
-        decision = decide(inputs, self.settings)
-        key = f"{request.task_id}:{request.role}"
+        return self._decided(f"{request.task_id}:{request.role}", inputs, decide(inputs, self.settings))
+
+    def decide_retry(self, task: Task) -> Decision:
+        """Whether ``task``, its attempts used up, gets the run's automatic retry one tier higher (a
+        ``spawn`` with ``escalate_to``; its grant moves to that tier), logged like every decision."""
+        workers = self.pm.workers
+        held = workers.get(task.id)
+        mode: WriteMode = held.write_mode if held is not None else ("isolated" if task.worktree else "shared")
+        inputs = PolicyInputs(
+            role="developer",
+            task_id=task.id,
+            family=f"developer:{self._family_of(task)}",
+            write_mode=mode,
+            tier=self.pm.task_tier(task.id),
+            owned_paths=self.owned_paths(task),
+            authorized_scope=self.authorized().patterns,
+            declined_scopes=tuple(tuple(a.scope) for a in self.pm.approvals if a.status == "declined"),
+            holds_grant=held is not None,
+            active_workers=self._active_workers(),
+            retry_count=task.retry_count,
+            previous_outcome=task.status,
+            retries_exhausted=True,
+            automatic_retries_used=self.pm.automatic_retries_used,
+        )
+        return self._decided(f"{task.id}:retry", inputs, decide(inputs, self.settings))
+
+    def _active_workers(self) -> tuple[ActiveWorker, ...]:
+        return tuple(
+            ActiveWorker(
+                task_id=grant.task_id,
+                tier=grant.tier,
+                write_mode=grant.write_mode,
+                owned_paths=tuple(grant.owned_paths),
+            )
+            for grant in self.pm.workers.values()
+        )
+
+    def _decided(self, key: str, inputs: PolicyInputs, decision: Decision) -> Decision:
         if decision.route == "queue" and self._last_queued.get(key) == decision.reason:
             return decision  # the same wait as last time: logged once
         self._last_queued.pop(key, None)
@@ -269,7 +297,7 @@ class RunPolicy:
         if decision.route == "spawn" and inputs.write_mode != "read_only":
             grant = WorkerGrant(
                 task_id=inputs.task_id,
-                tier=inputs.tier,
+                tier=decision.escalate_to or inputs.tier,
                 write_mode="isolated" if inputs.write_mode == "isolated" else "shared",
                 owned_paths=list(inputs.owned_paths),
                 units=decision.units,
@@ -280,8 +308,8 @@ class RunPolicy:
         if decision.route != "execute":
             _log.info(
                 "policy.decided",
-                task_id=request.task_id,
-                role=request.role,
+                task_id=inputs.task_id,
+                role=inputs.role,
                 route=decision.route,
                 reason=decision.reason,
             )

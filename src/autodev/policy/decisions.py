@@ -15,6 +15,10 @@ Routes:
   worker finishes;
 - ``require_approval``: the worker would write where the user has not authorized;
 - ``reject``: it can never run as asked (its scope was declined, it needs more than the whole budget).
+
+A task that used up its attempts (``retries_exhausted``) asks for the run's automatic retry: one more
+attempt at the next higher tier, as a new worker (``spawn``, reason ``automatic_retry``, ``escalate_to``),
+within ``automatic_retries`` per run; a strong task's failure is terminal (``escalation_terminal``).
 """
 
 from __future__ import annotations
@@ -78,6 +82,9 @@ class PolicyInputs(_Frozen):
     previous_outcome: str | None = None
     # The worker's earlier session the platform could continue (an earlier attempt's developer), if any.
     warm_session: str | None = None
+    # The task used up its attempts and asks for an automatic retry; how many the run has granted so far.
+    retries_exhausted: bool = False
+    automatic_retries_used: int = 0
 
 
 class Decision(_Frozen):
@@ -89,6 +96,8 @@ class Decision(_Frozen):
     units: int = 0
     uncovered: tuple[str, ...] = ()
     resume_session: str | None = None
+    # The tier an automatic retry runs at (always strictly above the task's).
+    escalate_to: Tier | None = None
 
 
 def _overlap(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
@@ -99,6 +108,8 @@ def _overlap(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
 
 def decide(inputs: PolicyInputs, config: PolicySettings) -> Decision:
     """The route for ``inputs`` under ``config``; see the module docstring."""
+    if inputs.retries_exhausted:
+        return _automatic_retry(inputs, config)
     if inputs.write_mode == "read_only":
         return Decision(route="execute", reason="read_only")
     if inputs.previous_tier is not None and _TIER_ORDER.index(inputs.tier) < _TIER_ORDER.index(
@@ -181,3 +192,39 @@ def decide(inputs: PolicyInputs, config: PolicySettings) -> Decision:
             units=units,
         )
     return Decision(route="spawn", reason="within_budget", units=units)
+
+
+def _automatic_retry(inputs: PolicyInputs, config: PolicySettings) -> Decision:
+    """Whether a task that used up its attempts gets one more, as a new worker one tier higher."""
+    rank = _TIER_ORDER.index(inputs.tier)
+    if rank == len(_TIER_ORDER) - 1:
+        return Decision(
+            route="reject",
+            reason="escalation_terminal",
+            remediation="the task failed at the strong tier, the highest; change the task or its plan, "
+            "then `autodev retry`",
+        )
+    if inputs.automatic_retries_used >= config.automatic_retries:
+        return Decision(
+            route="reject",
+            reason="retry_budget_exhausted",
+            remediation=f"the run's {config.automatic_retries} automatic retr"
+            f"{'y was' if config.automatic_retries == 1 else 'ies were'} used (policy.automatic_retries); "
+            "`autodev retry` the task",
+        )
+    higher = _TIER_ORDER[rank + 1]
+    retried = decide(
+        inputs.model_copy(
+            update={
+                "retries_exhausted": False,
+                "tier": higher,
+                "previous_tier": inputs.tier,
+                "holds_grant": False,
+                "warm_session": None,
+            }
+        ),
+        config,
+    )
+    if retried.route == "spawn":
+        return retried.model_copy(update={"reason": "automatic_retry", "escalate_to": higher})
+    return retried.model_copy(update={"escalate_to": higher})

@@ -199,6 +199,8 @@ class PlanState(BaseModel):
     write_scopes: list[ScopeDeclaration] = Field(default_factory=list)
     approvals: dict[str, ApprovalRecord] = Field(default_factory=dict)
     workers: dict[str, WorkerGrant] = Field(default_factory=dict)
+    # Automatic retries the policy granted in this plan's run (its budget is per run, so it survives resume).
+    automatic_retries_used: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,6 +303,7 @@ class PlanManager:
             "approval_requested": self._apply_approval_requested,
             "approval_resolved": self._apply_approval_resolved,
             "delegation_decided": self._apply_delegation_decided,
+            "automatic_retry_granted": self._apply_automatic_retry_granted,
         }
 
     # --- lifecycle ----------------------------------------------------------------------------------
@@ -1118,6 +1121,31 @@ class PlanManager:
         with self._locked():
             self._append("delegation_decided", payload)
 
+    @property
+    def automatic_retries_used(self) -> int:
+        """Automatic retries the delegation policy granted in this plan's run."""
+        return self._state.automatic_retries_used
+
+    def grant_automatic_retry(self, task_id: str, tier: ModelTier, reason: str) -> Task:
+        """Give a task that used up its attempts one more at ``tier`` (strictly above its own), counted
+        against the run's automatic retries; one ledger op."""
+        with self._locked():
+            task = self._task(task_id)
+            current = task.model or DEFAULT_TASK_TIER
+            if MODEL_TIERS.index(tier) <= MODEL_TIERS.index(current):
+                raise StateError(f"task {task_id} is at {current}: an automatic retry only goes higher")
+            if task.status in TERMINAL_STATUSES:
+                raise StateError(f"task {task_id} is {task.status}: it cannot be retried automatically")
+            payload: dict[str, Any] = {"task_id": task_id, "model": tier, "reason": reason[:500]}
+            if task.last_issues_for is None and task.status != "in_progress":
+                # The last attempt's failure stopped where it happened (the critic would have been next):
+                # the new attempt starts with the developer, as every developer retry does.
+                assert_transition(task.status, "in_progress", task_id=task_id)
+                payload["from"] = task.status
+                payload["to"] = "in_progress"
+            self._append("automatic_retry_granted", payload)
+            return self._task(task_id).model_copy(deep=True)
+
     # --- internals: locking -------------------------------------------------------------------------
 
     @contextmanager
@@ -1374,6 +1402,7 @@ class PlanManager:
         task = self._replayed_task(entry, payload["task_id"], payload["from"])
         self._set_status(task, "pending")
         task.retry_count = 0
+        task.automatic_retries = 0
         task.escalated = False
         task.blocked_reason = None
         task.last_issues = []
@@ -1397,6 +1426,7 @@ class PlanManager:
         task = self._replayed_task(entry, payload["task_id"], "blocked")
         self._set_status(task, "in_progress")
         task.retry_count = int(payload["retry_count"])
+        task.automatic_retries = 0
         task.escalated = False
         task.blocked_reason = None
         task.blocked_by = None
@@ -1416,6 +1446,7 @@ class PlanManager:
             other.blocked_reason = None
             other.blocked_by = None
             other.retry_count = 0
+            other.automatic_retries = 0
             other.escalated = False
             other.base_commit = None
             other.worktree = None
@@ -1518,6 +1549,17 @@ class PlanManager:
         if grant is not None:
             worker = WorkerGrant.model_validate(grant)
             self._state.workers[worker.task_id] = worker
+
+    def _apply_automatic_retry_granted(self, entry: LedgerEntry) -> None:
+        task = self._replayed_task(entry, entry.payload["task_id"], entry.payload.get("from"))
+        model = entry.payload["model"]
+        if model not in MODEL_TIERS:
+            raise ValueError(f"unknown model tier {model!r}")
+        task.model = model
+        task.automatic_retries += 1
+        if "to" in entry.payload:
+            self._set_status(task, entry.payload["to"])
+        self._state.automatic_retries_used += 1
 
     def _apply_plan_approved(self, entry: LedgerEntry) -> None:
         plan = self._state.plan

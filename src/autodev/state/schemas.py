@@ -49,6 +49,8 @@ class Task(_Persisted):
     acceptance: list[AcceptanceCriterion] = Field(default_factory=list)
     depends_on: list[str] = Field(default_factory=list)
     retry_count: int = 0
+    # Attempts the delegation policy added beyond qa_retry_limit (each at a higher tier).
+    automatic_retries: int = 0
     escalated: bool = False
     assigned_agent: str | None = None
     evidence_bundle: str | None = None

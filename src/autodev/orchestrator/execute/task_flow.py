@@ -239,7 +239,9 @@ async def execute_task(session: RunContext, task_id: str, ctx: TaskContext) -> N
         task = pm.get_task(task_id)
         if task.status in TERMINAL_STATUSES:
             return
-        if task.retry_count >= limit:
+        if task.retry_count >= limit + task.automatic_retries:
+            if await _automatic_retry(session, task):
+                continue
             await _escalate(session, task, ctx)
             return
         try:
@@ -264,7 +266,7 @@ async def execute_task(session: RunContext, task_id: str, ctx: TaskContext) -> N
         count = pm.mark_task_retry(
             task_id,
             failure.issues,
-            back_to_developer=failure.role is None and count_below(task, limit),
+            back_to_developer=failure.role is None and count_below(task, limit + task.automatic_retries),
             base_commit=failure.new_base,
             issues_for=failure.role,
         )
@@ -1127,6 +1129,34 @@ async def _record_complete(
             ok=True,
         )
     )
+
+
+async def _automatic_retry(session: RunContext, task: Task) -> bool:
+    """Whether the run's policy gives ``task``, its attempts used up, one more at a higher tier (recorded,
+    so a resumed run neither grants it twice nor forgets it); waits while the budget is taken."""
+    policy = session.run_policy
+    while True:
+        decision = policy.decide_retry(task)
+        if decision.route != "queue":
+            break
+        await policy.wait_for_release()
+    if decision.route != "spawn" or decision.escalate_to is None:
+        _log.info("execute_phase.no_automatic_retry", task_id=task.id, reason=decision.reason)
+        return False
+    tier = TIER_NAMES[session.plan_manager.task_tier(task.id)]
+    why = f"automatic retry after {task.retry_count} attempt(s) at {tier}"
+    session.plan_manager.grant_automatic_retry(task.id, decision.escalate_to, why)
+    _log.info("execute_phase.automatic_retry", task_id=task.id, model=decision.escalate_to)
+    session.emit(
+        ProgressEvent(
+            "note",
+            f"{why}: one more at {TIER_NAMES[decision.escalate_to]}",
+            task.id,
+            "develop",
+            task.retry_count + 1,
+        )
+    )
+    return True
 
 
 async def _escalate(session: RunContext, task: Task, ctx: TaskContext) -> None:
