@@ -75,3 +75,34 @@ def test_a_dirty_tree_is_refused_before_the_paid_probe(tmp_path: Path) -> None:
     assert_clean_error(result, 2)
     assert "README.md" in result.err and "auth_failed" not in result.err
     assert not log.exists()  # the agent was never called
+
+
+def test_a_pinned_platform_without_a_read_only_sandbox_stops_before_any_call_naming_the_alternatives(
+    tmp_path: Path,
+) -> None:
+    repo = git_repo(tmp_path / "repo")
+    env, log = _env(tmp_path, Scenario(text="OK"))
+
+    result = autodev(repo, "plan", "--platform", "opencode", "add a --json flag", env=env)
+
+    assert_clean_error(result, 2)
+    flat = " ".join(result.err.split())
+    assert "opencode cannot start the " in flat and "in a read-only sandbox" in flat
+    assert "cursor (on PATH)" in flat and "AUTODEV_READ_ONLY_PLATFORM" in flat
+    assert not log.exists()
+    assert not (repo / ".autodev" / "ledger.jsonl").exists()
+
+
+def test_read_only_platform_names_the_cli_the_reading_roles_run_on(tmp_path: Path) -> None:
+    repo = git_repo(tmp_path / "repo")
+    env, log = _env(tmp_path, Scenario(text="OK"))
+    env["AUTODEV_READ_ONLY_PLATFORM"] = "cursor"
+
+    result = autodev(repo, "run", "--platform", "opencode", "add a --json flag", env=env)
+
+    assert "platform: opencode (configured)" in result.out
+    assert "read-only roles: cursor (configured)" in result.out
+    # This repository has nothing the gates could check, so the preflight stops the run before any call.
+    assert_clean_error(result, 2)
+    assert "preflight" in result.err and "cannot start" not in result.err
+    assert not log.exists()

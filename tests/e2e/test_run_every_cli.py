@@ -1,5 +1,6 @@
-"""``autodev run --platform <cli>`` end to end for every real agent CLI: the pinned Claude Code, Codex,
-OpenCode and Gemini CLI each play every role.
+"""``autodev run --platform <cli>`` end to end for every real agent CLI: the pinned Claude Code, Codex and
+Gemini CLI each play every role; OpenCode, which cannot start a read-only sandbox, plays the writers while
+Claude Code plays the roles that only read (``read_only_platform``), as an OpenCode user sets it up.
 
 Their model is the local scripted model server, set up the way a user sets up each CLI (an API key and base
 URL in the environment, Codex's provider in its ``config.toml``, OpenCode's in its user config with its
@@ -12,10 +13,12 @@ tool and then answer. Everything else is real: the ``autodev`` executable, git, 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
+from support.cli_contract import OPENCODE_MODEL
 from support.model_server import ModelServer
 from support.orchestration import git_log
 from support.pipeline import (
@@ -45,7 +48,12 @@ def test_run_through_each_real_cli_commits_the_scripted_change_with_every_gate_g
     root = demo.repo_root
     model_server.set_scenarios(pipeline_scenarios(platform, demo))
     env = cli_env(platform, agent_clis, model_server, cli_home, root)
+    if platform == "opencode":
+        claude = cli_env("claude_code", agent_clis, model_server, cli_home, root)
+        env = {**claude, **env, "PATH": f"{env['PATH'].split(os.pathsep)[0]}{os.pathsep}{claude['PATH']}"}
     env = {key: value for key, value in env.items() if not key.startswith("AUTODEV_")}
+    if platform == "opencode":
+        env["AUTODEV_READ_ONLY_PLATFORM"] = "claude_code"
     # Prices for the models whose CLIs report no cost, as a user sets them (Claude Code prices its own).
     env["AUTODEV_PRICE_TABLE"] = PRICES
     # The scripted model writes to absolute paths in the main tree, so the task must work there: one task
@@ -58,6 +66,8 @@ def test_run_through_each_real_cli_commits_the_scripted_change_with_every_gate_g
     assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}\nroles served: {sorted(served)}"
     assert served == set(ROLES)
     assert f"platform: {platform}" in proc.stdout
+    if platform == "opencode":
+        assert "read-only roles: claude_code (configured)" in proc.stdout
     assert (root / "textutils" / "shout.py").read_text() == SHOUT
     assert (root / "tests" / "test_shout.py").read_text() == SHOUT_TESTS
     assert git_log(root) == ["autodev: 1.1 Add shout", "textutils: initial version"]
@@ -90,3 +100,7 @@ def test_run_through_each_real_cli_commits_the_scripted_change_with_every_gate_g
     assert {call["role"] for call in calls} >= set(ROLES)
     assert all(call.get("model") and call.get("tokens_in") for call in calls), calls
     assert manager.unknown_cost_calls == 0 and manager.cost_usd_total > 0
+    if platform == "opencode":
+        models = {call["role"]: call["model"] for call in calls}
+        assert models["developer"] == models["test_engineer"] == OPENCODE_MODEL
+        assert not {models[role] for role in ("explorer", "architect", "reviewer")} & {OPENCODE_MODEL}

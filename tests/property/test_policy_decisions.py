@@ -179,4 +179,58 @@ def test_an_automatic_retry_only_goes_strictly_up_within_the_runs_retry_budget(
         others = [*workers, ActiveWorker(task_id="t", tier=decision.escalate_to, write_mode="isolated")]
         assert len(others) <= config.max_workers
         assert sum(config.units(w.tier) for w in others) <= config.capability_units
-        assert sum(w.tier == "strong" for w in others) <= config.max_strong_workers
+        if decision.escalate_to == "strong":
+            # (Strong workers already past the limit are not this grant's: only a strong grant counts them.)
+            assert sum(w.tier == "strong" for w in others) <= config.max_strong_workers
+
+
+_MODES = st.sets(st.sampled_from(["read_only", "workspace_write", "full"])).map(lambda s: tuple(sorted(s)))
+
+
+@settings(max_examples=200)
+@given(
+    config=_settings,
+    modes=_MODES,
+    write_mode=st.sampled_from(["shared", "isolated", "read_only"]),
+    exhausted=st.booleans(),
+    active=st.lists(st.sampled_from(_TIERS), max_size=4),
+)
+def test_a_harness_that_cannot_start_the_needed_sandbox_is_rejected_before_anything_else(
+    config: PolicySettings,
+    modes: tuple[str, ...],
+    write_mode: str,
+    exhausted: bool,
+    active: list[CapabilityTier],
+) -> None:
+    workers = [ActiveWorker(task_id=f"w{n}", tier=t, write_mode="isolated") for n, t in enumerate(active)]
+    base = _inputs("t", "standard", write_mode, ["src/a.py"], workers).model_copy(
+        update={"retries_exhausted": exhausted, "authorized_scope": ()}
+    )
+    checked = base.model_copy(
+        update={
+            "harness": "opencode",
+            "harness_modes": modes,
+            "compatible_harnesses": ("claude_code", "opencode", "gemini"),
+        }
+    )
+    decision = decide(checked, config)
+
+    can_start = (
+        "read_only" in modes if write_mode == "read_only" else bool({"workspace_write", "full"} & set(modes))
+    )
+    if can_start:
+        # A harness that can start the call changes nothing: the same decision as without the check.
+        assert decision == decide(base, config)
+        return
+    assert (decision.route, decision.reason) == ("reject", "permission_ceiling")
+    assert decision.units == 0 and decision.escalate_to is None
+    sandbox = "read-only" if write_mode == "read_only" else "workspace-write"
+    assert f"opencode cannot start the {checked.role} in a {sandbox} sandbox" in decision.remediation
+    assert "run it on claude_code, gemini" in decision.remediation
+
+
+def test_a_snapshot_without_harness_modes_is_not_checked() -> None:
+    inputs = _inputs("t", "standard", "read_only", ["src/a.py"], []).model_copy(
+        update={"harness": "opencode"}
+    )
+    assert decide(inputs, PolicySettings()).reason != "permission_ceiling"

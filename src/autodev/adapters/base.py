@@ -16,6 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from autodev.adapters.sandbox import SANDBOXES, UNDECLARED, SandboxDescriptor
+
 __all__ = [
     "TOOL_NAMES",
     "AgentError",
@@ -158,6 +160,11 @@ class PlatformAdapter(ABC):
     max_concurrent_calls: int | None = None
     # Whether a call can continue an earlier session of the platform (``AgentInvocation.resume_session``).
     resumes_sessions: bool = False
+
+    @property
+    def sandbox(self) -> SandboxDescriptor:
+        """The sandbox modes this platform's harness can start in (``autodev.adapters.sandbox``)."""
+        return SANDBOXES.get(self.name, UNDECLARED)
 
     @abstractmethod
     async def execute(self, inv: AgentInvocation) -> AgentResult:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from autodev.adapters.sandbox import SandboxMode, compatible_platforms
 from autodev.config.schema import PLATFORMS
 from autodev.errors import ConfigError
 from autodev.processes import TAG_VARIABLE, call_tag
@@ -74,17 +75,22 @@ class ToolProbe:
     error: str | None = None
 
 
-def detect_platform(preference: str, *, which: Which = shutil.which) -> PlatformChoice:
+def detect_platform(
+    preference: str, *, which: Which = shutil.which, needing: SandboxMode | None = None
+) -> PlatformChoice:
     """Resolve the configured ``platform``: ``auto`` is looked up on PATH, any other platform is kept.
 
+    With ``needing``, ``auto`` takes only an agent CLI that can start in that sandbox mode.
     Raises ``ConfigError`` listing the valid platforms when ``preference`` is not one.
     """
     if preference == "auto":
-        for name, executable in CLI_EXECUTABLES.items():
+        names = compatible_platforms(needing) if needing is not None else tuple(CLI_EXECUTABLES)
+        for name in names:
+            executable = CLI_EXECUTABLES[name]
             path = which(executable)
             if path is not None:
                 return PlatformChoice(name, f"auto: found {executable} at {path}", path)
-        looked = ", ".join(CLI_EXECUTABLES.values())
+        looked = ", ".join(CLI_EXECUTABLES[name] for name in names)
         return PlatformChoice("inline", f"auto: no agent CLI on PATH (looked for {looked}); using inline")
     if preference not in PLATFORMS:
         raise ConfigError(

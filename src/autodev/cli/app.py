@@ -321,6 +321,8 @@ def run(
     with _run_display(obj) as display:
         orchestrator = _orchestrator(obj, agents, display)
         click.echo(f"platform: {orchestrator.platform_name} ({orchestrator.platform_reason})")
+        if orchestrator.read_only_reason:
+            click.echo(orchestrator.read_only_reason)
         outcome = _drive(
             obj,
             lambda: orchestrator.run(

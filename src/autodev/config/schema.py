@@ -690,6 +690,13 @@ class AutodevConfig(_Settings):
         "scripted (deterministic answers, for tests); auto (the first agent CLI found on PATH, "
         "else inline).",
     )
+    read_only_platform: Platform | None = Field(
+        default=None,
+        description="Agent platform for the roles that only read (explorer, domain expert, architect, "
+        "reviewer, critic, judges). Unset: the same as platform, or, when that one cannot start read-only "
+        "(OpenCode has no read-only sandbox) and platform is auto, the first agent CLI on PATH that can; "
+        "auto: always that first CLI.",
+    )
     qa_retry_limit: int = Field(
         default=3,
         ge=1,

@@ -37,6 +37,7 @@ from autodev.orchestrator.delegation_policy import DelegationPolicy, ExecuteEver
 from autodev.orchestrator.events import ProgressEvent, ProgressListener, deliver
 from autodev.orchestrator.execute.entry import run_execute_phase
 from autodev.orchestrator.execute.executor import TaskExecutor
+from autodev.orchestrator.harnesses import check_sandboxes, harness_for, pick_read_only_adapter, platform_of
 from autodev.orchestrator.inline_state import clear_suspend_state, load_suspend_state
 from autodev.orchestrator.integrity import AgentWatch
 from autodev.orchestrator.plan_phase import check_intent, run_plan_phase
@@ -110,7 +111,9 @@ class RunOutcome:
 class Orchestrator:
     """Drive one repository from an intent to reviewed, tested, committed changes.
 
-    ``adapter`` defaults to the configured platform (``auto``: the first agent CLI on PATH, else inline).
+    ``adapter`` defaults to the configured platform (``auto``: the first agent CLI on PATH, else inline);
+    ``read_only_adapter``, the platform of the roles that may not write, to ``read_only_platform``
+    (``autodev.orchestrator.harnesses``).
     ``listener`` receives ``ProgressEvent``s for a live display; the orchestrator itself never prints.
     """
 
@@ -120,6 +123,7 @@ class Orchestrator:
         *,
         config: AutodevConfig | None = None,
         adapter: PlatformAdapter | None = None,
+        read_only_adapter: PlatformAdapter | None = None,
         registry: Mapping[str, AgentSpec] | None = None,
         session_id: str | None = None,
         listener: ProgressListener | None = None,
@@ -147,6 +151,14 @@ class Orchestrator:
             known = ", ".join(PLATFORMS)
             raise AutodevError(f"adapter {adapter.name!r} is not a known platform; known: {known}")
         self.platform_name: Platform = adapter.name
+        # The roles that only read run elsewhere when this platform cannot start them read-only.
+        if read_only_adapter is None:
+            read_only_adapter, self.read_only_reason = pick_read_only_adapter(
+                self.config, self.repo_root, adapter
+            )
+        else:
+            self.read_only_reason = f"read-only roles: {read_only_adapter.name} (given)"
+        self.read_only_adapter = read_only_adapter
         self.registry = dict(registry) if registry is not None else build_registry()
         self.session_id = session_id or f"sess-{secrets.token_hex(6)}"
         self.listener = listener
@@ -220,6 +232,7 @@ class Orchestrator:
             session_id=self.session_id,
             platform_name=self.platform_name,
             adapter=self.adapter,
+            read_only_adapter=self.read_only_adapter,
             registry=self.registry,
             plan_manager=self.plan_manager,
             guardrails=self.guardrails,
@@ -309,21 +322,35 @@ class Orchestrator:
         Recorded nowhere: nothing was done."""
         if self._agent_checked:
             return
-        health = await check_adapter(
-            self.adapter, probe_model(self.registry, self.config, self.platform_name)
-        )
-        _log.info(
-            "orchestrator.agent_checked",
-            platform=self.platform_name,
-            healthy=health.healthy,
-            detail=health.line,
-        )
-        if not health.healthy:
-            raise AgentUnusableError(
-                f"the {self.platform_name} agent cannot be used: {health.line}; fix that (log in, set the "
-                "API key, install the CLI) or choose another --platform, then run the command again"
+        check_sandboxes(self.registry, self.adapter_for)
+        for adapter, setting in (
+            (self.adapter, "--platform"),
+            (self.read_only_adapter, "read_only_platform"),
+        ):
+            if adapter is None:
+                continue
+            model = probe_model(self.registry, self.config, platform_of(adapter, self.platform_name))
+            health = await check_adapter(adapter, model)
+            _log.info(
+                "orchestrator.agent_checked",
+                platform=adapter.name,
+                healthy=health.healthy,
+                detail=health.line,
             )
+            if not health.healthy:
+                raise AgentUnusableError(
+                    f"the {adapter.name} agent cannot be used: {health.line}; fix that (log in, set the "
+                    f"API key, install the CLI) or choose another {setting}, then run the command again"
+                )
         self._agent_checked = True
+
+    def adapter_for(self, role: str) -> PlatformAdapter:
+        """The platform ``role``'s calls go to (``harness_for``)."""
+        return harness_for(self.registry, self.adapter, self.read_only_adapter, role)
+
+    def platform_for(self, role: str) -> Platform:
+        """The name of ``adapter_for(role)``'s platform (model tiers resolve per platform)."""
+        return platform_of(self.adapter_for(role), self.platform_name)
 
     # --- the public API -----------------------------------------------------------------------------
 
@@ -400,8 +427,9 @@ class Orchestrator:
                     f"{state.pending_task_id}); the instructions are in {state.delegation_path}; write the "
                     "answer there, then run `autodev resume`"
                 )
-            if state is not None and isinstance(self.adapter, InlineAdapter):
-                self.adapter.check_response(state.pending_task_id, state.pending_role)
+            pending = self.adapter_for(state.pending_role) if state is not None else None
+            if state is not None and isinstance(pending, InlineAdapter):
+                pending.check_response(state.pending_task_id, state.pending_role)
             if state is not None:
                 self.emit(
                     ProgressEvent(

@@ -108,7 +108,8 @@ def _ask_the_policy(session: RunContext, request: DelegationRequest) -> None:
 
 def _invocation(session: RunContext, request: DelegationRequest, timeout_s: float) -> AgentInvocation:
     spec = get_spec(session.registry, request.role)
-    settings = spec.effective(session.config, session.platform_name, task_tier=_task_tier(session, request))
+    platform = session.platform_for(request.role)
+    settings = spec.effective(session.config, platform, task_tier=_task_tier(session, request))
     knowledge_block = ""
     if request.knowledge_query:
         knowledge_block = session.knowledge.inject_block(request.knowledge_query, request.knowledge_files)
@@ -162,7 +163,8 @@ async def _watched_call(
 ) -> AgentResult:
     """The agent call itself, with what the agent did besides its answer checked from git and the files
     (``orchestrator.integrity``) and noted in the result."""
-    await session.prepare_workspace(invocation.cwd)
+    adapter = session.adapter_for(request.role)
+    await session.prepare_workspace(invocation.cwd, adapter)
     in_main = invocation.cwd.resolve() == session.repo_root.resolve()
     copy = session.git if in_main else GitRepo(invocation.cwd, like=session.git)
     who = f"the {request.role.replace('_', ' ')}" + (
@@ -174,7 +176,7 @@ async def _watched_call(
     record = session.agent_watch.remember(view, copy, who)
     try:
         async with session.agent_slots:
-            result = await session.adapter.execute(invocation)
+            result = await adapter.execute(invocation)
     except DelegationPendingSignal as signal:
         _suspend(session, request, signal)
         raise

@@ -27,6 +27,7 @@ from autodev.orchestrator.context import project_context
 from autodev.orchestrator.delegation_policy import DelegationPolicy, ExecuteEverything
 from autodev.orchestrator.events import ProgressEvent, ProgressListener, deliver
 from autodev.orchestrator.execute.parallelism import resolve_parallelism
+from autodev.orchestrator.harnesses import harness_for, platform_of
 from autodev.orchestrator.integrity import AgentWatch
 from autodev.orchestrator.preflight import Preflight, run_preflight
 from autodev.orchestrator.provider_guard import ProviderGuard
@@ -57,7 +58,7 @@ class _Found:
     areas: tuple[tuple[Path, int] | None, tuple[list[Area], str]] | None = None
     preflight: Preflight | None = None
     run_policy: RunPolicy | None = None
-    prepared: set[Path] = field(default_factory=set)
+    prepared: set[tuple[str, Path]] = field(default_factory=set)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -72,6 +73,8 @@ class RunContext:
     platform_name: Platform
     adapter: PlatformAdapter
     registry: Mapping[str, AgentSpec]
+    # The platform of the roles that only read, when it is not ``adapter`` (``read_only_platform``).
+    read_only_adapter: PlatformAdapter | None = None
     plan_manager: PlanManager
     guardrails: GuardrailEnforcer
     knowledge: KnowledgeStore
@@ -97,12 +100,29 @@ class RunContext:
         """Tell the listener (a live display); a failing listener never stops the run."""
         deliver(self.listener, event)
 
-    async def prepare_workspace(self, cwd: Path) -> None:
-        """Let the platform prepare ``cwd`` for its agents (``PlatformAdapter.init_workspace``), once per
-        directory and call: before the first agent works there."""
-        if cwd not in self._found.prepared:
-            await self.adapter.init_workspace(cwd, list(self.registry.values()))
-            self._found.prepared.add(cwd)
+    def adapter_for(self, role: str) -> PlatformAdapter:
+        """The platform ``role``'s calls go to: the read-only one for a role that may not write, when the
+        run has one; else the run's."""
+        return harness_for(self.registry, self.adapter, self.read_only_adapter, role)
+
+    @property
+    def harnesses(self) -> tuple[PlatformAdapter, ...]:
+        """Every platform the run calls: its own, then the read-only roles' when that is another."""
+        return (self.adapter,) if self.read_only_adapter is None else (self.adapter, self.read_only_adapter)
+
+    def platform_for(self, role: str) -> Platform:
+        """The name of ``adapter_for(role)``'s platform (model tiers resolve per platform)."""
+        return platform_of(self.adapter_for(role), self.platform_name)
+
+    async def prepare_workspace(self, cwd: Path, adapter: PlatformAdapter | None = None) -> None:
+        """Let ``adapter`` (the run's by default) prepare ``cwd`` for its agents
+        (``PlatformAdapter.init_workspace``), once per platform, directory and call: before the first agent
+        works there."""
+        adapter = adapter or self.adapter
+        key = (adapter.name, cwd)
+        if key not in self._found.prepared:
+            await adapter.init_workspace(cwd, list(self.registry.values()))
+            self._found.prepared.add(key)
 
     async def project_environment(self) -> EnvironmentResolution:
         """The project's environment (``autodev.qa.environment``), found once per call."""
@@ -173,6 +193,7 @@ class RunContext:
                 self.repo_root,
                 self._family,
                 resumes_sessions=self.adapter.resumes_sessions,
+                harness_for=self.adapter_for,
             )
         return self._found.run_policy
 
@@ -219,7 +240,7 @@ class RunContext:
             resolution = await self.project_environment()
             if resolution.environment is not None:
                 self.emit(ProgressEvent("note", f"project environment: {resolution.environment.summary()}"))
-            isolated = resolve_parallelism(self.config, self.adapter).isolated
+            isolated = resolve_parallelism(self.config, *self.harnesses).isolated
             self._found.preflight = await run_preflight(
                 await self.change_checks(), self.git, resolution, isolated=isolated
             )

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from pydantic import ValidationError
 
+from autodev.adapters.base import PlatformAdapter
+from autodev.adapters.sandbox import compatible_platforms, needed_mode
 from autodev.agents.spec import AgentSpec
 from autodev.config import load_config
 from autodev.config.schema import PolicySettings
@@ -143,6 +145,7 @@ class RunPolicy:
         family_of: Callable[[Task], str] | None = None,
         *,
         resumes_sessions: bool = False,
+        harness_for: Callable[[str], PlatformAdapter] | None = None,
     ) -> None:
         self.pm = plan_manager
         self.settings = settings
@@ -151,6 +154,8 @@ class RunPolicy:
         self._family_of = family_of or (lambda task: "repository")
         # Whether the run's platform can continue an earlier session (``PlatformAdapter.resumes_sessions``).
         self.resumes_sessions = resumes_sessions
+        # The platform a role's calls go to, whose sandbox modes the decision checks (None: not checked).
+        self._harness_for = harness_for
         self._released = anyio.Event()
         self._last_queued: dict[str, str] = {}
 
@@ -240,7 +245,20 @@ class RunPolicy:
             retry_count=request.retry_count,
             previous_outcome=task.status if task is not None else None,
             warm_session=request.warm_session if self.resumes_sessions else None,
+            **self._harness(request.role, mode),
         )
+
+    def _harness(self, role: str, mode: WriteMode) -> dict[str, Any]:
+        """The harness inputs of a decision for ``role``: its platform, the sandbox modes that platform
+        can start in, and the agent platforms that could start the call instead."""
+        if self._harness_for is None:
+            return {}
+        adapter = self._harness_for(role)
+        return {
+            "harness": adapter.name,
+            "harness_modes": tuple(sorted(adapter.sandbox.modes)),
+            "compatible_harnesses": compatible_platforms(needed_mode(mode != "read_only")),
+        }
 
     def _task(self, request: DelegationRequest) -> Task | None:
         if request.phase != "execute" or self.pm.get_task_status(request.task_id) is None:
@@ -273,6 +291,7 @@ class RunPolicy:
             previous_outcome=task.status,
             retries_exhausted=True,
             automatic_retries_used=self.pm.automatic_retries_used,
+            **self._harness("developer", mode),
         )
         return self._decided(f"{task.id}:retry", inputs, decide(inputs, self.settings))
 

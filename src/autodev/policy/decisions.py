@@ -16,6 +16,9 @@ Routes:
 - ``require_approval``: the worker would write where the user has not authorized;
 - ``reject``: it can never run as asked (its scope was declined, it needs more than the whole budget).
 
+A harness that cannot start in the sandbox mode a call needs (``autodev.adapters.sandbox``) is rejected
+before anything else (``permission_ceiling``), naming the platforms that could.
+
 A task that used up its attempts (``retries_exhausted``) asks for the run's automatic retry: one more
 attempt at the next higher tier, as a new worker (``spawn``, reason ``automatic_retry``, ``escalate_to``),
 within ``automatic_retries`` per run; a strong task's failure is terminal (``escalation_terminal``).
@@ -27,6 +30,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from autodev.adapters.sandbox import SandboxDescriptor, SandboxMode, needed_mode
 from autodev.config.schema import CapabilityTier, PolicySettings
 from autodev.policy.scope import WriteScope, covers
 
@@ -82,6 +86,11 @@ class PolicyInputs(_Frozen):
     previous_outcome: str | None = None
     # The worker's earlier session the platform could continue (an earlier attempt's developer), if any.
     warm_session: str | None = None
+    # The harness the call would run on, the sandbox modes it can start in (None in snapshots from before
+    # they were recorded: not checked) and the platforms that could start it instead.
+    harness: str = ""
+    harness_modes: tuple[SandboxMode, ...] | None = None
+    compatible_harnesses: tuple[str, ...] = ()
     # The task used up its attempts and asks for an automatic retry; how many the run has granted so far.
     retries_exhausted: bool = False
     automatic_retries_used: int = 0
@@ -108,6 +117,9 @@ def _overlap(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
 
 def decide(inputs: PolicyInputs, config: PolicySettings) -> Decision:
     """The route for ``inputs`` under ``config``; see the module docstring."""
+    ceiling = _permission_ceiling(inputs)
+    if ceiling is not None:
+        return ceiling
     if inputs.retries_exhausted:
         return _automatic_retry(inputs, config)
     if inputs.write_mode == "read_only":
@@ -192,6 +204,25 @@ def decide(inputs: PolicyInputs, config: PolicySettings) -> Decision:
             units=units,
         )
     return Decision(route="spawn", reason="within_budget", units=units)
+
+
+def _permission_ceiling(inputs: PolicyInputs) -> Decision | None:
+    """A rejection when the call's harness cannot start in the sandbox mode the call needs: decided
+    before anything else, so such a route never reserves a worker or asks for an approval."""
+    if inputs.harness_modes is None:
+        return None
+    needed = needed_mode(inputs.write_mode != "read_only")
+    harness = SandboxDescriptor(frozenset(inputs.harness_modes), "", "")
+    if harness.can_start(needed):
+        return None
+    others = [name for name in inputs.compatible_harnesses if name != inputs.harness]
+    instead = f"run it on {', '.join(others)}" if others else "no installed platform can"
+    return Decision(
+        route="reject",
+        reason="permission_ceiling",
+        remediation=f"{inputs.harness} cannot start the {inputs.role.replace('_', ' ')} in a "
+        f"{needed.replace('_', '-')} sandbox; {instead} (read_only_platform, or --platform)",
+    )
 
 
 def _automatic_retry(inputs: PolicyInputs, config: PolicySettings) -> Decision:

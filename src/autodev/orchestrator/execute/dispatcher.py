@@ -170,7 +170,7 @@ class Dispatcher:
         self.parallelism: Parallelism = (
             Parallelism(1, "a single task was asked for")
             if only_task is not None
-            else resolve_parallelism(config, session.adapter)
+            else resolve_parallelism(config, *session.harnesses)
         )
         self.cross_phase = config.cross_phase_parallelism_enabled
         self.scheduler: TaskScheduler = (

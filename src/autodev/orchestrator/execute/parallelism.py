@@ -56,11 +56,12 @@ def _usable_cpus() -> int:
 def resolve_parallelism(
     config: AutodevConfig,
     adapter: PlatformAdapter,
-    *,
+    *others: PlatformAdapter,
     cpus: int | None = None,
     memory_bytes: int | None = None,
 ) -> Parallelism:
-    """The execute phase's worker count; ``cpus`` and ``memory_bytes`` override the probe (tests)."""
+    """The execute phase's worker count, within what ``adapter`` and the run's ``others`` platforms (the
+    read-only roles') serve at a time; ``cpus`` and ``memory_bytes`` override the probe (tests)."""
     configured = config.tournaments.execute_max_parallel_tasks
     if configured is not None:
         workers, reason = configured, f"execute_max_parallel_tasks = {configured}"
@@ -73,9 +74,10 @@ def resolve_parallelism(
         limit_name = min(limits, key=limits.__getitem__)
         workers = max(1, limits[limit_name])
         reason = f"probed: {workers} (limited by {limit_name})"
-    if adapter.max_concurrent_calls is not None and workers > adapter.max_concurrent_calls:
-        workers = adapter.max_concurrent_calls
-        reason = f"{workers} ({adapter.name} serves {workers} call(s) at a time)"
+    for harness in (adapter, *others):
+        if harness.max_concurrent_calls is not None and workers > harness.max_concurrent_calls:
+            workers = harness.max_concurrent_calls
+            reason = f"{workers} ({harness.name} serves {workers} call(s) at a time)"
     if workers > 1 and not config.auto_commit:
         workers, reason = 1, "1 (parallel tasks merge as commits; auto_commit is off)"
     return Parallelism(workers, reason)

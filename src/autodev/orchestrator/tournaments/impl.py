@@ -217,7 +217,7 @@ async def run_impl_tournament(session: RunContext, task: Task, tree: Path, git: 
             attempt=task.retry_count + 1,
             files=tuple(task.files),
             acceptance=acceptance,
-            model=tournament_model(session, session.config.tournaments.impl),
+            model=session.config.tournaments.impl.model,
         ),
         handler=handler,
         settings=EngineSettings.from_config(settings, session.config.tournaments),

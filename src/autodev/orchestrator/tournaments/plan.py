@@ -80,9 +80,6 @@ class AgentSetup(Protocol):
     (a ``RunContext`` has them, and so has the ``Orchestrator`` before any call)."""
 
     @property
-    def adapter(self) -> PlatformAdapter: ...
-
-    @property
     def config(self) -> AutodevConfig: ...
 
     @property
@@ -91,14 +88,19 @@ class AgentSetup(Protocol):
     @property
     def platform_name(self) -> Platform: ...
 
+    def adapter_for(self, role: str) -> PlatformAdapter: ...
+
+    def platform_for(self, role: str) -> Platform: ...
+
 
 def tournament_skip_reason(session: AgentSetup, settings: TournamentSettings) -> str | None:
     """Why a tournament must not run here, or None when it may."""
-    if isinstance(session.adapter, InlineAdapter):
+    if any(isinstance(session.adapter_for(role), InlineAdapter) for role in ("judge", "developer")):
         return "the inline adapter cannot run tournaments (judges must be independent agent calls)"
     model = tournament_model(session, settings)
     if model is None:
-        model = get_spec(session.registry, "judge").effective(session.config, session.platform_name).model
+        judges = session.platform_for("judge")
+        model = get_spec(session.registry, "judge").effective(session.config, judges).model
     if model:
         lowered = model.casefold()
         for needle in session.config.tournaments.auto_disable_for_models:
@@ -107,9 +109,11 @@ def tournament_skip_reason(session: AgentSetup, settings: TournamentSettings) ->
     return None
 
 
-def tournament_model(session: AgentSetup, settings: TournamentSettings) -> str | None:
-    """``tournaments.<kind>.model`` as this platform's model name (a tier resolves per platform)."""
-    return session.config.resolve_model(session.platform_name, settings.model) if settings.model else None
+def tournament_model(session: AgentSetup, settings: TournamentSettings, role: str = "judge") -> str | None:
+    """``tournaments.<kind>.model`` as the model name of ``role``'s platform (a tier resolves per
+    platform; the judges may run on the read-only platform)."""
+    platform = session.platform_for(role)
+    return session.config.resolve_model(platform, settings.model) if settings.model else None
 
 
 class DelegateRoleClient:
@@ -132,6 +136,7 @@ class DelegateRoleClient:
         model: str | None = None,
     ) -> None:
         self.session = session
+        # ``tournaments.<kind>.model`` as configured: a tier resolves per call, for the role's platform.
         self.model = model
         self.tournament_id = tournament_id
         self.phase: Literal["plan", "execute"] = phase
@@ -160,7 +165,11 @@ class DelegateRoleClient:
             task_id=self.task_id,
             attempt=self.attempt,
             extra_context=call.prompt,
-            model=self.model,
+            model=(
+                self.session.config.resolve_model(self.session.platform_for(call.role), self.model)
+                if self.model
+                else None
+            ),
         )
         try:
             result = await delegate(self.session, request)
@@ -238,9 +247,7 @@ async def run_plan_tournament(session: RunContext, plan: Plan, intent: str) -> P
     engine: TournamentEngine[Plan] = TournamentEngine(
         tournament_id=tournament_id,
         kind="plan",
-        client=DelegateRoleClient(
-            session, tournament_id=tournament_id, phase="plan", model=tournament_model(session, settings)
-        ),
+        client=DelegateRoleClient(session, tournament_id=tournament_id, phase="plan", model=settings.model),
         handler=PlanContentHandler(session.repo_root, plan.spec_hash, plan.created_at),
         settings=EngineSettings.from_config(settings, session.config.tournaments),
         artifacts=artifacts,
