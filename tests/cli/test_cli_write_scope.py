@@ -52,8 +52,8 @@ def test_a_cold_start_intent_waits_for_one_approval_then_resume_completes(
     assert [(a["id"], a["status"]) for a in policy["approvals"]] == [("A1", "pending")]
     assert policy["write_scope"] == [] and policy["workers"] == []
     assert policy["blocked_on_human"] == [
-        {"task_id": "1.1", "approval": "A1"},
-        {"task_id": "1.2", "approval": "A1"},
+        {"task_id": "1.1", "approval": "A1", "since": None},
+        {"task_id": "1.2", "approval": "A1", "since": None},
     ]
     shown = run_cli("-C", root, "status").out
     assert "Waiting for approval A1" in shown and "autodev approve --scope A1" in shown

@@ -234,3 +234,31 @@ def test_a_snapshot_without_harness_modes_is_not_checked() -> None:
         update={"harness": "opencode"}
     )
     assert decide(inputs, PolicySettings()).reason != "permission_ceiling"
+
+
+@settings(max_examples=200)
+@given(
+    config=_settings,
+    ttl=st.one_of(st.none(), st.floats(1, 100)),
+    queued=st.floats(0, 200),
+    active=st.lists(st.sampled_from(_TIERS), min_size=1, max_size=6),
+    tier=st.sampled_from(_TIERS),
+)
+def test_a_queued_request_past_its_time_to_live_is_rejected_and_nothing_else_changes(
+    config: PolicySettings,
+    ttl: float | None,
+    queued: float,
+    active: list[CapabilityTier],
+    tier: CapabilityTier,
+) -> None:
+    workers = [ActiveWorker(task_id=f"w{n}", tier=t, write_mode="isolated") for n, t in enumerate(active)]
+    inputs = _inputs("t", tier, "isolated", ["src/a.py"], workers).model_copy(update={"queued_s": queued})
+    limited = config.model_copy(update={"queue_ttl_s": ttl})
+    without = decide(inputs, config.model_copy(update={"queue_ttl_s": None}))
+    decision = decide(inputs, limited)
+
+    if without.route == "queue" and ttl is not None and queued >= ttl:
+        assert (decision.route, decision.reason) == ("reject", "queue_expired")
+        assert without.reason in decision.remediation and "autodev retry t" in decision.remediation
+    else:
+        assert decision == without

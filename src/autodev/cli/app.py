@@ -178,7 +178,9 @@ _wait = click.option(
     "--wait",
     is_flag=True,
     help="When the agent's provider pauses the run (a usage limit, an outage, the circuit breaker), wait "
-    "until it resets, with a countdown, and continue; a refused login still stops (exit 3).",
+    "until it resets, with a countdown, and continue; a refused login still stops (exit 3). When only tasks "
+    "waiting for your approval are left, wait for your answer (from another terminal) up to "
+    "policy.worker_approval_timeout_s instead of stopping.",
 )
 
 _allow_detached = click.option(
@@ -1092,6 +1094,8 @@ class _Waiting:
 
 
 def _waiting(wait: bool, orchestrator: Any, display: Any, allow_detached: bool) -> _Waiting | None:
+    # The same flag makes a run with nothing left but tasks waiting for an approval wait for the answer.
+    orchestrator.wait_for_approval = wait
     if not wait:
         return None
     return _Waiting(orchestrator, display, lambda: orchestrator.resume(allow_detached=allow_detached))

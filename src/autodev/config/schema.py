@@ -674,6 +674,20 @@ class PolicySettings(_Settings):
         description="Tasks per run that, having used up qa_retry_limit, get one more attempt at the next "
         "higher tier (never above strong) before they are blocked.",
     )
+    queue_ttl_s: float | None = Field(
+        default=None,
+        gt=0,
+        description="How long a task's writer may wait in the policy's queue (for a worker, a strong slot, "
+        "capability units or a lease) before its task is blocked (queue_expired); time spent held for an "
+        "approval does not count. Unset: it waits as long as the run.",
+    )
+    worker_approval_timeout_s: float = Field(
+        default=1800.0,
+        gt=0,
+        description="With --wait, how long a run that has nothing left but tasks waiting for your approval "
+        "waits for the answer (autodev approve --scope / decline, from another terminal) before those tasks "
+        "are blocked naming the unanswered request.",
+    )
 
     def units(self, tier: CapabilityTier) -> int:
         """The capability units one worker of ``tier`` holds."""

@@ -131,6 +131,7 @@ class Orchestrator:
         delegation_policy: DelegationPolicy | None = None,
         executor: TaskExecutor | None = None,
         write_scope: str | None = None,
+        wait_for_approval: bool = False,
     ) -> None:
         self.repo_root = Path(repo_root).resolve()
         self.paths = AutodevPaths(self.repo_root)
@@ -167,6 +168,8 @@ class Orchestrator:
         self.executor = executor
         # The scope a script declares for every run and execute call it makes (as --write-scope does).
         self.write_scope = write_scope
+        # With nothing left but tasks waiting for an approval, wait for the answer (``--wait``) or pause.
+        self.wait_for_approval = wait_for_approval
         self._agent_checked = False
         self.git = GitRepo(self.repo_root)
         self.agent_watch = AgentWatch(
@@ -233,6 +236,7 @@ class Orchestrator:
             platform_name=self.platform_name,
             adapter=self.adapter,
             read_only_adapter=self.read_only_adapter,
+            wait_for_approval=self.wait_for_approval,
             registry=self.registry,
             plan_manager=self.plan_manager,
             guardrails=self.guardrails,
@@ -536,11 +540,18 @@ class Orchestrator:
     def resolve_approval(self, approval_id: str, *, accepted: bool) -> ApprovalRecord:
         """Accept or decline one approval request (``autodev approve --scope ID`` / ``autodev decline
         ID``). Accepting authorizes exactly the scope the request shows; the next ``resume`` re-decides
-        the tasks that waited for it."""
-        with self._session():
-            record = self.plan_manager.resolve_approval(approval_id, accepted=accepted)
-            _log.info("orchestrator.approval_resolved", approval_id=approval_id, status=record.status)
-            return record
+        the tasks that waited for it, or a run waiting for the answer takes it up."""
+        # Under the ledger's lock only, not the run lock: the answer may come while a run waits for it, and
+        # that run sees it at its next look at the ledger.
+        ensure_state_dir(self.paths)
+        _log_like_the_cli(self.paths)
+        plans = PlanManager.open(self.repo_root, lock_timeout_s=self.config.lock_timeout_s)
+        try:
+            record = plans.resolve_approval(approval_id, accepted=accepted)
+        finally:
+            plans.close()
+        _log.info("orchestrator.approval_resolved", approval_id=approval_id, status=record.status)
+        return record
 
     def approve(self) -> Plan:
         """Record the user's approval of the current plan (``autodev approve``)."""

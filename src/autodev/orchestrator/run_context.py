@@ -75,6 +75,8 @@ class RunContext:
     registry: Mapping[str, AgentSpec]
     # The platform of the roles that only read, when it is not ``adapter`` (``read_only_platform``).
     read_only_adapter: PlatformAdapter | None = None
+    # With nothing left but tasks waiting for an approval, wait for the answer (``--wait``) or pause.
+    wait_for_approval: bool = False
     plan_manager: PlanManager
     guardrails: GuardrailEnforcer
     knowledge: KnowledgeStore

@@ -13,6 +13,7 @@ and every change a writer makes is checked against it afterwards (``outside_scop
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -158,6 +159,8 @@ class RunPolicy:
         self._harness_for = harness_for
         self._released = anyio.Event()
         self._last_queued: dict[str, str] = {}
+        # When each queued request started waiting (monotonic) and the seconds its task had been held then.
+        self._queued_since: dict[str, tuple[float, float]] = {}
 
     # --- what the user authorized -------------------------------------------------------------------
 
@@ -267,8 +270,9 @@ class RunPolicy:
 
     def decide(self, request: DelegationRequest) -> Decision:
         """Decide ``request`` and log the decision with its inputs; a ``spawn`` takes its grant."""
-        inputs = self.inputs(request)
-        return self._decided(f"{request.task_id}:{request.role}", inputs, decide(inputs, self.settings))
+        key = f"{request.task_id}:{request.role}"
+        inputs = self.inputs(request).model_copy(update={"queued_s": self._queued_for(key, request.task_id)})
+        return self._decided(key, inputs, decide(inputs, self.settings))
 
     def decide_retry(self, task: Task) -> Decision:
         """Whether ``task``, its attempts used up, gets the run's automatic retry one tier higher (a
@@ -291,9 +295,20 @@ class RunPolicy:
             previous_outcome=task.status,
             retries_exhausted=True,
             automatic_retries_used=self.pm.automatic_retries_used,
+            queued_s=self._queued_for(f"{task.id}:retry", task.id),
             **self._harness("developer", mode),
         )
         return self._decided(f"{task.id}:retry", inputs, decide(inputs, self.settings))
+
+    def _queued_for(self, key: str, task_id: str) -> float:
+        """Seconds the request ``key`` has waited in the queue in this run, time its task was held for an
+        approval not counted (a new run starts its wait afresh)."""
+        start = self._queued_since.get(key)
+        if start is None:
+            return 0.0
+        since, held = start
+        held_meanwhile = self.pm.human_blocked_seconds(task_id) - held
+        return round(max(0.0, time.monotonic() - since - held_meanwhile), 3)
 
     def _active_workers(self) -> tuple[ActiveWorker, ...]:
         return tuple(
@@ -307,6 +322,10 @@ class RunPolicy:
         )
 
     def _decided(self, key: str, inputs: PolicyInputs, decision: Decision) -> Decision:
+        if decision.route != "queue":
+            self._queued_since.pop(key, None)
+        elif key not in self._queued_since:
+            self._queued_since[key] = (time.monotonic(), self.pm.human_blocked_seconds(inputs.task_id))
         if decision.route == "queue" and self._last_queued.get(key) == decision.reason:
             return decision  # the same wait as last time: logged once
         self._last_queued.pop(key, None)

@@ -19,6 +19,9 @@ Routes:
 A harness that cannot start in the sandbox mode a call needs (``autodev.adapters.sandbox``) is rejected
 before anything else (``permission_ceiling``), naming the platforms that could.
 
+A request that waited in the queue for ``queue_ttl_s`` (when set; time held for an approval not counted) is
+rejected instead of queued again (``queue_expired``).
+
 A task that used up its attempts (``retries_exhausted``) asks for the run's automatic retry: one more
 attempt at the next higher tier, as a new worker (``spawn``, reason ``automatic_retry``, ``escalate_to``),
 within ``automatic_retries`` per run; a strong task's failure is terminal (``escalation_terminal``).
@@ -91,6 +94,8 @@ class PolicyInputs(_Frozen):
     harness: str = ""
     harness_modes: tuple[SandboxMode, ...] | None = None
     compatible_harnesses: tuple[str, ...] = ()
+    # Seconds the request has waited in the queue so far, time held for an approval not counted.
+    queued_s: float = 0.0
     # The task used up its attempts and asks for an automatic retry; how many the run has granted so far.
     retries_exhausted: bool = False
     automatic_retries_used: int = 0
@@ -117,6 +122,20 @@ def _overlap(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
 
 def decide(inputs: PolicyInputs, config: PolicySettings) -> Decision:
     """The route for ``inputs`` under ``config``; see the module docstring."""
+    decision = _route(inputs, config)
+    ttl = config.queue_ttl_s
+    if decision.route == "queue" and ttl is not None and inputs.queued_s >= ttl:
+        return Decision(
+            route="reject",
+            reason="queue_expired",
+            remediation=f"the {inputs.role.replace('_', ' ')} waited {inputs.queued_s:.0f} s in the queue "
+            f"({decision.reason}), past policy.queue_ttl_s ({ttl:g} s); raise the limit it waits for or the "
+            f"time to live, then `autodev retry {inputs.task_id}`",
+        )
+    return decision
+
+
+def _route(inputs: PolicyInputs, config: PolicySettings) -> Decision:
     ceiling = _permission_ceiling(inputs)
     if ceiling is not None:
         return ceiling

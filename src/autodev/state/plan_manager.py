@@ -13,9 +13,10 @@ import math
 import os
 import threading
 from collections import Counter
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -41,7 +42,14 @@ from autodev.state.file_lock import KeptFileLock, Timeout
 from autodev.state.hashing import plan_content_hash
 from autodev.state.ledger import Ledger, LedgerEntry, LedgerHead
 from autodev.state.paths import AutodevPaths, ensure_state_dir
-from autodev.state.policy_records import ApprovalRecord, ScopeDeclaration, ScopeSource, WorkerGrant
+from autodev.state.policy_records import (
+    ApprovalRecord,
+    HumanBlock,
+    HumanRelease,
+    ScopeDeclaration,
+    ScopeSource,
+    WorkerGrant,
+)
 from autodev.state.scheduling import PlanOrder, TaskScheduler
 from autodev.state.schemas import (
     DEFAULT_TASK_TIER,
@@ -201,6 +209,10 @@ class PlanState(BaseModel):
     workers: dict[str, WorkerGrant] = Field(default_factory=dict)
     # Automatic retries the policy granted in this plan's run (its budget is per run, so it survives resume).
     automatic_retries_used: int = 0
+    # Pending tasks held while a task they depend on waits for an approval, and the seconds each task has
+    # spent held so far (a queued task's time to live does not count them).
+    blocked_on_human: dict[str, HumanBlock] = Field(default_factory=dict)
+    human_blocked_s: dict[str, float] = Field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,6 +316,9 @@ class PlanManager:
             "approval_resolved": self._apply_approval_resolved,
             "delegation_decided": self._apply_delegation_decided,
             "automatic_retry_granted": self._apply_automatic_retry_granted,
+            "approval_waiting": self._apply_approval_waiting,
+            "tasks_blocked_on_human": self._apply_tasks_blocked_on_human,
+            "tasks_released_by_human": self._apply_tasks_released_by_human,
         }
 
     # --- lifecycle ----------------------------------------------------------------------------------
@@ -354,6 +369,12 @@ class PlanManager:
         self._require_writable()
         with self._locked():
             self._write_snapshot()
+
+    def catch_up(self) -> None:
+        """Writable managers: apply what other processes appended (an answer given with ``autodev approve``
+        beside a live run), under the ledger lock; every write does this anyway."""
+        with self._locked():
+            pass
 
     def refresh(self) -> None:
         """Read-only managers: pick up what a writer appended since the last load or refresh."""
@@ -1109,7 +1130,92 @@ class PlanManager:
             self._append(
                 "approval_resolved", {"id": approval_id, "accepted": accepted, "scope": record.scope}
             )
+            if record.waiting_since is not None:
+                self._append("approval_waiting", {"id": approval_id, "waiting": False})
+            self._release_from_human(approval_id, "accepted" if accepted else "declined")
             return self._state.approvals[approval_id]
+
+    def mark_waiting(self, approval_ids: Iterable[str], *, waiting: bool) -> None:
+        """A live run starts (``waiting``) or stops waiting for the answer to these pending requests:
+        ``waiting_since`` moves either way (one op per request whose state changes)."""
+        with self._locked():
+            for approval_id in dict.fromkeys(approval_ids):
+                record = self._state.approvals.get(approval_id)
+                if (
+                    record is None
+                    or record.status != "pending"
+                    or (record.waiting_since is not None) == waiting
+                ):
+                    continue
+                self._append("approval_waiting", {"id": approval_id, "waiting": waiting})
+
+    def block_on_human(self, approval_id: str, waiting_task_ids: Iterable[str]) -> list[str]:
+        """Hold every pending task that depends, directly or not, on one of ``waiting_task_ids`` (the tasks
+        waiting for request ``approval_id``) and is not held already; one op. The ids held, in plan order."""
+        with self._locked():
+            seen = self.descendants(waiting_task_ids)
+            # A dependent that waits for a request itself is not held: it is one of the waiting.
+            waiting = {
+                task_id
+                for record in self._state.approvals.values()
+                if record.status == "pending"
+                for task_id in record.task_ids
+            }
+            order = {task.id: index for index, task in enumerate(self._require_plan().iter_tasks())}
+            held = [
+                task_id
+                for task_id in sorted(seen, key=order.__getitem__)
+                if self._tasks[task_id].status == "pending"
+                and task_id not in self._state.blocked_on_human
+                and task_id not in waiting
+            ]
+            if held:
+                self._append("tasks_blocked_on_human", {"approval_id": approval_id, "tasks": held})
+            return held
+
+    def descendants(self, task_ids: Iterable[str]) -> set[str]:
+        """Every task that depends, directly or not, on one of ``task_ids``."""
+        seen: set[str] = set()
+        frontier = list(task_ids)
+        while frontier:
+            current = frontier.pop()
+            for child in self._children.get(current, ()):
+                if child not in seen:
+                    seen.add(child)
+                    frontier.append(child)
+        return seen
+
+    def release_from_human(self, approval_id: str, resolution: HumanRelease) -> list[str]:
+        """Release the tasks held for request ``approval_id`` (answered, or its wait past its deadline);
+        one op recording how long each was held. The ids released."""
+        with self._locked():
+            return self._release_from_human(approval_id, resolution)
+
+    def _release_from_human(self, approval_id: str, resolution: HumanRelease) -> list[str]:
+        held = [block for block in self._state.blocked_on_human.values() if block.approval_id == approval_id]
+        if not held:
+            return []
+        now = datetime.now(UTC)
+        tasks = [
+            {"id": block.task_id, "blocked_s": round(_seconds_between(block.since, now), 3)} for block in held
+        ]
+        self._append(
+            "tasks_released_by_human", {"approval_id": approval_id, "resolution": resolution, "tasks": tasks}
+        )
+        return [block.task_id for block in held]
+
+    @property
+    def blocked_on_human(self) -> dict[str, HumanBlock]:
+        """``{task id: its hold}`` for the pending tasks held while an approval is unanswered."""
+        return dict(self._state.blocked_on_human)
+
+    def human_blocked_seconds(self, task_id: str) -> float:
+        """The seconds ``task_id`` has been held for approvals, its current hold included."""
+        total = self._state.human_blocked_s.get(task_id, 0.0)
+        block = self._state.blocked_on_human.get(task_id)
+        if block is not None:
+            total += _seconds_between(block.since, datetime.now(UTC))
+        return total
 
     def record_decision(
         self, snapshot: dict[str, Any], decision: dict[str, Any], grant: WorkerGrant | None = None
@@ -1544,6 +1650,26 @@ class PlanManager:
         record.status = "accepted" if entry.payload["accepted"] else "declined"
         record.resolved_at = entry.ts
 
+    def _apply_approval_waiting(self, entry: LedgerEntry) -> None:
+        record = self._state.approvals[entry.payload["id"]]
+        record.waiting_since = entry.ts if entry.payload["waiting"] else None
+
+    def _apply_tasks_blocked_on_human(self, entry: LedgerEntry) -> None:
+        approval_id = entry.payload["approval_id"]
+        if approval_id not in self._state.approvals:
+            raise ValueError(f"unknown approval request {approval_id!r}")
+        for task_id in entry.payload["tasks"]:
+            self._task(task_id)
+            self._state.blocked_on_human[task_id] = HumanBlock(
+                task_id=task_id, approval_id=approval_id, since=entry.ts
+            )
+
+    def _apply_tasks_released_by_human(self, entry: LedgerEntry) -> None:
+        for item in entry.payload["tasks"]:
+            self._state.blocked_on_human.pop(item["id"], None)
+            spent = self._state.human_blocked_s.get(item["id"], 0.0) + float(item["blocked_s"])
+            self._state.human_blocked_s[item["id"]] = spent
+
     def _apply_delegation_decided(self, entry: LedgerEntry) -> None:
         grant = entry.payload.get("grant")
         if grant is not None:
@@ -1668,3 +1794,8 @@ def _call_fields(call: CallUsage) -> dict[str, Any]:
     if call.cost_estimated:
         fields["cost_estimated"] = True
     return fields
+
+
+def _seconds_between(since: str, now: datetime) -> float:
+    """Seconds from the ledger timestamp ``since`` to ``now`` (never negative: clocks step back)."""
+    return max(0.0, (now - datetime.fromisoformat(since)).total_seconds())

@@ -7,7 +7,15 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["ApprovalRecord", "ApprovalStatus", "ScopeDeclaration", "ScopeSource", "WorkerGrant"]
+__all__ = [
+    "ApprovalRecord",
+    "ApprovalStatus",
+    "HumanBlock",
+    "HumanRelease",
+    "ScopeDeclaration",
+    "ScopeSource",
+    "WorkerGrant",
+]
 
 ScopeSource = Literal["intent", "plan_file", "command_line"]
 ApprovalStatus = Literal["pending", "accepted", "declined"]
@@ -36,6 +44,21 @@ class ApprovalRecord(_Record):
     status: ApprovalStatus = "pending"
     requested_at: str = ""
     resolved_at: str | None = None
+    # When a live run started waiting for the answer; None while no run waits (it moves on entering and on
+    # leaving the wait, so an answered or abandoned wait never looks like an expired one).
+    waiting_since: str | None = None
+
+
+HumanRelease = Literal["accepted", "declined", "timed_out"]
+
+
+class HumanBlock(_Record):
+    """A pending task held because a task it depends on waits for the user's answer to an approval request:
+    it neither starts nor ages in the queue until the answer (or the wait's deadline) releases it."""
+
+    task_id: str
+    approval_id: str
+    since: str
 
 
 class WorkerGrant(_Record):

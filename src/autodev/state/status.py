@@ -157,8 +157,14 @@ def _policy(state: dict[str, Any], tasks: list[dict[str, Any]]) -> dict[str, Any
                 if child not in waiting and status_of.get(child) == "pending":
                     waiting[child] = waiting[current]
                     todo.append(child)
+    # The holds the run recorded say since when; a task the derivation finds that no run held yet has none.
+    held = state.get("blocked_on_human") or {}
     blocked_on_human = [
-        {"task_id": task["id"], "approval": waiting[task["id"]]}
+        {
+            "task_id": task["id"],
+            "approval": waiting[task["id"]],
+            "since": (held.get(task["id"]) or {}).get("since"),
+        }
         for task in tasks
         if task["id"] in waiting and task["status"] == "pending"
     ]
@@ -171,7 +177,10 @@ def _policy(state: dict[str, Any], tasks: list[dict[str, Any]]) -> dict[str, Any
     return {
         "write_scope": list(dict.fromkeys(scope)),
         "approvals": [
-            {key: approval[key] for key in ("id", "status", "scope", "task_ids", "reason")}
+            {
+                **{key: approval[key] for key in ("id", "status", "scope", "task_ids", "reason")},
+                "waiting_since": approval.get("waiting_since"),
+            }
             for approval in approvals
         ],
         "blocked_on_human": blocked_on_human,

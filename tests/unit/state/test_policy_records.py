@@ -4,11 +4,14 @@ exactly, survive a reopen (and a lost snapshot), and a new plan starts a new run
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support import make_plan
 
 from autodev.errors import StateError
+from autodev.state.ledger import Ledger
+from autodev.state.paths import AutodevPaths
 from autodev.state.plan_manager import PlanManager
 from autodev.state.policy_records import ScopeDeclaration, WorkerGrant
 
@@ -89,11 +92,71 @@ def test_status_names_the_tasks_waiting_on_a_person_and_their_dependents_across_
         policy = pm.status()["policy"]
         assert policy["write_scope"] == ["**"]
         assert policy["blocked_on_human"] == [
-            {"task_id": "1.2", "approval": "A1"},
-            {"task_id": "2.1", "approval": "A1"},
-            {"task_id": "2.2", "approval": "A1"},
+            {"task_id": "1.2", "approval": "A1", "since": None},
+            {"task_id": "2.1", "approval": "A1", "since": None},
+            {"task_id": "2.2", "approval": "A1", "since": None},
         ]
         pm.resolve_approval("A1", accepted=True)
         policy = pm.status()["policy"]
         assert policy["blocked_on_human"] == []
         assert policy["write_scope"] == ["**", "docs/**"]
+
+
+def test_a_run_holds_the_dependents_of_a_waiting_task_and_the_answer_releases_them(repo: Path) -> None:
+    with PlanManager(repo) as pm:
+        pm.init_plan(make_plan(2, phases=2, chain=True))
+        pm.request_approval(["docs/**"], ["1.2"], "owned_path_provenance_required", "r")
+        # The waiting task itself is not held; its dependents in the next phase are, once.
+        assert pm.block_on_human("A1", ["1.2"]) == ["2.1", "2.2"]
+        assert pm.block_on_human("A1", ["1.2"]) == []
+        pm.mark_waiting(["A1"], waiting=True)
+        pm.mark_waiting(["A1"], waiting=True)  # already waiting: no second op
+        (record,) = pm.approvals
+        assert record.waiting_since is not None
+        held = pm.status()["policy"]["blocked_on_human"]
+        assert [(item["task_id"], item["since"] is not None) for item in held] == [
+            ("1.2", False),
+            ("2.1", True),
+            ("2.2", True),
+        ]
+        assert pm.human_blocked_seconds("2.1") >= 0
+        pm.resolve_approval("A1", accepted=True)
+        assert pm.blocked_on_human == {}
+        (record,) = pm.approvals
+        assert record.waiting_since is None  # leaving the wait moved it
+    ops = [entry.op for entry in _entries(repo)]
+    assert ops.count("approval_waiting") == 2
+    assert ops.count("tasks_blocked_on_human") == ops.count("tasks_released_by_human") == 1
+    released = next(entry for entry in _entries(repo) if entry.op == "tasks_released_by_human")
+    assert released.payload["resolution"] == "accepted"
+    assert [item["id"] for item in released.payload["tasks"]] == ["2.1", "2.2"]
+    (repo / ".autodev" / "plan.json").unlink()
+    with PlanManager(repo) as reopened:
+        assert reopened.blocked_on_human == {}
+        assert reopened.human_blocked_seconds("2.1") == released.payload["tasks"][0]["blocked_s"]
+
+
+def test_holds_survive_a_reopen_and_a_timed_out_wait_releases_them(repo: Path) -> None:
+    with PlanManager(repo) as pm:
+        pm.init_plan(make_plan(3, chain=True))
+        pm.request_approval(["docs/**"], ["1.1"], "owned_path_provenance_required", "r")
+        pm.block_on_human("A1", ["1.1"])
+    (repo / ".autodev" / "plan.json").unlink()
+    with PlanManager(repo) as reopened:
+        assert {task_id: hold.approval_id for task_id, hold in reopened.blocked_on_human.items()} == {
+            "1.2": "A1",
+            "1.3": "A1",
+        }
+        assert reopened.release_from_human("A1", "timed_out") == ["1.2", "1.3"]
+        assert reopened.blocked_on_human == {}
+        (record,) = reopened.approvals
+        assert record.status == "pending"  # unanswered: the request stays, stale for its tasks
+
+
+def _entries(repo: Path) -> list[Any]:
+    ledger = Ledger(AutodevPaths(repo).ledger, readonly=True)
+    ledger.open(repair=False)
+    try:
+        return list(ledger.entries())
+    finally:
+        ledger.close()

@@ -37,6 +37,7 @@ from autodev.guardrails.errors import BudgetExceededError
 from autodev.logging import get_logger
 from autodev.orchestrator.delegation_policy import DelegationHeldError
 from autodev.orchestrator.events import ProgressEvent
+from autodev.orchestrator.execute.approval_waits import ApprovalWaits
 from autodev.orchestrator.execute.area_refresh import refresh_stale_areas
 from autodev.orchestrator.execute.executor import LocalExecutor, TaskExecutor
 from autodev.orchestrator.execute.parallelism import Parallelism, resolve_parallelism
@@ -161,8 +162,9 @@ class Dispatcher:
         awaiting_approval: Mapping[str, ApprovalRecord] | None = None,
     ) -> None:
         self.session = session
-        # Tasks whose write scope waits for the user's approval: not started; the run ends waiting (exit 3).
-        self.awaiting_approval = dict(awaiting_approval or {})
+        # Tasks whose write scope waits for the user's approval: not started until it is answered; the run
+        # ends waiting (exit 3) when they are all that is left, unless it waits for the answer (--wait).
+        self.approval_waits = ApprovalWaits(session, dict(awaiting_approval or {}))
         self.executor: TaskExecutor = executor or LocalExecutor()
         self.pm = session.plan_manager
         self.only_task = only_task
@@ -248,22 +250,57 @@ class Dispatcher:
                 self._task_group = group
                 await self._checkpoint_phases()
                 await self._review_phases()
+                self.approval_waits.begin()
                 while True:
                     self._check_speculation()
+                    self._settle_approvals()
                     self._fill()
                     if not self.workers:
+                        if self.approval_waits and self.session.wait_for_approval and not self._stopping:
+                            await self._wait_for_an_answer()
+                            continue
                         break
-                    await self._changed.wait()
+                    # While tasks wait for an answer, look at the ledger every second for it.
+                    with anyio.move_on_after(1.0 if self.approval_waits else math.inf):
+                        await self._changed.wait()
                     self._changed = anyio.Event()
                     await self._review_phases()
         except BaseExceptionGroup as group:
             raise _first_fatal(group) from None
+        finally:
+            self.approval_waits.end()
         with anyio.CancelScope(shield=True):
             await self.worktrees.cleanup_all()
-        if self.awaiting_approval:
-            records = {record.id: record for record in self.awaiting_approval.values()}
-            raise DelegationHeldError(approval_wait_message(list(records.values())))
+        if self.approval_waits:
+            raise DelegationHeldError(approval_wait_message(self.approval_waits.records()))
         return self.processed
+
+    def _settle_approvals(self) -> None:
+        """Apply the answers given meanwhile; with ``--wait``, block what waited past its deadline."""
+        self.approval_waits.settle()
+        if self.session.wait_for_approval and self.approval_waits and not self.approval_waits.seconds_left():
+            self.approval_waits.time_out()
+
+    async def _wait_for_an_answer(self) -> None:
+        """Nothing else is left and the run waits for the user (``--wait``): until an answer, or until the
+        deadline (``policy.worker_approval_timeout_s``), when the waiting tasks are blocked."""
+        records = self.approval_waits.records()
+        left = self.approval_waits.seconds_left()
+        ids = ", ".join(record.id for record in records)
+        self.session.emit(
+            ProgressEvent(
+                "note",
+                f"waiting up to {left:.0f} s for an answer to {ids} (`autodev approvals`): answer with "
+                f"`autodev approve --scope {records[0].id}` or `autodev decline {records[0].id}`",
+            )
+        )
+        while self.approval_waits and left > 0:
+            await anyio.sleep(min(1.0, left))
+            if self.approval_waits.settle():
+                return
+            left = self.approval_waits.seconds_left()
+        if self.approval_waits:
+            self.approval_waits.time_out()
 
     def _notify(self, task_id: str = "") -> None:
         self._changed.set()
@@ -315,7 +352,7 @@ class Dispatcher:
             return
         phase = None if self.cross_phase else self._current_phase()
         # A task a live session claimed is in flight there: skipped, and its files held.
-        held = [*self.workers, *claimed, *self.awaiting_approval]
+        held = [*self.workers, *claimed, *self.approval_waits]
         if isinstance(self.scheduler, LaneOrder):
             self.scheduler.held = frozenset(held)
         for task in self.pm.next_pending_tasks(free, held, phase_id=phase, scheduler=self.scheduler):

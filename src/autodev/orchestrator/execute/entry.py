@@ -94,7 +94,8 @@ async def _watch_main_checkout(session: RunContext) -> None:
 def _approvals_first(session: RunContext, task_id: str | None) -> dict[str, ApprovalRecord]:
     """Before any process starts: one approval request per scope for the tasks whose owned paths no
     declared scope covers. A task whose scope the user declined is blocked; the others wait (``{task id:
-    request}``), and when nothing else could run the run stops here (exit 3)."""
+    request}``), and when nothing else could run the run stops here (exit 3), unless it waits for the answer
+    (``--wait``)."""
     pm = session.plan_manager
     tasks = [pm.get_task(task_id)] if task_id is not None else pm.tasks()
     waiting = session.run_policy.awaiting_approval(tasks)
@@ -110,14 +111,16 @@ def _approvals_first(session: RunContext, task_id: str | None) -> dict[str, Appr
                 f"({record.id}); declare a scope that covers the task's files, then "
                 f"`autodev retry {waiting_id}`",
             )
+    # What waits, and what depends on it, cannot start before the answer.
+    held = pm.descendants(waiting) | set(waiting)
     runnable = [
         task.id
         for task in pm.tasks()
         if task.status not in TERMINAL_STATUSES
-        and task.id not in waiting
+        and task.id not in held
         and (task_id is None or task.id == task_id)
     ]
-    if waiting and not runnable:
+    if waiting and not runnable and not session.wait_for_approval:
         records = list({record.id: record for record in waiting.values()}.values())
         raise DelegationHeldError(approval_wait_message(records))
     return waiting
