@@ -102,7 +102,7 @@ class LiveDisplay:
             if event.cost_usd:
                 row.cost_usd += event.cost_usd
             row.state = _state_of(event, row.state)
-        if event.kind in ("retry", "note", "suspended", "task_finished", "phase"):
+        if event.kind in ("retry", "note", "suspended", "task_finished", "phase", "waiting"):
             self._notes = [*self._notes[-5:], _plain(event)]
         if self._live is not None:
             self._live.update(self._render())
@@ -214,6 +214,8 @@ def _state_of(event: ProgressEvent, previous: str) -> str:
         return event.step or ("complete" if event.ok else "blocked")
     if event.kind == "suspended":
         return "suspended"
+    if event.kind == "waiting":
+        return "queued"
     return previous
 
 

@@ -321,11 +321,16 @@ def _print_in_flight(console: Console, in_flight: list[dict[str, Any]], *, show_
     table.add_column("Step", no_wrap=True)
     table.add_column("Worktree")
     progress = any(item.get("progress") for item in shown)
+    waiting = any(item.get("waiting") for item in shown)
+    if waiting:
+        table.add_column("Waiting for")
     if progress:
         table.add_column("Last seen (`autodev peek`)")
     for item in shown:
         worktree = terminal_markup(item["worktree"]) if item["worktree"] else "[dim](main tree)[/dim]"
         row = [terminal_markup(item["id"]), _styled(item["status"]), worktree]
+        if waiting:
+            row.append(terminal_markup(item.get("waiting") or ""))
         if progress:
             row.append(terminal_markup(item.get("progress") or ""))
         table.add_row(*row)

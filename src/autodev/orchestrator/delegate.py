@@ -77,10 +77,21 @@ async def _ask_the_run_policy(session: RunContext, request: DelegationRequest) -
     can never run as asked. The request to make: continuing its warm session only when the policy said
     ``resume_worker``."""
     policy = session.run_policy
+    told = ""
     while True:
         decision = policy.decide(request)
         if decision.route != "queue":
             break
+        if decision.reason != told:
+            told = decision.reason
+            session.emit(
+                ProgressEvent(
+                    "waiting",
+                    f"waits for a worker ({decision.reason}): {decision.remediation}",
+                    request.task_id,
+                    request.role,
+                )
+            )
         await policy.wait_for_release()
     if decision.route == "require_approval":
         record = policy.request_for(request, decision)

@@ -22,6 +22,7 @@ EventKind = Literal[
     "task_finished",  # a task reached complete or blocked
     "retry",  # a task goes back to the developer with concrete failures
     "suspended",  # the run stops, resumable (inline delegation, approval, budget)
+    "waiting",  # a task's call waits in the delegation policy's queue (for a worker, a lease)
     "note",  # anything else worth a line (a skipped tournament, a resumed step)
 ]
 

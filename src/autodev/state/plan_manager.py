@@ -46,6 +46,7 @@ from autodev.state.policy_records import (
     ApprovalRecord,
     HumanBlock,
     HumanRelease,
+    LastDecision,
     ScopeDeclaration,
     ScopeSource,
     WorkerGrant,
@@ -213,6 +214,8 @@ class PlanState(BaseModel):
     # spent held so far (a queued task's time to live does not count them).
     blocked_on_human: dict[str, HumanBlock] = Field(default_factory=dict)
     human_blocked_s: dict[str, float] = Field(default_factory=dict)
+    # The newest decision about each task's calls (its family, and whether it runs or waits).
+    last_decisions: dict[str, LastDecision] = Field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -1671,6 +1674,15 @@ class PlanManager:
             self._state.human_blocked_s[item["id"]] = spent
 
     def _apply_delegation_decided(self, entry: LedgerEntry) -> None:
+        inputs, decision = entry.payload.get("inputs") or {}, entry.payload.get("decision") or {}
+        task_id = inputs.get("task_id")
+        if task_id in self._tasks and "route" in decision:
+            self._state.last_decisions[task_id] = LastDecision(
+                role=str(inputs.get("role", "")),
+                family=str(inputs.get("family", "")),
+                route=str(decision["route"]),
+                reason=str(decision.get("reason", "")),
+            )
         grant = entry.payload.get("grant")
         if grant is not None:
             worker = WorkerGrant.model_validate(grant)

@@ -12,6 +12,7 @@ __all__ = [
     "ApprovalStatus",
     "HumanBlock",
     "HumanRelease",
+    "LastDecision",
     "ScopeDeclaration",
     "ScopeSource",
     "WorkerGrant",
@@ -69,3 +70,13 @@ class WorkerGrant(_Record):
     write_mode: Literal["shared", "isolated"]
     owned_paths: list[str] = Field(default_factory=list)
     units: int
+
+
+class LastDecision(_Record):
+    """The newest policy decision about a task's calls: what ``status`` says about a task in flight (its
+    family, and whether it runs or waits, and for what)."""
+
+    role: str
+    family: str
+    route: str
+    reason: str

@@ -8,8 +8,11 @@ Beyond the originally designed shape, the object says what runs in parallel and 
   (not complete or skipped) when it has any, otherwise the in-flight tasks holding one of its files; an
   empty list means it may start now. Tasks in any other status have no ``waiting_on`` key, so an empty
   list always means "ready";
-- ``totals["in_flight"]`` counts the tasks in flight, and the top-level ``in_flight`` lists them as
-  ``{"id", "status", "worktree"}`` in plan order;
+- ``totals["in_flight"]`` counts the tasks in flight, and the top-level ``in_flight`` lists them in plan
+  order with their ``status``, ``worktree``, ``step``, ``retry_count``, ``progress`` (what the agent did
+  last), ``family`` (role and area of the newest policy decision about its calls), ``lifecycle``
+  (``running``, ``queued`` for a worker, ``waiting`` for an approval or an inline answer) and ``waiting``
+  (what for, else None);
 - ``baseline`` is the base commit's own gate results the last execute phase started from (its
   pre-existing failures, which no task is blamed for), or None;
 - every task carries ``cost``: ``usd`` (its calls' known cost, None when none is known), ``estimated_usd``
@@ -72,6 +75,7 @@ def status_from_state(state: dict[str, Any]) -> dict[str, Any]:
     pending: list[dict[str, Any]] = []
     in_flight: list[dict[str, Any]] = []
     holders: dict[str, list[str]] = {}
+    decisions = state.get("last_decisions") or {}
     for task in tasks:
         status = task["status"]
         totals[status] += 1
@@ -92,6 +96,7 @@ def status_from_state(state: dict[str, Any]) -> dict[str, Any]:
                     "retry_count": task.get("retry_count", 0),
                     # What the task's agent did last: filled in by ``read_status`` from the transcripts.
                     "progress": None,
+                    **_lifecycle(decisions.get(task["id"])),
                 }
             )
             for path in task["files"]:
@@ -129,6 +134,19 @@ def status_from_state(state: dict[str, Any]) -> dict[str, Any]:
         },
         "policy": _policy(state, tasks),
     }
+
+
+def _lifecycle(decision: dict[str, Any] | None) -> dict[str, Any]:
+    """A task in flight's family, lifecycle (``running``, ``queued`` for a worker, ``waiting`` for an
+    approval) and what it waits for, from the newest policy decision about its calls."""
+    if decision is None:
+        return {"family": None, "lifecycle": "running", "waiting": None}
+    route, reason = decision["route"], decision["reason"]
+    if route == "queue":
+        return {"family": decision["family"], "lifecycle": "queued", "waiting": f"a worker: {reason}"}
+    if route == "require_approval":
+        return {"family": decision["family"], "lifecycle": "waiting", "waiting": f"an approval: {reason}"}
+    return {"family": decision["family"], "lifecycle": "running", "waiting": None}
 
 
 def _policy(state: dict[str, Any], tasks: list[dict[str, Any]]) -> dict[str, Any]:

@@ -25,8 +25,12 @@ def read_status(repo_root: Path) -> dict[str, Any]:
     status = _read_state_status(repo_root)
     status.setdefault("waiting_for", waiting_for(AutodevPaths(repo_root)))
     # What each task in flight did last, from its agent's own event stream (None: nothing recorded).
+    suspended = status["waiting_for"]
     for task in status["in_flight"]:
         task["progress"] = progress_summary(repo_root, task["id"]) or task.get("progress")
+        if suspended is not None and suspended.get("task_id") == task["id"]:
+            task["lifecycle"] = "waiting"
+            task["waiting"] = f"an inline answer: the {suspended.get('role', 'agent')} step"
     return status
 
 

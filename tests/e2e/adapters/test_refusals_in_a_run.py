@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 from support.cli_contract import CLI_SPECS, REFUSAL_CASES, CliSpec, Setup
 from support.model_server import ModelServer, Refusal, Scenario
-from support.parallel import Spec, git_repo, ledger_ops, plan_of, save_plan
+from support.parallel import Spec, entries_for, git_repo, ledger_ops, plan_of, save_plan, script_of
 
+from autodev.adapters.scripted import ScriptedAdapter
 from autodev.config.loader import load_config
 from autodev.orchestrator import Orchestrator
 from autodev.orchestrator.provider_guard import ProviderRefusedError
@@ -67,7 +68,16 @@ async def _execute(spec: CliSpec, case: Refusal, clis: dict[str, Path], tmp_path
                 },
             },
         )
-        await Orchestrator(root, config=config, adapter=adapter, write_scope="**").execute()
+        # A CLI that cannot start a read-only sandbox (OpenCode) leaves the reviewer to another platform,
+        # as its users set it up; the developer's refusal comes first, so no reviewer is asked here.
+        readers = (
+            None
+            if adapter.sandbox.can_start("read_only")
+            else ScriptedAdapter(script=script_of(entries_for()))
+        )
+        await Orchestrator(
+            root, config=config, adapter=adapter, read_only_adapter=readers, write_scope="**"
+        ).execute()
     return root
 
 

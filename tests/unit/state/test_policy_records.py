@@ -160,3 +160,27 @@ def _entries(repo: Path) -> list[Any]:
         return list(ledger.entries())
     finally:
         ledger.close()
+
+
+def test_status_says_whether_a_task_in_flight_runs_or_waits_and_for_what(repo: Path) -> None:
+    with PlanManager(repo) as pm:
+        pm.init_plan(make_plan(3))
+        for task_id in ("1.1", "1.2", "1.3"):
+            pm.update_task_status(task_id, "in_progress")
+        developer = {"role": "developer", "family": "developer:src"}
+        pm.record_decision(
+            {**developer, "task_id": "1.1"}, {"route": "spawn", "reason": "within_budget"}, _grant("1.1")
+        )
+        pm.record_decision(
+            {**developer, "task_id": "1.2"}, {"route": "queue", "reason": "strong_worker_limit"}
+        )
+        in_flight = {item["id"]: item for item in pm.status()["in_flight"]}
+    assert (in_flight["1.1"]["lifecycle"], in_flight["1.1"]["family"]) == ("running", "developer:src")
+    assert in_flight["1.1"]["waiting"] is None
+    assert in_flight["1.2"]["lifecycle"] == "queued"
+    assert in_flight["1.2"]["waiting"] == "a worker: strong_worker_limit"
+    # No decision about it yet: running, family unknown.
+    assert (in_flight["1.3"]["lifecycle"], in_flight["1.3"]["family"]) == ("running", None)
+    (repo / ".autodev" / "plan.json").unlink()
+    with PlanManager(repo) as reopened:
+        assert reopened.status()["in_flight"][1]["lifecycle"] == "queued"
