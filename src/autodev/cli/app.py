@@ -183,6 +183,13 @@ _wait = click.option(
     "policy.worker_approval_timeout_s instead of stopping.",
 )
 
+_stale_base_ok = click.option(
+    "--stale-base-ok",
+    is_flag=True,
+    help="Build on a checkout that is base_behind_threshold or more commits behind its base (the branch's "
+    "upstream, else origin/HEAD) instead of stopping to ask; `autodev refresh-base` brings it up to date.",
+)
+
 _allow_detached = click.option(
     "--allow-detached", is_flag=True, help="Commit on a detached HEAD (the commits are on no branch)."
 )
@@ -303,6 +310,12 @@ _write_scope = click.option(
 @_write_scope
 @_allow_detached
 @_wait
+@_stale_base_ok
+@click.option(
+    "--no-fetch",
+    is_flag=True,
+    help="Compare the checkout with its base ref as it is, without fetching it first.",
+)
 @_agent_options
 @click.pass_obj
 def run(
@@ -313,6 +326,8 @@ def run(
     write_scope: str | None,
     allow_detached: bool,
     wait: bool,
+    stale_base_ok: bool,
+    no_fetch: bool,
     agents: AgentChoice,
 ) -> None:
     """Plan INTENT, then execute every task: developer, QA gates, reviewer, test engineer, commit.
@@ -322,6 +337,7 @@ def run(
     obj.start_logging(create_state=True)
     with _run_display(obj) as display:
         orchestrator = _orchestrator(obj, agents, display)
+        orchestrator.stale_base_ok, orchestrator.fetch_base = stale_base_ok, not no_fetch
         click.echo(f"platform: {orchestrator.platform_name} ({orchestrator.platform_reason})")
         if orchestrator.read_only_reason:
             click.echo(orchestrator.read_only_reason)
@@ -351,6 +367,7 @@ def run(
 @_write_scope
 @_allow_detached
 @_wait
+@_stale_base_ok
 @_agent_options
 @click.pass_obj
 def execute(
@@ -359,12 +376,14 @@ def execute(
     write_scope: str | None,
     allow_detached: bool,
     wait: bool,
+    stale_base_ok: bool,
     agents: AgentChoice,
 ) -> None:
     """Carry out the saved plan (or one task of it)."""
     obj.start_logging(create_state=True)
     with _run_display(obj) as display:
         orchestrator = _orchestrator(obj, agents, display)
+        orchestrator.stale_base_ok = stale_base_ok
         tasks = _drive(
             obj,
             lambda: orchestrator.execute(task_id, allow_detached=allow_detached, write_scope=write_scope),
@@ -376,18 +395,21 @@ def execute(
 @cli.command(epilog=EXIT_CODES_HELP)
 @_allow_detached
 @_wait
+@_stale_base_ok
 @_agent_options
 @click.pass_obj
 def resume(
     obj: CliContext,
     allow_detached: bool,
     wait: bool,
+    stale_base_ok: bool,
     agents: AgentChoice,
 ) -> None:
-    """Continue after an inline suspend, a crash, Ctrl-C, an approval or a budget stop."""
+    """Continue after an inline suspend, a crash, Ctrl-C, an approval, a budget stop or a stale base."""
     obj.start_logging(create_state=True)
     with _run_display(obj) as display:
         orchestrator = _orchestrator(obj, agents, display)
+        orchestrator.stale_base_ok = stale_base_ok
         tasks = _drive(
             obj,
             lambda: orchestrator.resume(allow_detached=allow_detached),
@@ -683,6 +705,21 @@ def task_set(obj: CliContext, task_id: str, model: str) -> None:
     changed = _offline(obj).set_task_model(task_id, model)
     level = TIER_NAMES[changed.model or DEFAULT_TASK_TIER]
     click.echo(f"Task {changed.id} now runs on {level}{'' if changed.model else ' (the default)'}.")
+
+
+@cli.command("refresh-base", epilog=EXIT_CODES_HELP)
+@click.option("--no-fetch", is_flag=True, help="Fast-forward to the base ref as it is, without fetching it.")
+@click.pass_obj
+def refresh_base(obj: CliContext, no_fetch: bool) -> None:
+    """Fast-forward the checked-out branch to its base (its upstream, else origin/HEAD, origin/main or a local
+    main). Refused, with nothing changed, while a run works, on uncommitted changes, and when local commits
+    are not in the base."""
+    import anyio
+
+    obj.start_logging(create_state=True)
+    orchestrator = _offline(obj)
+    done = anyio.run(lambda: orchestrator.refresh_base(fetch=not no_fetch))
+    click.echo(done[0].upper() + done[1:] + ".")
 
 
 @cli.command(epilog=EXIT_CODES_HELP)

@@ -834,6 +834,19 @@ class AutodevConfig(_Settings):
         "paths, checked commit), relative to the repository; unset: AGENTS.md, else CLAUDE.md.",
         examples=["docs/AREAS.md"],
     )
+    base_behind_threshold: int = Field(
+        default=20,
+        ge=0,
+        description="A run whose checkout is this many commits behind its base (the branch's upstream, else "
+        "origin/HEAD, origin/main, or a local main) stops before any agent works and asks: `autodev "
+        "refresh-base`, or --stale-base-ok to build on it as it is. 0: never.",
+    )
+    base_fetch_timeout_s: float = Field(
+        default=15.0,
+        gt=0,
+        description="How long `autodev run` waits for the fetch of its base ref before it compares with the "
+        "ref it has (and says it could not fetch it). --no-fetch skips the fetch.",
+    )
     area_stale_commits: int = Field(
         default=20,
         ge=1,

@@ -103,5 +103,11 @@ def project_context(
     tests = _tests_line(baseline, commit)
     if tests:
         lines.append(tests)
+    base = plans.base_check
+    if base is not None and base.get("stale"):
+        lines.append(
+            f"The checkout is {base['behind']} commit(s) behind {base['ref']}, and the user chose to build "
+            "on it as it is: work from this checkout; do not pull, fetch, merge or rebase."
+        )
     project = "THE PROJECT (as AutoDev's checks see it):\n" + "\n".join(lines) if lines else ""
     return ProjectContext(findings=_plan_findings(plans, repo_root), project=project)

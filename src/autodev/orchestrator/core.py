@@ -32,6 +32,7 @@ from autodev.files import MAX_INPUT_FILE_BYTES, led_by, read_bounded_text
 from autodev.guardrails import GuardrailEnforcer, LoopDetector
 from autodev.logging import configure_logging, get_logger
 from autodev.orchestrator.agent_health import check_adapter, probe_model
+from autodev.orchestrator.base_check import check_base_at_start
 from autodev.orchestrator.checkout import check_head, require_clean_tree, require_repository
 from autodev.orchestrator.delegation_policy import DelegationPolicy, ExecuteEverything
 from autodev.orchestrator.events import ProgressEvent, ProgressListener, deliver
@@ -56,6 +57,7 @@ from autodev.state.schemas import Plan, Task
 from autodev.state.session_lock import SessionLock
 from autodev.state.status_reader import read_status
 from autodev.state.vocabulary import DONE_STATUSES, IN_FLIGHT_STATUSES
+from autodev.workspace.base_freshness import check_base, refresh_onto_base
 from autodev.workspace.git import GitRepo
 from autodev.workspace.integration import BASE_REF_PREFIX, BLOCKED_REF_PREFIX, TASK_REF_PREFIX, commit_message
 from autodev.workspace.worktree import WorktreeManager
@@ -132,6 +134,8 @@ class Orchestrator:
         executor: TaskExecutor | None = None,
         write_scope: str | None = None,
         wait_for_approval: bool = False,
+        stale_base_ok: bool = False,
+        fetch_base: bool = True,
     ) -> None:
         self.repo_root = Path(repo_root).resolve()
         self.paths = AutodevPaths(self.repo_root)
@@ -170,6 +174,10 @@ class Orchestrator:
         self.write_scope = write_scope
         # With nothing left but tasks waiting for an approval, wait for the answer (``--wait``) or pause.
         self.wait_for_approval = wait_for_approval
+        # Build on a checkout behind its base without asking (``--stale-base-ok``); fetch the base ref at
+        # ``run`` start (``--no-fetch``: no).
+        self.stale_base_ok = stale_base_ok
+        self.fetch_base = fetch_base
         self._agent_checked = False
         self.git = GitRepo(self.repo_root)
         self.agent_watch = AgentWatch(
@@ -237,6 +245,7 @@ class Orchestrator:
             adapter=self.adapter,
             read_only_adapter=self.read_only_adapter,
             wait_for_approval=self.wait_for_approval,
+            stale_base_ok=self.stale_base_ok,
             registry=self.registry,
             plan_manager=self.plan_manager,
             guardrails=self.guardrails,
@@ -407,6 +416,7 @@ class Orchestrator:
         declared_scope(intent, self.repo_root, "intent")
         async with self._opened(allow_detached=allow_detached) as session:
             await require_clean_tree(session)
+            await check_base_at_start(session, fetch=self.fetch_base)
             await session.preflight()
             await self._check_agent()
             self.emit(ProgressEvent("phase", f"plan phase on {self.platform_name}"))
@@ -552,6 +562,27 @@ class Orchestrator:
             plans.close()
         _log.info("orchestrator.approval_resolved", approval_id=approval_id, status=record.status)
         return record
+
+    async def refresh_base(self, *, fetch: bool = True) -> str:
+        """Fast-forward the checked-out branch to its base ref (``autodev refresh-base``); what was done.
+        Refused (``AutodevError``, nothing changed) while a run works, on a dirty tree, and when local
+        commits the base lacks would be lost."""
+        await self._require_git()
+        with self._session():
+            session = self._context()
+            base = await check_base(
+                self.git,
+                fetch=fetch,
+                fetch_timeout_s=self.config.base_fetch_timeout_s,
+                threshold=self.config.base_behind_threshold,
+            )
+            try:
+                done = await refresh_onto_base(self.git, base)
+            except ValueError as exc:
+                raise AutodevError(f"{exc} ({base.line()})") from None
+            session.emit(ProgressEvent("note", done))
+            _log.info("orchestrator.base_refreshed", ref=base.ref, commit=base.ref_commit, done=done)
+            return done
 
     def approve(self) -> Plan:
         """Record the user's approval of the current plan (``autodev approve``)."""

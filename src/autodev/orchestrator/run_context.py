@@ -77,6 +77,8 @@ class RunContext:
     read_only_adapter: PlatformAdapter | None = None
     # With nothing left but tasks waiting for an approval, wait for the answer (``--wait``) or pause.
     wait_for_approval: bool = False
+    # Build on a checkout behind its base without asking (``--stale-base-ok``).
+    stale_base_ok: bool = False
     plan_manager: PlanManager
     guardrails: GuardrailEnforcer
     knowledge: KnowledgeStore

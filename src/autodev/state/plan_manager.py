@@ -216,6 +216,10 @@ class PlanState(BaseModel):
     human_blocked_s: dict[str, float] = Field(default_factory=dict)
     # The newest decision about each task's calls (its family, and whether it runs or waits).
     last_decisions: dict[str, LastDecision] = Field(default_factory=dict)
+    # The newest check of the checkout against its base ref (``workspace.base_freshness``), and the base
+    # commits the user chose to build on although the checkout was behind them.
+    base_check: dict[str, Any] | None = None
+    stale_bases_accepted: list[str] = Field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,6 +324,7 @@ class PlanManager:
             "delegation_decided": self._apply_delegation_decided,
             "automatic_retry_granted": self._apply_automatic_retry_granted,
             "approval_waiting": self._apply_approval_waiting,
+            "base_checked": self._apply_base_checked,
             "tasks_blocked_on_human": self._apply_tasks_blocked_on_human,
             "tasks_released_by_human": self._apply_tasks_released_by_human,
         }
@@ -1138,6 +1143,33 @@ class PlanManager:
             self._release_from_human(approval_id, "accepted" if accepted else "declined")
             return self._state.approvals[approval_id]
 
+    def record_base_check(self, check: dict[str, Any], *, accepted: bool = False) -> bool:
+        """Record a check of the checkout against its base; nothing when it says what the last one said
+        (so a warning is given once per run and base commit). Whether it was recorded."""
+        with self._locked():
+            self._require_plan()
+            last = self._state.base_check
+            keys = ("ref", "ref_commit", "ahead", "behind", "stale")
+            commit = check.get("ref_commit")
+            known = commit in self._state.stale_bases_accepted
+            if (
+                last is not None
+                and all(last.get(k) == check.get(k) for k in keys)
+                and (known or not accepted)
+            ):
+                return False
+            self._append("base_checked", {"check": check, "accepted": accepted})
+            return True
+
+    @property
+    def base_check(self) -> dict[str, Any] | None:
+        """The newest check of the checkout against its base ref, with ``checked_at``; None before any."""
+        return dict(self._state.base_check) if self._state.base_check is not None else None
+
+    def stale_base_accepted(self, ref_commit: str | None) -> bool:
+        """Whether the user chose to build on a checkout behind ``ref_commit`` in this run."""
+        return ref_commit is not None and ref_commit in self._state.stale_bases_accepted
+
     def mark_waiting(self, approval_ids: Iterable[str], *, waiting: bool) -> None:
         """A live run starts (``waiting``) or stops waiting for the answer to these pending requests:
         ``waiting_since`` moves either way (one op per request whose state changes)."""
@@ -1652,6 +1684,13 @@ class PlanManager:
         record = self._state.approvals[entry.payload["id"]]
         record.status = "accepted" if entry.payload["accepted"] else "declined"
         record.resolved_at = entry.ts
+
+    def _apply_base_checked(self, entry: LedgerEntry) -> None:
+        check = dict(entry.payload["check"])
+        self._state.base_check = {**check, "checked_at": entry.ts}
+        commit = check.get("ref_commit")
+        if entry.payload.get("accepted") and commit and commit not in self._state.stale_bases_accepted:
+            self._state.stale_bases_accepted.append(commit)
 
     def _apply_approval_waiting(self, entry: LedgerEntry) -> None:
         record = self._state.approvals[entry.payload["id"]]

@@ -755,6 +755,27 @@ class GitRepo:
         result = await self._run("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
         return result.stdout.strip() or None if result.code == 0 else None
 
+    async def query(self, *args: str) -> str | None:
+        """The stripped output of a read-only git command, or None when git says no (a missing ref, no
+        upstream, no such configuration)."""
+        result = await self._run(*args, check=False)
+        return result.stdout.strip() if result.code == 0 else None
+
+    async def fetch(self, remote: str, branch: str, *, timeout_s: float) -> str | None:
+        """Fetch ``branch`` from ``remote`` into its remote-tracking ref; None when it worked, else why not
+        (one line). Never prompts: no terminal, and ssh in batch mode unless the user set its command."""
+        env = {"GIT_SSH_COMMAND": os.environ.get("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")}
+        args = ("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, branch)
+        full_env = {**os.environ, **env, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+        try:
+            result = await run_git(args, cwd=self.root, env=full_env, timeout_s=timeout_s)
+        except GitError as exc:
+            return str(exc)
+        if result.returncode == 0:
+            return None
+        detail = " ".join(result.stderr.decode("utf-8", errors="replace").split())[:200]
+        return detail or f"git fetch exited with {result.returncode}"
+
     async def set_ref(self, ref: str, commit: str) -> None:
         self._note_own_move(ref, commit)
         await self._run("update-ref", ref, commit)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from autodev.errors import AutodevError
 from autodev.logging import get_logger
+from autodev.orchestrator.base_check import check_base_before_writers
 from autodev.orchestrator.delegate import landed_commits
 from autodev.orchestrator.delegation_policy import DelegationHeldError
 from autodev.orchestrator.events import ProgressEvent
@@ -40,6 +41,7 @@ async def run_execute_phase(
     if task_id is not None:
         _check_runnable(session, task_id)
     preflight = await session.preflight()
+    await check_base_before_writers(session)
     awaiting = _approvals_first(session, task_id)
     pm.record_session(session.session_id)
     record = preflight.record()
