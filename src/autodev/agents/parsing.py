@@ -27,6 +27,7 @@ __all__ = [
     "ReviewParse",
     "ReviewVerdict",
     "TestCounts",
+    "parse_changed",
     "parse_confidence",
     "parse_critic_verdict",
     "parse_files",
@@ -84,7 +85,18 @@ class TestCounts:
 # --- key lines ----------------------------------------------------------------------------------------
 
 _CONTRACT_KEYS = frozenset(
-    {"VERDICT", "ISSUES", "RECOMMENDATION", "LESSON", "CONFIDENCE", "RESULTS", "RANKING", "FILES", "TOPIC"}
+    {
+        "VERDICT",
+        "ISSUES",
+        "RECOMMENDATION",
+        "LESSON",
+        "CONFIDENCE",
+        "RESULTS",
+        "RANKING",
+        "FILES",
+        "CHANGED",
+        "TOPIC",
+    }
 )
 # Bullets, numbering, quote and heading markers in front of a key; "*" and "+" only as bullets (followed
 # by a space), so that "**VERDICT:**" keeps its bold for the key pattern to consume.
@@ -340,6 +352,21 @@ def parse_topic(text: str) -> str | None:
 
 
 _FILE_SUFFIX = re.compile(r"(?::[0-9]+(?:-[0-9]+)?)?[:,;.]*$")
+
+
+def parse_changed(text: str) -> list[str] | None:
+    """The paths of a writer's last ``CHANGED:`` list (what it says it changed), once each, in order;
+    None when it gave none (``CHANGED: none`` is an empty claim, not a missing one)."""
+    section = _section(text.splitlines(), "CHANGED")
+    if section is None:
+        return None
+    inline, items = section
+    paths: dict[str, None] = {}
+    for item in [*inline.split(","), *items]:
+        path = _item_path(item)
+        if path:
+            paths[path.removeprefix("./")] = None
+    return list(paths)
 
 
 def parse_files(text: str) -> list[str]:

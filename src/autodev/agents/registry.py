@@ -64,7 +64,7 @@ _ROLES: Mapping[RoleName, _RoleDefaults] = MappingProxyType(
             "standard",
             50,
             "implement",
-            "Changes on disk, a short summary, optional LESSON: lines.",
+            "Changes on disk, a short summary, a CHANGED: list of the files changed, optional LESSON: lines.",
         ),
         "reviewer": _RoleDefaults(
             _REPORT,

@@ -164,7 +164,7 @@ def _script() -> Script:
                     "role": "developer",
                     "task_id": "1.1",
                     "attempt": 1,
-                    "text": "Implemented slugify in textutils/slug.py.",
+                    "text": "Implemented slugify in textutils/slug.py.\nCHANGED:\n- textutils/slug.py",
                     "edits": [{"path": "textutils/slug.py", "content": _SLUG_FIRST}],
                 },
                 {
@@ -173,7 +173,8 @@ def _script() -> Script:
                     "attempt": 2,
                     "text": (
                         "Added the module and function docstrings the reviewer asked for, and compiled the "
-                        "pattern once.\nLESSON: every module and public function in textutils has a docstring"
+                        "pattern once.\nCHANGED:\n- textutils/slug.py\n"
+                        "LESSON: every module and public function in textutils has a docstring"
                     ),
                     "edits": [{"path": "textutils/slug.py", "content": _SLUG_FIXED}],
                 },
@@ -194,7 +195,7 @@ def _script() -> Script:
                 {
                     "role": "developer",
                     "task_id": "1.2",
-                    "text": "Exported slugify from the package.",
+                    "text": "Exported slugify from the package.\nCHANGED:\n- textutils/__init__.py",
                     "edits": [{"path": "textutils/__init__.py", "content": _INIT_EXPORTING}],
                 },
                 {"role": "reviewer", "task_id": "1.2", "text": "VERDICT: APPROVED\nISSUES:\n- none"},

@@ -55,6 +55,7 @@ from autodev.state.scheduling import PlanOrder, TaskScheduler
 from autodev.state.schemas import (
     DEFAULT_TASK_TIER,
     MODEL_TIERS,
+    CoderEvidence,
     Evidence,
     ModelTier,
     Phase,
@@ -109,6 +110,8 @@ class EvidenceRef(BaseModel):
     attempt: int
     path: str
     sha256: str
+    # For a developer run: what git showed in its checkout, in brief (status reads it without the file).
+    summary: dict[str, Any] | None = None
 
 
 class PlanPhaseProgress(BaseModel):
@@ -899,16 +902,17 @@ class PlanManager:
         target = self.paths.evidence_file(evidence.task_id, evidence.kind, evidence.attempt)
         with self._locked(), _recorded_version_kept(target):
             written = write_evidence(self.paths, evidence)
-            self._append(
-                "evidence_recorded",
-                {
-                    "task_id": evidence.task_id,
-                    "kind": evidence.kind,
-                    "attempt": evidence.attempt,
-                    "path": self._relative(written.path),
-                    "sha256": written.sha256,
-                },
-            )
+            payload: dict[str, Any] = {
+                "task_id": evidence.task_id,
+                "kind": evidence.kind,
+                "attempt": evidence.attempt,
+                "path": self._relative(written.path),
+                "sha256": written.sha256,
+            }
+            summary = _repository_summary(evidence)
+            if summary is not None:
+                payload["summary"] = summary
+            self._append("evidence_recorded", payload)
             return written.path
 
     def record_patch(self, task_id: str, diff: str, *, attempt: int = 1, developer: bool = False) -> Path:
@@ -1612,6 +1616,7 @@ class PlanManager:
             attempt=payload["attempt"],
             path=payload["path"],
             sha256=payload["sha256"],
+            summary=payload.get("summary"),
         )
         self._state.evidence.setdefault(task_id, []).append(ref)
         task = self._tasks.get(task_id)
@@ -1850,3 +1855,19 @@ def _call_fields(call: CallUsage) -> dict[str, Any]:
 def _seconds_between(since: str, now: datetime) -> float:
     """Seconds from the ledger timestamp ``since`` to ``now`` (never negative: clocks step back)."""
     return max(0.0, (now - datetime.fromisoformat(since)).total_seconds())
+
+
+def _repository_summary(evidence: Evidence) -> dict[str, Any] | None:
+    """What a developer run's evidence says git showed, in brief, for the ledger (``EvidenceRef.summary``)."""
+    if not isinstance(evidence, CoderEvidence) or evidence.repository is None:
+        return None
+    facts = evidence.repository
+    return {
+        "head": facts.head,
+        "branch": facts.branch,
+        "files": len(facts.diffstat),
+        "insertions": facts.insertions,
+        "deletions": facts.deletions,
+        "commits_since_base": facts.commits_since_base,
+        "risks": evidence.risks[:20],
+    }

@@ -128,8 +128,35 @@ class _EvidenceBase(_Persisted):
     agent_actions: list[str] = Field(default_factory=list)
 
 
+class ChangeStat(_Persisted):
+    """One file of a change: lines added and deleted (None for a binary file)."""
+
+    path: str
+    added: int | None = None
+    deleted: int | None = None
+
+
+class RepositoryFacts(_Persisted):
+    """What git shows in a writer's checkout after it ran, whatever the writer said: the record a result
+    is judged by (its files, its size, whether it committed or left files dirty)."""
+
+    checkout: str
+    head: str | None = None
+    branch: str | None = None
+    base_commit: str | None = None
+    commits_since_base: int = 0
+    committed_paths: list[str] = Field(default_factory=list)
+    dirty_paths: list[str] = Field(default_factory=list)
+    diffstat: list[ChangeStat] = Field(default_factory=list)
+    insertions: int = 0
+    deletions: int = 0
+
+
 class CoderEvidence(_EvidenceBase):
-    """What a developer run changed, read from git, and what it said."""
+    """What a developer run changed, read from git, and what it said.
+
+    ``files_changed`` is git's list, never the agent's; ``claimed_files`` is its ``CHANGED:`` list (None
+    when it gave none) and ``risks`` where the two differ."""
 
     kind: Literal["developer"] = "developer"
     diff: str = ""
@@ -137,6 +164,9 @@ class CoderEvidence(_EvidenceBase):
     output_text: str = ""
     duration_s: float = 0.0
     success: bool = False
+    repository: RepositoryFacts | None = None
+    claimed_files: list[str] | None = None
+    risks: list[str] = Field(default_factory=list)
 
 
 class ReviewEvidence(_EvidenceBase):

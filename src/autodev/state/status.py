@@ -76,6 +76,7 @@ def status_from_state(state: dict[str, Any]) -> dict[str, Any]:
     in_flight: list[dict[str, Any]] = []
     holders: dict[str, list[str]] = {}
     decisions = state.get("last_decisions") or {}
+    evidence = state.get("evidence") or {}
     for task in tasks:
         status = task["status"]
         totals[status] += 1
@@ -97,6 +98,8 @@ def status_from_state(state: dict[str, Any]) -> dict[str, Any]:
                     # What the task's agent did last: filled in by ``read_status`` from the transcripts.
                     "progress": None,
                     **_lifecycle(decisions.get(task["id"])),
+                    # What git showed after its newest developer run (None before one).
+                    "repository": _latest_summary(evidence.get(task["id"]) or [], "developer"),
                 }
             )
             for path in task["files"]:
@@ -134,6 +137,15 @@ def status_from_state(state: dict[str, Any]) -> dict[str, Any]:
         },
         "policy": _policy(state, tasks),
     }
+
+
+def _latest_summary(refs: list[dict[str, Any]], kind: str) -> dict[str, Any] | None:
+    """The summary of the newest evidence of ``kind`` among a task's ``refs`` (None: none, or none kept)."""
+    found = [ref for ref in refs if ref.get("kind") == kind]
+    if not found:
+        return None
+    summary: dict[str, Any] | None = found[-1].get("summary")
+    return summary
 
 
 def _lifecycle(decision: dict[str, Any] | None) -> dict[str, Any]:

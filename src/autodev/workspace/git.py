@@ -755,6 +755,20 @@ class GitRepo:
         result = await self._run("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
         return result.stdout.strip() or None if result.code == 0 else None
 
+    async def commits_and_paths_since(self, base: str) -> tuple[int, list[str]]:
+        """How many commits HEAD has on top of ``base``, and the paths they changed (none: no process
+        beyond the count)."""
+        count = int((await self._run("rev-list", "--count", f"{base}..HEAD")).stdout.strip() or 0)
+        if not count:
+            return 0, []
+        names = await self._run("diff", "--name-only", "--no-renames", "-z", base, "HEAD")
+        return count, [name for name in names.stdout.split("\0") if name]
+
+    async def branch(self) -> str | None:
+        """The checked-out branch's short name; None on a detached HEAD."""
+        content = read_head_file(await self.git_dir())
+        return content[5:].strip().removeprefix("refs/heads/") if content.startswith("ref: ") else None
+
     async def query(self, *args: str) -> str | None:
         """The stripped output of a read-only git command, or None when git says no (a missing ref, no
         upstream, no such configuration)."""

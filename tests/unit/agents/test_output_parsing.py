@@ -391,3 +391,19 @@ def test_labels_differing_only_in_case_must_match_exactly() -> None:
 def test_unrankable_labels_are_a_caller_error(labels: list[str]) -> None:
     with pytest.raises(ValueError, match="label"):
         parse_ranking("RANKING: A", labels)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Done.\nCHANGED:\n- `src/a.py`\n- ./src/b.py - the entry point\n", ["src/a.py", "src/b.py"]),
+        ("Done.\nCHANGED: src/a.py, src/b.py\nLESSON: x", ["src/a.py", "src/b.py"]),
+        ("Done.\nCHANGED: none\n", []),
+        ("Done, changed src/a.py.", None),
+        ("CHANGED:\n- a.py\nlater\nCHANGED:\n- b.py\n- b.py\n", ["b.py"]),
+    ],
+)
+def test_a_writers_changed_list_is_its_claim_and_its_absence_is_no_claim(
+    text: str, expected: list[str] | None
+) -> None:
+    assert parsing.parse_changed(text) == expected

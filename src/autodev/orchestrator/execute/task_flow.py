@@ -36,6 +36,7 @@ import anyio
 
 from autodev.adapters.base import AgentResult
 from autodev.agents.parsing import (
+    parse_changed,
     parse_critic_verdict,
     parse_review_verdict,
     parse_test_results,
@@ -64,6 +65,7 @@ from autodev.state.plan_markdown import MODEL_NAMES, TIER_NAMES
 from autodev.state.schemas import (
     EFFORTS,
     MODEL_TIERS,
+    ChangeStat,
     CoderEvidence,
     CommandRun,
     CriticEvidence,
@@ -71,6 +73,7 @@ from autodev.state.schemas import (
     GateCheck,
     GateEvidence,
     ModelTier,
+    RepositoryFacts,
     ReviewEvidence,
     Task,
     TestEvidence,
@@ -78,6 +81,7 @@ from autodev.state.schemas import (
 )
 from autodev.state.vocabulary import IN_FLIGHT_STATUSES, TERMINAL_STATUSES
 from autodev.workspace.areas import area_prompt_block, areas_for_files
+from autodev.workspace.change_facts import numstat
 from autodev.workspace.git import GitRepo, WorkingDiff
 from autodev.workspace.integration import (
     Integrated,
@@ -165,6 +169,8 @@ class TaskContext:
     # The developer's change as git showed it, reused by the gates and the review (they change no file);
     # dropped on any failure and before the test engineer, who adds files.
     developer_diff: WorkingDiff | None = None
+    # What git showed in the checkout after the developer ran, and where its CHANGED: list differed.
+    developer_facts: tuple[RepositoryFacts, list[str]] | None = None
     # The task was in flight when a run was killed: steps may find half-done work of that run.
     resumed: bool = False
     # What every role of the task is told about the project (``autodev.orchestrator.context``).
@@ -263,6 +269,7 @@ async def execute_task(session: RunContext, task_id: str, ctx: TaskContext) -> N
         if failure is None:
             continue
         ctx.developer_diff = None
+        ctx.developer_facts = None
         count = pm.mark_task_retry(
             task_id,
             failure.issues,
@@ -595,6 +602,9 @@ async def _developer_step(session: RunContext, task: Task, ctx: TaskContext) -> 
         )
         return StepFailure((refused,))
     assert diff is not None
+    facts = await _repository_facts(task, ctx, diff, dirty)
+    claimed = parse_changed(result.text)
+    risks = claim_risks(claimed, diff.files)
     pm.record_evidence(
         CoderEvidence(
             task_id=task.id,
@@ -608,22 +618,84 @@ async def _developer_step(session: RunContext, task: Task, ctx: TaskContext) -> 
             cost_usd=result.cost_usd,
             session_id=result.session_id,
             agent_actions=list(result.agent_actions),
+            repository=facts,
+            claimed_files=claimed,
+            risks=risks,
         )
     )
+    ctx.developer_facts = (facts, risks)
     pm.record_patch(task.id, diff.patch, attempt=request.attempt, developer=True)
     _check_scope(session, "developer", diff.files)
     if not result.success:
         return _agent_failure("developer", result)
     if diff.is_empty:
+        said = f" (it listed {', '.join(claimed[:5])} as changed)" if claimed else ""
         return StepFailure(
             (
-                f"the developer reported success but git shows no change against {task.base_commit}; "
-                "write the change to the files in the working directory",
+                f"evidence_mismatch: the developer reported success but git shows no change against "
+                f"{task.base_commit}{said}; write the change to the files in the working directory",
             )
         )
     pm.update_task_status(task.id, "coded")
     ctx.developer_diff = diff
     return None
+
+
+async def _repository_facts(
+    task: Task, ctx: TaskContext, diff: WorkingDiff, dirty: Sequence[str]
+) -> RepositoryFacts:
+    """What git shows in the task's checkout after the developer ran (``RepositoryFacts``)."""
+    git = ctx.workspace.git
+    base = task.base_commit or diff.base
+    commits, committed = await git.commits_and_paths_since(base)
+    stats = [
+        ChangeStat(path=path, added=added, deleted=deleted) for path, added, deleted in numstat(diff.patch)
+    ]
+    return RepositoryFacts(
+        checkout=str(ctx.workspace.root),
+        head=await git.head(),
+        branch=await git.branch(),
+        base_commit=base,
+        commits_since_base=commits,
+        committed_paths=committed,
+        dirty_paths=sorted(dirty),
+        diffstat=stats,
+        insertions=sum(stat.added or 0 for stat in stats),
+        deletions=sum(stat.deleted or 0 for stat in stats),
+    )
+
+
+def _facts_block(facts: tuple[RepositoryFacts, list[str]] | None) -> str:
+    """AutoDev's own record of the developer's change for the reviewer: from git, not from the developer."""
+    if facts is None:
+        return ""
+    record, risks = facts
+    lines = [
+        f"\n\nAUTODEV'S RECORD OF THE CHANGE (from git, not from the developer): {len(record.diffstat)} "
+        f"file(s), +{record.insertions} -{record.deletions}"
+        + (f", {len(record.dirty_paths)} left uncommitted" if record.dirty_paths else "")
+        + (
+            f", {record.commits_since_base} commit(s) the developer made itself"
+            if record.commits_since_base
+            else ""
+        )
+        + "."
+    ]
+    if risks:
+        lines.append("Where the developer's CHANGED: list and git disagree (check these):")
+        lines += [f"- {risk}" for risk in risks[:20]]
+    return "\n".join(lines)
+
+
+def claim_risks(claimed: Sequence[str] | None, changed: Sequence[str]) -> list[str]:
+    """Where a writer's ``CHANGED:`` list and git's disagree, one line each (nothing when it gave none:
+    there is no claim to compare)."""
+    if claimed is None:
+        return []
+    shown, said = set(changed), set(claimed)
+    risks = [f"claimed_not_changed: {path}" for path in claimed if path not in shown]
+    risks += [f"changed_not_claimed: {path}" for path in changed if path not in said]
+    return risks
 
 
 def _lane(session: RunContext, task: Task) -> dict[str, str]:
@@ -765,6 +837,7 @@ async def _review_step(session: RunContext, task: Task, ctx: TaskContext) -> Ste
         diff = await _current_diff(task, ctx)
         tree = diff.tree
     extra = "THE CHANGE TO REVIEW (git diff against the task's base):\n" + clip(diff.patch, PROMPT_DIFF_CHARS)
+    extra += _facts_block(ctx.developer_facts)
     configuring = test_config_files(diff.files)
     if configuring:
         extra += (
