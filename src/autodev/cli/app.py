@@ -457,6 +457,49 @@ def decline(obj: CliContext, approval_id: str) -> None:
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
+@click.argument("task_id")
+@click.option("--json", "as_json", is_flag=True, help="Print the contract as JSON.")
+@click.pass_obj
+def proof(obj: CliContext, task_id: str, as_json: bool) -> None:
+    """Show TASK's completion contract: each required check, how it ended, its output digest, and the
+    verdict, for the exact revision it checked."""
+    from autodev.cli.text import terminal_text
+
+    contract = _offline(obj).proof(task_id)
+    if as_json:
+        click.echo(json.dumps(contract.model_dump(mode="json") if contract else None, indent=2))
+        return
+    if contract is None:
+        click.echo(f"Task {task_id} has no completion contract yet (it is opened once its tests pass).")
+        return
+    click.echo(
+        f"Task {task_id}, attempt {contract.attempt}: {contract.verdict} (revision {contract.revision[:12]}, "
+        f"{contract.checkout})"
+    )
+    for check in contract.checks:
+        digest = f" sha256:{check.output_sha256[:12]}" if check.output_sha256 else ""
+        reason = f" — {check.reason}" if check.reason else ""
+        shown = " ".join(check.argv) if check.argv else check.description
+        click.echo(f"  {check.id}\t{check.status}\t{terminal_text(shown)}{digest}{terminal_text(reason)}")
+
+
+@cli.command(epilog=EXIT_CODES_HELP)
+@click.argument("task_id")
+@click.argument("check")
+@click.option("--reason", required=True, help="Why the check may be skipped (recorded with the waiver).")
+@click.pass_obj
+def waive(obj: CliContext, task_id: str, check: str, reason: str) -> None:
+    """Waive CHECK (a blocked check of TASK's completion contract, e.g. command:2) for the revision it
+    checked; a new revision needs a new waiver. Then `autodev retry TASK`."""
+    obj.start_logging(create_state=True)
+    contract = _offline(obj).waive(task_id, check, reason)
+    click.echo(
+        f"Waived {check} of {task_id} for revision {contract.revision[:12]}; `autodev retry {task_id}` "
+        "runs the contract again."
+    )
+
+
+@cli.command(epilog=EXIT_CODES_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the requests as JSON.")
 @click.pass_obj
 def approvals(obj: CliContext, as_json: bool) -> None:

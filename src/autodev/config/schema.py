@@ -282,6 +282,39 @@ class ModelPrice(_Settings):
         ) / 1_000_000
 
 
+class CompletionSettings(_Settings):
+    """The completion contract: the checks AutoDev itself runs before a task is complete."""
+
+    allowed_programs: list[str] = Field(
+        default_factory=lambda: [
+            "pytest",
+            "python",
+            "python3",
+            "ruff",
+            "mypy",
+            "node",
+            "npm",
+            "npx",
+            "cargo",
+            "go",
+            "make",
+            "uv",
+            "tox",
+            "git",
+        ],
+        description="Programs an acceptance criterion's command may run (a criterion that starts with a "
+        "command in backticks, such as `pytest tests/test_cli.py`). Anything else, or a command with shell "
+        "syntax (; | & $ < > backquotes), is refused and the check recorded blocked.",
+    )
+    check_timeout_s: float = Field(default=600.0, gt=0, description="Deadline of one command check.")
+    verify_timeout_s: float = Field(
+        default=2700.0,
+        gt=0,
+        description="Deadline of a task's whole completion contract: past it, the checks not finished are "
+        "recorded blocked and the attempt fails as timed out.",
+    )
+
+
 class GuardrailSettings(_Settings):
     """Limits that stop a runaway agent or plan."""
 
@@ -858,6 +891,10 @@ class AutodevConfig(_Settings):
         ge=1,
         le=500,
         description="Most recent tool calls and messages `autodev peek` shows per agent call.",
+    )
+    completion: CompletionSettings = Field(
+        default_factory=CompletionSettings,
+        description="The completion contract's command checks: allowed programs and deadlines.",
     )
     policy: PolicySettings = Field(
         default_factory=PolicySettings,

@@ -47,13 +47,14 @@ from autodev.orchestrator.run_context import RunContext
 from autodev.orchestrator.run_policy import declared_scope
 from autodev.orchestrator.submodules import refuse_submodule_files
 from autodev.orchestrator.tournaments.impl import prune_stale_worktrees
+from autodev.state.evidence import read_evidence
 from autodev.state.hashing import sha256_hex
 from autodev.state.knowledge import KnowledgeStore
 from autodev.state.paths import AutodevPaths, ensure_state_dir, normalize_repo_path
 from autodev.state.plan_manager import PlanManager
 from autodev.state.plan_markdown import MODEL_NAMES, parse_plan_markdown, read_plan_markdown
 from autodev.state.policy_records import ApprovalRecord, ScopeDeclaration
-from autodev.state.schemas import Plan, Task
+from autodev.state.schemas import CompletionEvidence, Plan, Task
 from autodev.state.session_lock import SessionLock
 from autodev.state.status_reader import read_status
 from autodev.state.vocabulary import DONE_STATUSES, IN_FLIGHT_STATUSES
@@ -583,6 +584,40 @@ class Orchestrator:
             session.emit(ProgressEvent("note", done))
             _log.info("orchestrator.base_refreshed", ref=base.ref, commit=base.ref_commit, done=done)
             return done
+
+    def proof(self, task_id: str) -> CompletionEvidence | None:
+        """The newest completion contract of ``task_id`` (``autodev proof``): its required checks, their
+        outcomes and digests, waivers and verdict; None before its first. Read-only."""
+        plans = PlanManager.open(self.repo_root, readonly=True)
+        try:
+            plans.get_task(task_id)  # a clear error for an unknown task
+            refs = [ref for ref in plans.evidence_for(task_id) if ref.kind == "completion"]
+        finally:
+            plans.close()
+        if not refs:
+            return None
+        evidence = read_evidence(self.repo_root / refs[-1].path)
+        return evidence if isinstance(evidence, CompletionEvidence) else None
+
+    def waive(self, task_id: str, check: str, reason: str) -> CompletionEvidence:
+        """Waive ``check`` of ``task_id`` for the revision its newest contract checked (``autodev waive``);
+        a new revision needs a new waiver. The contract it applies to."""
+        contract = self.proof(task_id)
+        if contract is None:
+            raise AutodevError(f"task {task_id} has no completion contract yet; nothing to waive")
+        known = {item.id: item for item in contract.checks}
+        if check not in known:
+            raise AutodevError(
+                f"task {task_id}'s contract has no check {check!r}; its checks: {', '.join(known) or 'none'}"
+            )
+        if known[check].status not in ("blocked", "waived"):
+            raise AutodevError(
+                f"check {check} of task {task_id} is {known[check].status}, not blocked: only a check that "
+                "could not run can be waived"
+            )
+        with self._session():
+            self.plan_manager.waive_check(task_id, check, contract.revision, reason)
+        return contract
 
     def approve(self) -> Plan:
         """Record the user's approval of the current plan (``autodev approve``)."""

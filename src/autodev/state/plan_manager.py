@@ -56,6 +56,7 @@ from autodev.state.schemas import (
     DEFAULT_TASK_TIER,
     MODEL_TIERS,
     CoderEvidence,
+    CompletionEvidence,
     Evidence,
     ModelTier,
     Phase,
@@ -223,6 +224,8 @@ class PlanState(BaseModel):
     # commits the user chose to build on although the checkout was behind them.
     base_check: dict[str, Any] | None = None
     stale_bases_accepted: list[str] = Field(default_factory=list)
+    # Completion checks the user waived: ``{task id: [{check, revision, reason}]}``, each for one revision.
+    waivers: dict[str, list[dict[str, str]]] = Field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -328,6 +331,7 @@ class PlanManager:
             "automatic_retry_granted": self._apply_automatic_retry_granted,
             "approval_waiting": self._apply_approval_waiting,
             "base_checked": self._apply_base_checked,
+            "check_waived": self._apply_check_waived,
             "tasks_blocked_on_human": self._apply_tasks_blocked_on_human,
             "tasks_released_by_human": self._apply_tasks_released_by_human,
         }
@@ -1147,6 +1151,28 @@ class PlanManager:
             self._release_from_human(approval_id, "accepted" if accepted else "declined")
             return self._state.approvals[approval_id]
 
+    def waive_check(self, task_id: str, check: str, revision: str, reason: str) -> None:
+        """Record the user's waiver of ``check`` for ``task_id`` at exactly ``revision`` (a tree id)."""
+        if not reason.strip():
+            raise StateError('a waiver needs a reason: --reason "why this check may be skipped"')
+        with self._locked():
+            self._task(task_id)
+            payload = {
+                "task_id": task_id,
+                "check": check,
+                "revision": revision,
+                "reason": reason.strip()[:500],
+            }
+            self._append("check_waived", payload)
+
+    def waived_checks(self, task_id: str, revision: str) -> frozenset[str]:
+        """The checks of ``task_id`` waived for ``revision`` (a waiver of another revision does not count)."""
+        return frozenset(
+            waiver["check"]
+            for waiver in self._state.waivers.get(task_id, [])
+            if waiver["revision"] == revision
+        )
+
     def record_base_check(self, check: dict[str, Any], *, accepted: bool = False) -> bool:
         """Record a check of the checkout against its base; nothing when it says what the last one said
         (so a warning is given once per run and base commit). Whether it was recorded."""
@@ -1690,6 +1716,12 @@ class PlanManager:
         record.status = "accepted" if entry.payload["accepted"] else "declined"
         record.resolved_at = entry.ts
 
+    def _apply_check_waived(self, entry: LedgerEntry) -> None:
+        payload = entry.payload
+        self._task(payload["task_id"])
+        waiver = {key: str(payload[key]) for key in ("check", "revision", "reason")}
+        self._state.waivers.setdefault(payload["task_id"], []).append(waiver)
+
     def _apply_base_checked(self, entry: LedgerEntry) -> None:
         check = dict(entry.payload["check"])
         self._state.base_check = {**check, "checked_at": entry.ts}
@@ -1858,7 +1890,13 @@ def _seconds_between(since: str, now: datetime) -> float:
 
 
 def _repository_summary(evidence: Evidence) -> dict[str, Any] | None:
-    """What a developer run's evidence says git showed, in brief, for the ledger (``EvidenceRef.summary``)."""
+    """What a developer run's evidence says git showed, or a completion contract's verdict, in brief, for
+    the ledger (``EvidenceRef.summary``)."""
+    if isinstance(evidence, CompletionEvidence):
+        by_status: dict[str, list[str]] = {}
+        for check in evidence.checks:
+            by_status.setdefault(check.status, []).append(check.id)
+        return {"verdict": evidence.verdict, "revision": evidence.revision, "checks": by_status}
     if not isinstance(evidence, CoderEvidence) or evidence.repository is None:
         return None
     facts = evidence.repository

@@ -346,8 +346,41 @@ class PhaseReviewEvidence(_EvidenceBase):
     output_text: str = ""
 
 
+CheckKind = Literal["gate", "command", "semantic"]
+RequiredCheckStatus = Literal["pass", "fail", "blocked", "waived", "settled"]
+CompletionVerdict = Literal["verified", "verified_with_waiver", "changes_requested", "blocked", "timed_out"]
+
+
+class RequiredCheck(_Persisted):
+    """One check a task's completion contract requires: a QA gate AutoDev ran, a command an acceptance
+    criterion names (run by AutoDev, argv without a shell), or a semantic criterion the reviewer settles."""
+
+    id: str
+    kind: CheckKind
+    description: str
+    status: RequiredCheckStatus
+    argv: list[str] = Field(default_factory=list)
+    exit_code: int | None = None
+    reason: str | None = None
+    output_sha256: str | None = None
+    output_excerpt: str = ""
+
+
+class CompletionEvidence(_EvidenceBase):
+    """A task's completion contract for one attempt: every required check, its real outcome, and the
+    verdict; bound to the exact revision (the tree) and checkout it was checked in."""
+
+    kind: Literal["completion"] = "completion"
+    verdict: CompletionVerdict
+    revision: str
+    checkout: str
+    head: str | None = None
+    checks: list[RequiredCheck] = Field(default_factory=list)
+
+
 Evidence = Annotated[
-    CoderEvidence
+    CompletionEvidence
+    | CoderEvidence
     | GateEvidence
     | ReviewEvidence
     | TestEvidence

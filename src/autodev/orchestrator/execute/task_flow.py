@@ -54,6 +54,7 @@ from autodev.logging import get_logger
 from autodev.orchestrator.delegate import DelegationRequest, delegate
 from autodev.orchestrator.delegation_envelope import DelegationAction, DelegationEnvelope
 from autodev.orchestrator.events import ProgressEvent
+from autodev.orchestrator.execute.completion import CompletionBlockedError, run_contract
 from autodev.orchestrator.run_policy import DelegationRejectedError
 from autodev.orchestrator.submodules import submodules_touched
 from autodev.orchestrator.text import clip
@@ -255,7 +256,7 @@ async def execute_task(session: RunContext, task_id: str, ctx: TaskContext) -> N
         except LoopDetectedError as exc:
             await block_and_park(session, task_id, f"loop_detected: {exc.message}", ctx)
             return
-        except DelegationRejectedError as exc:
+        except (DelegationRejectedError, CompletionBlockedError) as exc:
             await block_and_park(session, task_id, exc.message, ctx)
             return
         except OutsideScopeError as exc:
@@ -1104,8 +1105,73 @@ async def _tournament_step(session: RunContext, task: Task, ctx: TaskContext) ->
                 issues = tuple(_gate_issue(result) for result in failing)
                 return StepFailure(("the tournament's winning change fails the gates", *issues))
             checked = run.tree
+    failure = await _completion_contract(session, task, ctx, checked)
+    if failure is not None:
+        return failure
     session.plan_manager.update_task_status(task.id, "tournamented", checked_tree=checked)
     return None
+
+
+async def _completion_contract(
+    session: RunContext, task: Task, ctx: TaskContext, checked: str | None
+) -> StepFailure | None:
+    """Open and judge the task's completion contract on the checked revision (``completion``); a failure
+    when a required check fails, ``CompletionBlockedError`` when one could not run and is not waived."""
+    pm = session.plan_manager
+    git = ctx.workspace.git
+    attempt = task.retry_count + 1
+    revision = checked or await git.snapshot_tree()
+    tests = _recorded(session, task.id, "test", attempt)
+    gates = _recorded(session, task.id, "gates", attempt)
+    # Each gate as it last ran on this attempt: the developer's gates, then AutoDev's run after the tests.
+    latest = {check.gate: check for check in (gates.checks if isinstance(gates, GateEvidence) else [])}
+    latest.update({check.gate: check for check in (tests.checks if isinstance(tests, TestEvidence) else [])})
+    gate_checks = list(latest.values())
+    settings = session.config.completion
+    session.emit(ProgressEvent("step_started", "completion contract", task.id, "completion", attempt))
+    evidence = await run_contract(
+        task=task,
+        attempt=attempt,
+        checkout=ctx.workspace.root,
+        revision=revision,
+        head=await git.head(),
+        gate_checks=gate_checks,
+        environment=(await session.project_environment()).environment,
+        allowed=settings.allowed_programs,
+        check_timeout_s=settings.check_timeout_s,
+        verify_timeout_s=settings.verify_timeout_s,
+        waived=pm.waived_checks(task.id, revision),
+    )
+    # What is committed must be what was checked: whatever a check wrote is put back.
+    now = await git.snapshot_tree()
+    if now != revision:
+        await git.restore_from_tree(revision, await git.changed_between(revision, now))
+    pm.record_evidence(evidence)
+    verified = evidence.verdict in ("verified", "verified_with_waiver")
+    session.emit(
+        ProgressEvent(
+            "step_finished", f"completion: {evidence.verdict}", task.id, "completion", attempt, verified
+        )
+    )
+    if verified:
+        return None
+    if evidence.verdict == "changes_requested":
+        return StepFailure(
+            tuple(
+                f"completion check {check.id} ({' '.join(check.argv) or check.description}) failed"
+                f"{f' (exit {check.exit_code})' if check.exit_code is not None else ''}: "
+                f"{clip(check.output_excerpt.strip(), 1500) or check.reason or 'no output'}"
+                for check in evidence.checks
+                if check.status == "fail"
+            )
+        )
+    blocked = [check for check in evidence.checks if check.status == "blocked"]
+    shown = "; ".join(f"{check.id} ({check.description}): {check.reason}" for check in blocked[:5])
+    first = blocked[0].id if blocked else "CHECK"
+    raise CompletionBlockedError(
+        f"completion: {evidence.verdict}: {shown}; fix the acceptance criterion, or waive the check for this "
+        f"revision (`autodev waive {task.id} {first} --reason ...`), then `autodev retry {task.id}`"
+    )
 
 
 async def _unchecked_changes(task: Task, ctx: TaskContext, tree: str) -> StepFailure | None:

@@ -1,0 +1,225 @@
+"""A task's completion contract: what must be proven, by AutoDev itself, before a change is committed.
+
+When a task's change has passed its gates, its review and its tests, its acceptance criteria become a
+contract with a deterministic eval plan:
+
+- **gate checks**: the build, test and lint gates AutoDev ran on this revision (their evidence decides);
+- **command checks**: a criterion that starts with a command in backticks (`` `pytest tests/test_cli.py` ``)
+  is run by AutoDev in the task's checkout, one at a time, argv without a shell, the program allowlisted by
+  name (``completion.allowed_programs``); shell syntax or an unlisted program is refused and the check
+  recorded ``blocked`` with why; its exit status, a bounded excerpt and a digest of its real output are kept;
+- **semantic checks**: every other criterion, settled by the reviewer's approval of this change (a worker
+  settles only these; nothing a worker reports can close a gate or command check).
+
+Verdict: every required check passes (or is ``settled``) → ``verified``; some fail → ``changes_requested``
+(the attempt fails with their output and the developer tries again); some are blocked → the task is blocked,
+failing closed, unless the user waived exactly those checks for exactly this revision (``autodev waive``) →
+``verified_with_waiver``. Past ``completion.verify_timeout_s`` the checks not finished are recorded blocked
+and the verdict is ``timed_out``: the task is blocked, distinct from a check that could not be built at all.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from autodev.errors import AutodevError
+from autodev.qa.environment import ProjectEnvironment
+from autodev.qa.runner import CheckSpec, run_check
+from autodev.state.schemas import (
+    CompletionEvidence,
+    CompletionVerdict,
+    GateCheck,
+    RequiredCheck,
+    Task,
+)
+
+__all__ = [
+    "CompletionBlockedError",
+    "command_of",
+    "completion_verdict",
+    "required_checks",
+    "run_contract",
+]
+
+
+class CompletionBlockedError(AutodevError):
+    """A required check could not be run (refused, missing, past the deadline): the task is blocked, failing
+    closed, until the criterion is fixed or the check waived for this revision."""
+
+
+# A criterion that names a command starts with it, in backticks.
+_COMMAND = re.compile(r"^\s*`(?P<command>[^`]+)`")
+# What only a shell would make sense of: never passed to one, so refused rather than misread.
+_SHELL_SYNTAX = re.compile(r"[;|&$<>`\n\r()\\]")
+_REQUIRED_GATES = ("build", "test", "lint")
+
+
+def command_of(criterion: str) -> str | None:
+    """The command an acceptance criterion names (its leading backticked text), or None."""
+    match = _COMMAND.match(criterion)
+    return match["command"].strip() if match else None
+
+
+def required_checks(
+    task: Task, gate_checks: Sequence[GateCheck]
+) -> tuple[list[RequiredCheck], list[tuple[str, str, str]]]:
+    """The contract's gate and semantic checks, settled from evidence, and the commands still to run:
+    ``(check id, command, criterion)`` per command criterion, in order (ids ``command:<n>``)."""
+    checks: list[RequiredCheck] = []
+    by_gate = {check.gate: check for check in gate_checks}
+    for gate in _REQUIRED_GATES:
+        found = by_gate.get(gate)
+        if found is None:
+            continue
+        checks.append(
+            RequiredCheck(
+                id=f"gate:{gate}",
+                kind="gate",
+                description=f"the {gate} gate ({found.status})",
+                status="pass" if found.counts_as_pass else "fail",
+                reason=found.skipped_by or found.reason,
+            )
+        )
+    commands: list[tuple[str, str, str]] = []
+    for number, criterion in enumerate(task.acceptance, start=1):
+        command = command_of(criterion.description)
+        if command is None:
+            checks.append(
+                RequiredCheck(
+                    id=f"semantic:{number}",
+                    kind="semantic",
+                    description=criterion.description,
+                    status="settled",
+                    reason="the reviewer approved this change against it",
+                )
+            )
+        else:
+            commands.append((f"command:{number}", command, criterion.description))
+    return checks, commands
+
+
+def _refusal(command: str, allowed: Sequence[str]) -> str | None:
+    """Why ``command`` may not run (shell syntax, an unlisted program), or None."""
+    if _SHELL_SYNTAX.search(command):
+        return "it uses shell syntax (; | & $ < > backquotes, parentheses): commands run without a shell"
+    try:
+        argv = shlex.split(command)
+    except ValueError as exc:
+        return f"it cannot be split into arguments ({exc})"
+    if not argv:
+        return "it is empty"
+    program = Path(argv[0]).name
+    if "/" in argv[0] or program not in allowed:
+        return f"{argv[0]!r} is not an allowed program (completion.allowed_programs: {', '.join(allowed)})"
+    return None
+
+
+def _argv(command: str, environment: ProjectEnvironment | None) -> list[str]:
+    """The argv a command runs as: ``python`` is the project's interpreter and ``pytest`` its pytest."""
+    argv = shlex.split(command)
+    if environment is None:
+        return argv
+    if argv[0] in ("python", "python3"):
+        return [environment.python, *argv[1:]]
+    if argv[0] == "pytest":
+        return [environment.python, "-m", "pytest", *argv[1:]]
+    tool = environment.tool(argv[0])
+    return [str(tool), *argv[1:]] if tool is not None else argv
+
+
+async def run_contract(
+    *,
+    task: Task,
+    attempt: int,
+    checkout: Path,
+    revision: str,
+    head: str | None,
+    gate_checks: Sequence[GateCheck],
+    environment: ProjectEnvironment | None,
+    allowed: Sequence[str],
+    check_timeout_s: float,
+    verify_timeout_s: float,
+    waived: frozenset[str],
+) -> CompletionEvidence:
+    """Open ``task``'s contract for this revision, run its command checks, and judge it."""
+    checks, commands = required_checks(task, gate_checks)
+    deadline = time.monotonic() + verify_timeout_s
+    timed_out = False
+    env = dict(environment.env) if environment is not None else {}
+    for check_id, command, description in commands:
+        refused = _refusal(command, allowed)
+        left = deadline - time.monotonic()
+        if refused is not None:
+            checks.append(
+                RequiredCheck(
+                    id=check_id,
+                    kind="command",
+                    description=description,
+                    status="blocked",
+                    reason=f"refused: {refused}",
+                )
+            )
+            continue
+        argv = _argv(command, environment)
+        if left <= 0:
+            timed_out = True
+            checks.append(
+                RequiredCheck(
+                    id=check_id,
+                    kind="command",
+                    description=description,
+                    status="blocked",
+                    argv=argv,
+                    reason="not run: the contract's deadline (completion.verify_timeout_s = "
+                    f"{verify_timeout_s:g} s) passed",
+                )
+            )
+            continue
+        result = await run_check(CheckSpec(tuple(argv), checkout, min(check_timeout_s, left), env=env))
+        if result.status == "timeout" and time.monotonic() >= deadline:
+            timed_out = True
+        status = "pass" if result.status == "pass" else ("blocked" if result.tool_missing else "fail")
+        checks.append(
+            RequiredCheck(
+                id=check_id,
+                kind="command",
+                description=description,
+                status=status,
+                argv=list(result.argv),
+                exit_code=result.exit_code,
+                reason=result.reason,
+                output_sha256=result.output_sha256,
+                output_excerpt=result.output_excerpt,
+            )
+        )
+    checks = [
+        check.model_copy(update={"status": "waived"})
+        if check.status == "blocked" and check.id in waived
+        else check
+        for check in checks
+    ]
+    return CompletionEvidence(
+        task_id=task.id,
+        attempt=attempt,
+        verdict=completion_verdict(checks, timed_out=timed_out),
+        revision=revision,
+        checkout=str(checkout),
+        head=head,
+        checks=checks,
+    )
+
+
+def completion_verdict(checks: Sequence[RequiredCheck], *, timed_out: bool = False) -> CompletionVerdict:
+    """The contract's verdict from its checks (module docstring)."""
+    if timed_out:
+        return "timed_out"
+    statuses = {check.status for check in checks}
+    if "blocked" in statuses:
+        return "blocked"
+    if "fail" in statuses:
+        return "changes_requested"
+    return "verified_with_waiver" if "waived" in statuses else "verified"
