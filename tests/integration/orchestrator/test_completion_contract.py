@@ -16,7 +16,7 @@ from autodev.errors import AutodevError
 from autodev.orchestrator import Orchestrator
 from autodev.orchestrator.execute.completion import command_of, completion_verdict
 from autodev.state.plan_manager import PlanManager
-from autodev.state.schemas import RequiredCheck
+from autodev.state.schemas import RequiredCheck, RequiredCheckStatus
 
 FAST_GATES = {"qa_gates.secretscan.enabled": False, "qa_gates.build.enabled": False}
 
@@ -131,8 +131,8 @@ def test_a_failing_command_requests_changes_with_its_output(tmp_path: Path) -> N
 
 
 def test_the_verdict_follows_the_checks() -> None:
-    def check(status: str) -> RequiredCheck:
-        return RequiredCheck(id=status, kind="command", description="c", status=status)  # type: ignore[arg-type]
+    def check(status: RequiredCheckStatus) -> RequiredCheck:
+        return RequiredCheck(id=status, kind="command", description="c", status=status)
 
     assert completion_verdict([check("pass"), check("settled")]) == "verified"
     assert completion_verdict([check("pass"), check("waived")]) == "verified_with_waiver"
