@@ -13,6 +13,9 @@ from autodev.state.status import status_from_state
 from autodev.state.status_reader import read_status
 from autodev.state.vocabulary import TASK_STATUSES, TaskStatus
 
+# A task in flight no policy decision has been recorded for, and no developer run yet.
+RUNNING = {"family": None, "lifecycle": "running", "waiting": None, "repository": None}
+
 
 def test_no_ledger_means_an_empty_status(repo: Path) -> None:
     data = read_status(repo)
@@ -120,6 +123,7 @@ def test_in_flight_tasks_are_listed_in_plan_order_with_their_worktrees_and_count
             "step": "test_engineer",
             "retry_count": 0,
             "progress": None,
+            **RUNNING,
         },
         {
             "id": "1.2",
@@ -128,6 +132,7 @@ def test_in_flight_tasks_are_listed_in_plan_order_with_their_worktrees_and_count
             "step": "developer",
             "retry_count": 0,
             "progress": None,
+            **RUNNING,
         },
     ]
     assert data["totals"]["in_flight"] == 2
@@ -155,6 +160,7 @@ def test_a_snapshot_from_before_worktrees_reads_like_replay() -> None:
             "step": "developer",
             "retry_count": 0,
             "progress": None,
+            **RUNNING,
         }
     ]
 
@@ -175,6 +181,7 @@ def test_the_worktree_reaches_status_through_the_fast_path_and_replay(repo: Path
             "step": "developer",
             "retry_count": 0,
             "progress": None,
+            **RUNNING,
         }
     ]
     assert data["tasks"][1]["waiting_on"] == []
