@@ -874,14 +874,7 @@ class PlanManager:
         """
         with self._locked():
             self._task(task_id)
-            seen: set[str] = set()
-            frontier = [task_id]
-            while frontier:
-                current = frontier.pop()
-                for child in self._children.get(current, ()):
-                    if child not in seen:
-                        seen.add(child)
-                        frontier.append(child)
+            seen = self.descendants([task_id])
             order = {task.id: index for index, task in enumerate(self._require_plan().iter_tasks())}
             blocked = [
                 {"id": tid, "from": self._tasks[tid].status}

@@ -154,30 +154,13 @@ async def run_contract(
         refused = _refusal(command, allowed)
         left = deadline - time.monotonic()
         if refused is not None:
-            checks.append(
-                RequiredCheck(
-                    id=check_id,
-                    kind="command",
-                    description=description,
-                    status="blocked",
-                    reason=f"refused: {refused}",
-                )
-            )
+            checks.append(_blocked(check_id, description, f"refused: {refused}"))
             continue
         argv = _argv(command, environment)
         if left <= 0:
             timed_out = True
-            checks.append(
-                RequiredCheck(
-                    id=check_id,
-                    kind="command",
-                    description=description,
-                    status="blocked",
-                    argv=argv,
-                    reason="not run: the contract's deadline (completion.verify_timeout_s = "
-                    f"{verify_timeout_s:g} s) passed",
-                )
-            )
+            late = f"not run: past completion.verify_timeout_s ({verify_timeout_s:g} s)"
+            checks.append(_blocked(check_id, description, late, argv))
             continue
         result = await run_check(CheckSpec(tuple(argv), checkout, min(check_timeout_s, left), env=env))
         if result.status == "timeout" and time.monotonic() >= deadline:
@@ -210,6 +193,12 @@ async def run_contract(
         checkout=str(checkout),
         head=head,
         checks=checks,
+    )
+
+
+def _blocked(check_id: str, description: str, reason: str, argv: Sequence[str] = ()) -> RequiredCheck:
+    return RequiredCheck(
+        id=check_id, kind="command", description=description, status="blocked", argv=list(argv), reason=reason
     )
 
 
