@@ -43,6 +43,10 @@ translated at the boundary with ``raise ... from exc``.
     ├── OutsideScopeError             a writer changed files outside the authorized write scope: its task
     │                                 is blocked (orchestrator.execute.task_flow)
     ├── ScopeError                    a write scope that cannot be used as written (policy.scope)
+    ├── StaleBaseError                the checkout is too far behind its base to build on unasked (exit 3;
+    │                                 orchestrator.base_check)
+    ├── CompletionBlockedError        a required completion check could not run: its task is blocked until
+    │                                 it is fixed or waived (orchestrator.execute.completion)
     ├── TournamentNotFoundError       `autodev tournament show` of an unknown id (tournament.artifacts)
     ├── AreaError                     an unknown area or an unreadable notes file (workspace.areas)
     ├── AgentUnusableError            the chosen agent CLI failed its health check before any work

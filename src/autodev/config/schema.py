@@ -286,25 +286,11 @@ class CompletionSettings(_Settings):
     """The completion contract: the checks AutoDev itself runs before a task is complete."""
 
     allowed_programs: list[str] = Field(
-        default_factory=lambda: [
-            "pytest",
-            "python",
-            "python3",
-            "ruff",
-            "mypy",
-            "node",
-            "npm",
-            "npx",
-            "cargo",
-            "go",
-            "make",
-            "uv",
-            "tox",
-            "git",
-        ],
-        description="Programs an acceptance criterion's command may run (a criterion that starts with a "
-        "command in backticks, such as `pytest tests/test_cli.py`). Anything else, or a command with shell "
-        "syntax (; | & $ < > backquotes), is refused and the check recorded blocked.",
+        default_factory=lambda: ["pytest", "python", "python3", "ruff", "mypy", "npm", "cargo", "go", "make"],
+        description="Programs an acceptance criterion's command may run (a criterion that is a command in "
+        "backticks, alone or followed by 'passes', such as `pytest tests/test_cli.py` passes). Anything "
+        "else, or a command with shell syntax (; | & $ < > backquotes), is refused and the check recorded "
+        "blocked.",
     )
     check_timeout_s: float = Field(default=600.0, gt=0, description="Deadline of one command check.")
     verify_timeout_s: float = Field(

@@ -1195,7 +1195,15 @@ class PlanManager:
 
     def mark_waiting(self, approval_ids: Iterable[str], *, waiting: bool) -> None:
         """A live run starts (``waiting``) or stops waiting for the answer to these pending requests:
-        ``waiting_since`` moves either way (one op per request whose state changes)."""
+        ``waiting_since`` moves either way (one op per request whose state changes); nothing to change
+        takes no lock."""
+        approval_ids = [
+            approval_id
+            for approval_id in dict.fromkeys(approval_ids)
+            if (record := self._state.approvals.get(approval_id)) is not None and record.status == "pending"
+        ]
+        if not approval_ids:
+            return
         with self._locked():
             for approval_id in dict.fromkeys(approval_ids):
                 record = self._state.approvals.get(approval_id)

@@ -140,4 +140,6 @@ def test_the_verdict_follows_the_checks() -> None:
     assert completion_verdict([check("fail"), check("blocked")]) == "blocked"
     assert completion_verdict([check("pass")], timed_out=True) == "timed_out"
     assert command_of("`pytest -q` passes") == "pytest -q"
+    assert command_of("`make check` exits 0.") == "make check"
     assert command_of('slugify("a") == "a"') is None
+    assert command_of("`autodev areas core` shows the area not stale") is None

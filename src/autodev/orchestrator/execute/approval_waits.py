@@ -56,7 +56,8 @@ class ApprovalWaits:
         """The run starts waiting: hold the dependents of each waiting task, and move ``waiting_since``
         (a stamp a killed run left is cleared first: only one run works at a time, so no wait is under
         way)."""
-        self.pm.mark_waiting([record.id for record in self.pm.approvals], waiting=False)
+        stale = [record.id for record in self.pm.approvals if record.waiting_since is not None]
+        self.pm.mark_waiting(stale, waiting=False)
         for record in self.records():
             tasks = [task_id for task_id, waited in self.waiting.items() if waited.id == record.id]
             held = self.pm.block_on_human(record.id, tasks)

@@ -4,10 +4,11 @@ When a task's change has passed its gates, its review and its tests, its accepta
 contract with a deterministic eval plan:
 
 - **gate checks**: the build, test and lint gates AutoDev ran on this revision (their evidence decides);
-- **command checks**: a criterion that starts with a command in backticks (`` `pytest tests/test_cli.py` ``)
-  is run by AutoDev in the task's checkout, one at a time, argv without a shell, the program allowlisted by
-  name (``completion.allowed_programs``); shell syntax or an unlisted program is refused and the check
-  recorded ``blocked`` with why; its exit status, a bounded excerpt and a digest of its real output are kept;
+- **command checks**: a criterion that is a command in backticks, alone or followed by "passes" (also
+  "succeeds", "works", "exits 0", "returns 0"), such as `` `pytest tests/test_cli.py -q` passes ``, is run by
+  AutoDev in the task's checkout, one at a time, argv without a shell, the program allowlisted by name
+  (``completion.allowed_programs``); shell syntax or an unlisted program is refused and the check recorded
+  ``blocked`` with why; its exit status, a bounded excerpt and a digest of its real output are kept;
 - **semantic checks**: every other criterion, settled by the reviewer's approval of this change (a worker
   settles only these; nothing a worker reports can close a gate or command check).
 
@@ -34,6 +35,7 @@ from autodev.state.schemas import (
     CompletionVerdict,
     GateCheck,
     RequiredCheck,
+    RequiredCheckStatus,
     Task,
 )
 
@@ -51,15 +53,20 @@ class CompletionBlockedError(AutodevError):
     closed, until the criterion is fixed or the check waived for this revision."""
 
 
-# A criterion that names a command starts with it, in backticks.
-_COMMAND = re.compile(r"^\s*`(?P<command>[^`]+)`")
+# A criterion that is a command check: the command in backticks, then only that it passes (or nothing).
+_COMMAND = re.compile(
+    r"^\s*`(?P<command>[^`]+)`\s*(?:(?:passes|succeeds|works|exits (?:with )?0|returns 0)\s*\.?)?\s*$",
+    re.IGNORECASE,
+)
 # What only a shell would make sense of: never passed to one, so refused rather than misread.
 _SHELL_SYNTAX = re.compile(r"[;|&$<>`\n\r()\\]")
 _REQUIRED_GATES = ("build", "test", "lint")
 
 
 def command_of(criterion: str) -> str | None:
-    """The command an acceptance criterion names (its leading backticked text), or None."""
+    """The command of a command criterion: the whole criterion is a backticked command, alone or followed
+    by ``passes``, ``succeeds``, ``works``, ``exits 0`` or ``returns 0``; None for any other criterion
+    (```autodev areas core` shows the area not stale`` is for the reviewer to judge)."""
     match = _COMMAND.match(criterion)
     return match["command"].strip() if match else None
 
@@ -75,12 +82,17 @@ def required_checks(
         found = by_gate.get(gate)
         if found is None:
             continue
+        # A repository with no tests at all passes its test gate as "no tests" (said, not hidden): there
+        # is nothing to prove or to fail here.
+        status: RequiredCheckStatus = (
+            "pass" if found.counts_as_pass else "settled" if found.status == "no_tests" else "fail"
+        )
         checks.append(
             RequiredCheck(
                 id=f"gate:{gate}",
                 kind="gate",
                 description=f"the {gate} gate ({found.status})",
-                status="pass" if found.counts_as_pass else "fail",
+                status=status,
                 reason=found.skipped_by or found.reason,
             )
         )
