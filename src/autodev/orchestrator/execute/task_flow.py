@@ -1142,8 +1142,10 @@ async def _completion_contract(
         verify_timeout_s=settings.verify_timeout_s,
         waived=pm.waived_checks(task.id, revision),
     )
-    # What is committed must be what was checked: whatever a check wrote is put back.
-    now = await git.snapshot_tree()
+    # What is committed must be what was checked: whatever a command check wrote is put back (only a
+    # command that ran can have written anything).
+    ran = any(check.kind == "command" and check.status in ("pass", "fail") for check in evidence.checks)
+    now = await git.snapshot_tree() if ran else revision
     if now != revision:
         await git.restore_from_tree(revision, await git.changed_between(revision, now))
     pm.record_evidence(evidence)
