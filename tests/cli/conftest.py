@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from support.cli import WHOLE_REPOSITORY_SCOPE, Run, RunCli, with_write_scope
 
+from autodev.cli.demo import DemoSetup, prepare_demo
+
 
 @pytest.fixture
 def autodev_exe() -> Path:
@@ -40,3 +42,17 @@ def run_cli(autodev_exe: Path, repo: Path) -> RunCli:
         return Run(proc.returncode, proc.stdout, proc.stderr)
 
     return run
+
+
+@pytest.fixture
+def demo(tmp_path: Path) -> DemoSetup:
+    """The demo project (``autodev demo``'s repository and script), for the tests that drive it."""
+    return prepare_demo(tmp_path / "project")
+
+
+@pytest.fixture
+def agents(demo: DemoSetup, tmp_path: Path) -> list[str]:
+    """The options that make ``run``/``execute``/``resume`` play the demo's scripted agents."""
+    script = tmp_path / "script.json"
+    script.write_text(demo.script.model_dump_json(exclude_defaults=True), encoding="utf-8")
+    return ["--platform", "scripted", "--script", str(script)]

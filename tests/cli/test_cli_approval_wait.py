@@ -16,7 +16,7 @@ import pytest
 from support.cli import RunCli, clean_env
 from support.orchestration import git_log
 
-from autodev.cli.demo import DemoSetup, prepare_demo
+from autodev.cli.demo import DemoSetup
 from autodev.state.ledger import Ledger
 from autodev.state.paths import AutodevPaths
 
@@ -25,18 +25,6 @@ pytestmark = pytest.mark.slow
 # 1.2's files, so that only 1.1 (textutils/slug.py, tests/test_slug.py) waits for an approval and 1.2, which
 # depends on it, is held.
 SCOPE = "textutils/__init__.py, tests/test_exports.py"
-
-
-@pytest.fixture
-def demo(tmp_path: Path) -> DemoSetup:
-    return prepare_demo(tmp_path / "project")
-
-
-@pytest.fixture
-def agents(demo: DemoSetup, tmp_path: Path) -> list[str]:
-    script = tmp_path / "script.json"
-    script.write_text(demo.script.model_dump_json(exclude_defaults=True), encoding="utf-8")
-    return ["--platform", "scripted", "--script", str(script)]
 
 
 def _start_waiting_run(

@@ -34,13 +34,6 @@ def demo(tmp_path: Path) -> DemoSetup:
     return setup
 
 
-@pytest.fixture
-def agents(demo: DemoSetup, tmp_path: Path) -> list[str]:
-    script = tmp_path / "script.json"
-    script.write_text(demo.script.model_dump_json(exclude_defaults=True), encoding="utf-8")
-    return ["--platform", "scripted", "--script", str(script)]
-
-
 def _ops(root: Path) -> list[tuple[str, dict[str, Any]]]:
     path = AutodevPaths(root).ledger
     if not path.exists():

@@ -11,23 +11,11 @@ import pytest
 from support.cli import RunCli
 from support.orchestration import git_log
 
-from autodev.cli.demo import DemoSetup, prepare_demo
+from autodev.cli.demo import DemoSetup
 
 pytestmark = pytest.mark.slow
 
 TASK_COMMITS = ["autodev: 1.2 Export slugify from the package", "autodev: 1.1 Implement slugify"]
-
-
-@pytest.fixture
-def demo(tmp_path: Path) -> DemoSetup:
-    return prepare_demo(tmp_path / "project")
-
-
-@pytest.fixture
-def agents(demo: DemoSetup, tmp_path: Path) -> list[str]:
-    script = tmp_path / "script.json"
-    script.write_text(demo.script.model_dump_json(exclude_defaults=True), encoding="utf-8")
-    return ["--platform", "scripted", "--script", str(script)]
 
 
 def _unscoped(demo: DemoSetup) -> str:
