@@ -104,13 +104,31 @@ _LAZY: dict[str, str] = {
     "load_config": "autodev.config",
     "parse_plan_markdown": "autodev.orchestrator",
     "render_plan_markdown": "autodev.orchestrator",
+    **dict.fromkeys(
+        (
+            "AutodevError",
+            "ConfigError",
+            "EvidenceError",
+            "GuardrailExceededError",
+            "InlineStateError",
+            "InvalidTransitionError",
+            "LedgerCorruptError",
+            "LockHeldError",
+            "PathEscapeError",
+            "PlanExistsError",
+            "PlanNotFoundError",
+            "PlanParseError",
+            "SnapshotError",
+            "StateError",
+            "TaskNotFoundError",
+        ),
+        "autodev.errors",
+    ),
 }
 
 
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
-    if module is None and name in __all__:
-        module = "autodev.errors"
     if module is None:
         raise AttributeError(f"module 'autodev' has no attribute {name!r}")
     value = getattr(_import_module(module), name)
