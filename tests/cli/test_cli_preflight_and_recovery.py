@@ -112,3 +112,29 @@ def test_a_reader_that_leaves_early_does_not_stop_or_hang_the_run(autodev_exe: P
         ).stdout
     )
     assert {task["status"] for task in status["tasks"]} == {"complete"}
+    # Each task's proof: in status, and from `autodev proof`, bound to the base its change was made on.
+    assert {task["proof"]["verdict"] for task in status["tasks"]} == {"verified"}
+    shown = subprocess.run(
+        [str(autodev_exe), "-C", str(demo), "proof", "1.1"], capture_output=True, text=True, env=env
+    )
+    contract = json.loads(
+        subprocess.run(
+            [str(autodev_exe), "-C", str(demo), "proof", "1.1", "--json"],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=env,
+        ).stdout
+    )
+    parent = subprocess.run(
+        ["git", "log", "-1", "--format=%P", "--grep=^autodev: 1.1 "],
+        cwd=demo,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert contract["base_commit"] == parent
+    assert shown.returncode == 0
+    assert shown.stdout.startswith(f"Task 1.1, attempt {contract['attempt']}: verified (revision ")
+    assert f"  made on base {parent[:12]} for branch {contract['branch']}\n" in shown.stdout
+    assert "  implemented on scripted, reviewed on scripted\n" in shown.stdout

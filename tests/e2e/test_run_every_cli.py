@@ -92,6 +92,23 @@ def test_run_through_each_real_cli_commits_the_scripted_change_with_every_gate_g
     }
     tests = json.loads((evidence / "1.1-test-1.json").read_text())
     assert (tests["passed"], tests["run_passed"], tests["agrees"]) == (2, 2, True)
+    # The contract names who implemented and who verified: OpenCode's change is reviewed by Claude Code, a
+    # family of its own; a pinned CLI alone reviews its own change, which the contract shows as waived.
+    contract = json.loads((evidence / "1.1-completion-1.json").read_text())
+    family = {check["id"]: check for check in contract["checks"]}["verifier:family"]
+    assert contract["implemented_on"] == platform
+    if platform == "opencode":
+        assert (contract["verdict"], family["status"], contract["verified_on"]) == (
+            "verified",
+            "pass",
+            "claude_code",
+        )
+    else:
+        assert (contract["verdict"], family["status"], contract["verified_on"]) == (
+            "verified_with_waiver",
+            "waived",
+            platform,
+        )
     manager = PlanManager.open(root, readonly=True)
     assert manager.get_task("1.1").status == "complete"
     # Every call is in the ledger with the model it ran on and its tokens; each CLI's cost is known here:

@@ -76,15 +76,20 @@ class ToolProbe:
 
 
 def detect_platform(
-    preference: str, *, which: Which = shutil.which, needing: SandboxMode | None = None
+    preference: str,
+    *,
+    which: Which = shutil.which,
+    needing: SandboxMode | None = None,
+    excluding: frozenset[str] = frozenset(),
 ) -> PlatformChoice:
     """Resolve the configured ``platform``: ``auto`` is looked up on PATH, any other platform is kept.
 
-    With ``needing``, ``auto`` takes only an agent CLI that can start in that sandbox mode.
-    Raises ``ConfigError`` listing the valid platforms when ``preference`` is not one.
+    With ``needing``, ``auto`` takes only an agent CLI that can start in that sandbox mode; it never takes
+    one of ``excluding``. Raises ``ConfigError`` listing the valid platforms when ``preference`` is not one.
     """
     if preference == "auto":
         names = compatible_platforms(needing) if needing is not None else tuple(CLI_EXECUTABLES)
+        names = tuple(name for name in names if name not in excluding)
         for name in names:
             executable = CLI_EXECUTABLES[name]
             path = which(executable)

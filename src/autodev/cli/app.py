@@ -339,8 +339,9 @@ def run(
         orchestrator = _orchestrator(obj, agents, display)
         orchestrator.stale_base_ok, orchestrator.fetch_base = stale_base_ok, not no_fetch
         click.echo(f"platform: {orchestrator.platform_name} ({orchestrator.platform_reason})")
-        if orchestrator.read_only_reason:
-            click.echo(orchestrator.read_only_reason)
+        for reason in (orchestrator.read_only_reason, orchestrator.verifier.reason):
+            if reason:
+                click.echo(reason)
         outcome = _drive(
             obj,
             lambda: orchestrator.run(
@@ -476,6 +477,23 @@ def proof(obj: CliContext, task_id: str, as_json: bool) -> None:
         f"Task {task_id}, attempt {contract.attempt}: {contract.verdict} (revision {contract.revision[:12]}, "
         f"{contract.checkout})"
     )
+    made_from = " ".join(
+        part
+        for part in (
+            f"base {contract.base_commit[:12]}" if contract.base_commit else "",
+            f"({contract.base_ref})" if contract.base_ref else "",
+            f"for branch {contract.branch}" if contract.branch else "",
+        )
+        if part
+    )
+    if made_from:
+        click.echo(f"  made on {made_from}")
+    if contract.implemented_on or contract.verified_on:
+        session = f", agent session {contract.session_id}" if contract.session_id else ""
+        click.echo(
+            f"  implemented on {contract.implemented_on or 'unknown'}{terminal_text(session)}, reviewed on "
+            f"{contract.verified_on or 'unknown'}"
+        )
     for check in contract.checks:
         digest = f" sha256:{check.output_sha256[:12]}" if check.output_sha256 else ""
         reason = f" — {check.reason}" if check.reason else ""

@@ -59,6 +59,7 @@ Platform = Literal["auto", "claude_code", "codex", "cursor", "opencode", "gemini
 AgentCLI = Literal["claude_code", "codex", "cursor", "opencode", "gemini"]
 CapabilityTier = Literal["fast", "standard", "strong"]
 UnknownCostPolicy = Literal["refuse", "warn", "estimate"]
+CrossFamilyPolicy = Literal["off", "warn", "require_approval"]
 RoleName = Literal[
     "explorer",
     "domain_expert",
@@ -298,6 +299,21 @@ class CompletionSettings(_Settings):
         gt=0,
         description="Deadline of a task's whole completion contract: past it, the checks not finished are "
         "recorded blocked and the attempt fails as timed out.",
+    )
+    cross_family: CrossFamilyPolicy = Field(
+        default="warn",
+        description="Whether the reviewer, who settles a contract's semantic checks, must run on another "
+        "agent CLI family than the developer's. warn: another family when one can be had "
+        "(completion.verify_platform, the read-only platform, or with platform = auto the first other "
+        "agent CLI on PATH), else the developer's, and the contract records that check waived; "
+        "require_approval: without one the check is blocked until you waive it for that revision "
+        "(autodev waive TASK verifier:family); off: no such check and no rerouting.",
+    )
+    verify_platform: AgentCLI | None = Field(
+        default=None,
+        description="The agent CLI the reviewer runs on while cross_family is warn or require_approval. "
+        "Unset: the read-only platform when it is another family than the developer's, else with "
+        "platform = auto the first other agent CLI on PATH that can start read-only.",
     )
 
 

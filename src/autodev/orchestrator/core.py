@@ -38,7 +38,14 @@ from autodev.orchestrator.delegation_policy import DelegationPolicy, ExecuteEver
 from autodev.orchestrator.events import ProgressEvent, ProgressListener, deliver
 from autodev.orchestrator.execute.entry import run_execute_phase
 from autodev.orchestrator.execute.executor import TaskExecutor
-from autodev.orchestrator.harnesses import check_sandboxes, harness_for, pick_read_only_adapter, platform_of
+from autodev.orchestrator.harnesses import (
+    Verifier,
+    check_sandboxes,
+    harness_for,
+    pick_read_only_adapter,
+    pick_verifier,
+    platform_of,
+)
 from autodev.orchestrator.inline_state import clear_suspend_state, load_suspend_state
 from autodev.orchestrator.integrity import AgentWatch
 from autodev.orchestrator.plan_phase import check_intent, run_plan_phase
@@ -115,8 +122,9 @@ class Orchestrator:
     """Drive one repository from an intent to reviewed, tested, committed changes.
 
     ``adapter`` defaults to the configured platform (``auto``: the first agent CLI on PATH, else inline);
-    ``read_only_adapter``, the platform of the roles that may not write, to ``read_only_platform``
-    (``autodev.orchestrator.harnesses``).
+    ``read_only_adapter``, the platform of the roles that may not write, to ``read_only_platform``;
+    ``verify_adapter``, the reviewer's platform while the completion contract wants another family than the
+    developer's, to ``completion.verify_platform`` or one found (``autodev.orchestrator.harnesses``).
     ``listener`` receives ``ProgressEvent``s for a live display; the orchestrator itself never prints.
     """
 
@@ -127,6 +135,7 @@ class Orchestrator:
         config: AutodevConfig | None = None,
         adapter: PlatformAdapter | None = None,
         read_only_adapter: PlatformAdapter | None = None,
+        verify_adapter: PlatformAdapter | None = None,
         registry: Mapping[str, AgentSpec] | None = None,
         session_id: str | None = None,
         listener: ProgressListener | None = None,
@@ -165,6 +174,12 @@ class Orchestrator:
         else:
             self.read_only_reason = f"read-only roles: {read_only_adapter.name} (given)"
         self.read_only_adapter = read_only_adapter
+        # The reviewer's platform when it is another family than the developer's (``completion``).
+        self.verifier = (
+            Verifier(verify_adapter, f"verifier: {verify_adapter.name} (given)")
+            if verify_adapter is not None
+            else pick_verifier(self.config, self.repo_root, adapter, read_only_adapter)
+        )
         self.registry = dict(registry) if registry is not None else build_registry()
         self.session_id = session_id or f"sess-{secrets.token_hex(6)}"
         self.listener = listener
@@ -245,6 +260,7 @@ class Orchestrator:
             platform_name=self.platform_name,
             adapter=self.adapter,
             read_only_adapter=self.read_only_adapter,
+            verifier=self.verifier,
             wait_for_approval=self.wait_for_approval,
             stale_base_ok=self.stale_base_ok,
             registry=self.registry,
@@ -337,9 +353,11 @@ class Orchestrator:
         if self._agent_checked:
             return
         check_sandboxes(self.registry, self.adapter_for)
+        verifier = self.verifier.adapter
         for adapter, setting in (
             (self.adapter, "--platform"),
             (self.read_only_adapter, "read_only_platform"),
+            (verifier if verifier is not self.read_only_adapter else None, "completion.verify_platform"),
         ):
             if adapter is None:
                 continue
@@ -351,16 +369,25 @@ class Orchestrator:
                 healthy=health.healthy,
                 detail=health.line,
             )
-            if not health.healthy:
-                raise AgentUnusableError(
-                    f"the {adapter.name} agent cannot be used: {health.line}; fix that (log in, set the "
-                    f"API key, install the CLI) or choose another {setting}, then run the command again"
+            if health.healthy:
+                continue
+            if adapter is verifier and self.verifier.found_on_path:
+                # A CLI that merely sits on PATH is no reason to stop: the contract records the same family.
+                self.verifier.drop(
+                    f"verifier: {adapter.name} was found on PATH but cannot be used ({health.line}): the "
+                    f"reviewer runs on {self.adapter.name}"
                 )
+                self.emit(ProgressEvent("note", self.verifier.reason))
+                continue
+            raise AgentUnusableError(
+                f"the {adapter.name} agent cannot be used: {health.line}; fix that (log in, set the "
+                f"API key, install the CLI) or choose another {setting}, then run the command again"
+            )
         self._agent_checked = True
 
     def adapter_for(self, role: str) -> PlatformAdapter:
         """The platform ``role``'s calls go to (``harness_for``)."""
-        return harness_for(self.registry, self.adapter, self.read_only_adapter, role)
+        return harness_for(self.registry, self.adapter, self.read_only_adapter, role, self.verifier.adapter)
 
     def platform_for(self, role: str) -> Platform:
         """The name of ``adapter_for(role)``'s platform (model tiers resolve per platform)."""

@@ -27,7 +27,7 @@ from autodev.orchestrator.context import project_context
 from autodev.orchestrator.delegation_policy import DelegationPolicy, ExecuteEverything
 from autodev.orchestrator.events import ProgressEvent, ProgressListener, deliver
 from autodev.orchestrator.execute.parallelism import resolve_parallelism
-from autodev.orchestrator.harnesses import harness_for, platform_of
+from autodev.orchestrator.harnesses import Verifier, harness_for, platform_of
 from autodev.orchestrator.integrity import AgentWatch
 from autodev.orchestrator.preflight import Preflight, run_preflight
 from autodev.orchestrator.provider_guard import ProviderGuard
@@ -75,6 +75,9 @@ class RunContext:
     registry: Mapping[str, AgentSpec]
     # The platform of the roles that only read, when it is not ``adapter`` (``read_only_platform``).
     read_only_adapter: PlatformAdapter | None = None
+    # The reviewer's platform when it is another family than the developer's (``completion.cross_family``);
+    # shared with the facade, which drops one found on PATH that fails its health check.
+    verifier: Verifier = field(default_factory=Verifier)
     # With nothing left but tasks waiting for an approval, wait for the answer (``--wait``) or pause.
     wait_for_approval: bool = False
     # Build on a checkout behind its base without asking (``--stale-base-ok``).
@@ -105,14 +108,19 @@ class RunContext:
         deliver(self.listener, event)
 
     def adapter_for(self, role: str) -> PlatformAdapter:
-        """The platform ``role``'s calls go to: the read-only one for a role that may not write, when the
-        run has one; else the run's."""
-        return harness_for(self.registry, self.adapter, self.read_only_adapter, role)
+        """The platform ``role``'s calls go to: the verifier for a verifying role, the read-only one for a
+        role that may not write, when the run has them; else the run's."""
+        return harness_for(self.registry, self.adapter, self.read_only_adapter, role, self.verifier.adapter)
 
     @property
     def harnesses(self) -> tuple[PlatformAdapter, ...]:
-        """Every platform the run calls: its own, then the read-only roles' when that is another."""
-        return (self.adapter,) if self.read_only_adapter is None else (self.adapter, self.read_only_adapter)
+        """Every platform the run calls: its own, then the read-only roles' and the verifier's when they
+        are others."""
+        found = [self.adapter]
+        for other in (self.read_only_adapter, self.verifier.adapter):
+            if other is not None and all(other is not known for known in found):
+                found.append(other)
+        return tuple(found)
 
     def platform_for(self, role: str) -> Platform:
         """The name of ``adapter_for(role)``'s platform (model tiers resolve per platform)."""

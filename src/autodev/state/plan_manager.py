@@ -1897,7 +1897,14 @@ def _repository_summary(evidence: Evidence) -> dict[str, Any] | None:
         by_status: dict[str, list[str]] = {}
         for check in evidence.checks:
             by_status.setdefault(check.status, []).append(check.id)
-        return {"verdict": evidence.verdict, "revision": evidence.revision, "checks": by_status}
+        return {
+            "verdict": evidence.verdict,
+            "revision": evidence.revision,
+            "base_commit": evidence.base_commit,
+            "implemented_on": evidence.implemented_on,
+            "verified_on": evidence.verified_on,
+            "checks": by_status,
+        }
     if not isinstance(evidence, CoderEvidence) or evidence.repository is None:
         return None
     facts = evidence.repository

@@ -122,6 +122,8 @@ class _EvidenceBase(_Persisted):
     attempt: int = Field(default=1, ge=1)
     created_at: str = ""
     role: str | None = None
+    # The agent platform the call ran on (a harness family: claude_code, codex, ...), when one did.
+    platform: str | None = None
     session_id: str | None = None
     cost_usd: float | None = None
     # What AutoDev found the agent did besides its change: commits it folded in, files it put back.
@@ -368,7 +370,9 @@ class RequiredCheck(_Persisted):
 
 class CompletionEvidence(_EvidenceBase):
     """A task's completion contract for one attempt: every required check, its real outcome, and the
-    verdict; bound to the exact revision (the tree) and checkout it was checked in."""
+    verdict; bound to the exact revision (the tree) and checkout it was checked in, to what the change was
+    made from (the base ref and commit) and by whom (the developer's branch, platform and agent session,
+    ``session_id``), and to who verified it (the reviewer's platform)."""
 
     kind: Literal["completion"] = "completion"
     verdict: CompletionVerdict
@@ -376,6 +380,17 @@ class CompletionEvidence(_EvidenceBase):
     checkout: str
     head: str | None = None
     checks: list[RequiredCheck] = Field(default_factory=list)
+    # The base ref the run measured the checkout against (``origin/main``...), None when it has none.
+    base_ref: str | None = None
+    # The commit the attempt's change was made on.
+    base_commit: str | None = None
+    # The branch the change is made for (the main checkout's: a task's own worktree is detached); None
+    # when the main checkout is detached too.
+    branch: str | None = None
+    implemented_on: str | None = None
+    verified_on: str | None = None
+    # AutoDev's own session (the run) that checked it.
+    run_session: str | None = None
 
 
 Evidence = Annotated[

@@ -15,6 +15,9 @@ Beyond the originally designed shape, the object says what runs in parallel and 
   (what for, else None);
 - ``baseline`` is the base commit's own gate results the last execute phase started from (its
   pre-existing failures, which no task is blamed for), or None;
+- every task carries ``proof``: its newest completion contract in brief (``verdict``, ``revision``, the
+  ``base_commit`` it was made on, the platforms it was ``implemented_on`` and ``verified_on``, and its
+  ``checks`` by status), None before its first;
 - every task carries ``cost``: ``usd`` (its calls' known cost, None when none is known), ``estimated_usd``
   (the part AutoDev estimated from tokens) and ``unknown_calls`` (calls nobody priced); the top-level
   ``cost`` sums the plan's calls the same way, plan phase included;
@@ -81,6 +84,8 @@ def status_from_state(state: dict[str, Any]) -> dict[str, Any]:
         status = task["status"]
         totals[status] += 1
         task["cost"] = _task_cost(costs.get(task["id"]), usage.get(task["id"]))
+        # The proof card in brief: the newest completion contract's verdict, revision, binding and checks.
+        task["proof"] = _latest_summary(evidence.get(task["id"]) or [], "completion")
         # A plan.json written before worktrees existed lacks the key; replay would give None.
         worktree = task.setdefault("worktree", None)
         if status == "pending":
@@ -141,11 +146,11 @@ def status_from_state(state: dict[str, Any]) -> dict[str, Any]:
 
 def _latest_summary(refs: list[dict[str, Any]], kind: str) -> dict[str, Any] | None:
     """The summary of the newest evidence of ``kind`` among a task's ``refs`` (None: none, or none kept)."""
-    found = [ref for ref in refs if ref.get("kind") == kind]
-    if not found:
-        return None
-    summary: dict[str, Any] | None = found[-1].get("summary")
-    return summary
+    for ref in reversed(refs):
+        if ref.get("kind") == kind:
+            summary: dict[str, Any] | None = ref.get("summary")
+            return summary
+    return None
 
 
 def _lifecycle(decision: dict[str, Any] | None) -> dict[str, Any]:

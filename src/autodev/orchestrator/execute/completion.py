@@ -10,7 +10,12 @@ contract with a deterministic eval plan:
   (``completion.allowed_programs``); shell syntax or an unlisted program is refused and the check recorded
   ``blocked`` with why; its exit status, a bounded excerpt and a digest of its real output are kept;
 - **semantic checks**: every other criterion, settled by the reviewer's approval of this change (a worker
-  settles only these; nothing a worker reports can close a gate or command check).
+  settles only these; nothing a worker reports can close a gate or command check);
+- **the verifier's family** (``verifier:family``, unless ``completion.cross_family = off``): when the
+  developer ran on an agent CLI, the review that settles the semantic checks must have run on another
+  family. Without one the check is ``waived`` by the configuration (``warn``: the verdict says
+  ``verified_with_waiver``) or ``blocked`` until the user waives it for that revision
+  (``require_approval``). Scripted and inline answers belong to no family: no such check.
 
 Verdict: every required check passes (or is ``settled``) → ``verified``; some fail → ``changes_requested``
 (the attempt fails with their output and the developer tries again); some are blocked → the task is blocked,
@@ -25,8 +30,10 @@ import re
 import shlex
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
+from autodev.config.schema import AGENT_CLIS, CrossFamilyPolicy
 from autodev.errors import AutodevError
 from autodev.qa.environment import ProjectEnvironment
 from autodev.qa.runner import CheckSpec, run_check
@@ -40,12 +47,17 @@ from autodev.state.schemas import (
 )
 
 __all__ = [
+    "FAMILY_CHECK",
     "CompletionBlockedError",
+    "ContractBinding",
     "command_of",
     "completion_verdict",
+    "family_check",
     "required_checks",
     "run_contract",
 ]
+
+FAMILY_CHECK = "verifier:family"
 
 
 class CompletionBlockedError(AutodevError):
@@ -143,13 +155,60 @@ def _argv(command: str, environment: ProjectEnvironment | None) -> list[str]:
     return [str(tool), *argv[1:]] if tool is not None else argv
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContractBinding:
+    """What a contract is bound to: the exact revision (tree) and checkout it checks, the checkout's HEAD
+    and branch, what the change was made from (base ref and commit), who made it (the developer's platform
+    and agent session), who verified it (the reviewer's platform), and AutoDev's session that checked."""
+
+    revision: str
+    checkout: Path
+    head: str | None = None
+    branch: str | None = None
+    base_ref: str | None = None
+    base_commit: str | None = None
+    implemented_on: str | None = None
+    verified_on: str | None = None
+    worker_session: str | None = None
+    run_session: str | None = None
+
+
+def family_check(
+    policy: CrossFamilyPolicy, implemented_on: str | None, verified_on: str | None
+) -> RequiredCheck | None:
+    """The ``verifier:family`` check (module docstring); None when there is none to make."""
+    if policy == "off" or implemented_on not in AGENT_CLIS:
+        return None
+    description = f"reviewed on another agent CLI family than the developer's ({implemented_on})"
+    if verified_on is not None and verified_on != implemented_on:
+        return RequiredCheck(
+            id=FAMILY_CHECK,
+            kind="semantic",
+            description=description,
+            status="pass",
+            reason=f"reviewed on {verified_on}",
+        )
+    why = f"reviewed on {verified_on} too" if verified_on else "no review of this attempt was recorded"
+    if policy == "warn":
+        status: RequiredCheckStatus = "waived"
+        reason = f"{why}; completion.cross_family = warn accepts that"
+    else:
+        status = "blocked"
+        reason = (
+            f"{why}, and completion.cross_family = require_approval: set completion.verify_platform to "
+            "another agent CLI, or waive this check for this revision"
+        )
+    return RequiredCheck(
+        id=FAMILY_CHECK, kind="semantic", description=description, status=status, reason=reason
+    )
+
+
 async def run_contract(
     *,
     task: Task,
     attempt: int,
-    checkout: Path,
-    revision: str,
-    head: str | None,
+    binding: ContractBinding,
+    cross_family: CrossFamilyPolicy,
     gate_checks: Sequence[GateCheck],
     environment: ProjectEnvironment | None,
     allowed: Sequence[str],
@@ -157,8 +216,11 @@ async def run_contract(
     verify_timeout_s: float,
     waived: frozenset[str],
 ) -> CompletionEvidence:
-    """Open ``task``'s contract for this revision, run its command checks, and judge it."""
+    """Open ``task``'s contract for ``binding``'s revision, run its command checks, and judge it."""
     checks, commands = required_checks(task, gate_checks)
+    family = family_check(cross_family, binding.implemented_on, binding.verified_on)
+    if family is not None:
+        checks.append(family)
     deadline = time.monotonic() + verify_timeout_s
     timed_out = False
     env = dict(environment.env) if environment is not None else {}
@@ -174,7 +236,9 @@ async def run_contract(
             late = f"not run: past completion.verify_timeout_s ({verify_timeout_s:g} s)"
             checks.append(_blocked(check_id, description, late, argv))
             continue
-        result = await run_check(CheckSpec(tuple(argv), checkout, min(check_timeout_s, left), env=env))
+        result = await run_check(
+            CheckSpec(tuple(argv), binding.checkout, min(check_timeout_s, left), env=env)
+        )
         if result.status == "timeout" and time.monotonic() >= deadline:
             timed_out = True
         status = "pass" if result.status == "pass" else ("blocked" if result.tool_missing else "fail")
@@ -201,10 +265,17 @@ async def run_contract(
         task_id=task.id,
         attempt=attempt,
         verdict=completion_verdict(checks, timed_out=timed_out),
-        revision=revision,
-        checkout=str(checkout),
-        head=head,
+        revision=binding.revision,
+        checkout=str(binding.checkout),
+        head=binding.head,
         checks=checks,
+        branch=binding.branch,
+        base_ref=binding.base_ref,
+        base_commit=binding.base_commit,
+        implemented_on=binding.implemented_on,
+        verified_on=binding.verified_on,
+        session_id=binding.worker_session,
+        run_session=binding.run_session,
     )
 
 

@@ -54,7 +54,7 @@ from autodev.logging import get_logger
 from autodev.orchestrator.delegate import DelegationRequest, delegate
 from autodev.orchestrator.delegation_envelope import DelegationAction, DelegationEnvelope
 from autodev.orchestrator.events import ProgressEvent
-from autodev.orchestrator.execute.completion import CompletionBlockedError, run_contract
+from autodev.orchestrator.execute.completion import CompletionBlockedError, ContractBinding, run_contract
 from autodev.orchestrator.run_policy import DelegationRejectedError
 from autodev.orchestrator.submodules import submodules_touched
 from autodev.orchestrator.text import clip
@@ -593,6 +593,7 @@ async def _developer_step(session: RunContext, task: Task, ctx: TaskContext) -> 
                 task_id=task.id,
                 attempt=request.attempt,
                 role="developer",
+                platform=session.adapter_for("developer").name,
                 files_changed=sorted(dirty),
                 output_text=result.text,
                 duration_s=result.duration_s,
@@ -611,6 +612,7 @@ async def _developer_step(session: RunContext, task: Task, ctx: TaskContext) -> 
             task_id=task.id,
             attempt=request.attempt,
             role="developer",
+            platform=session.adapter_for("developer").name,
             diff=diff.patch,
             files_changed=list(diff.files),
             output_text=result.text,
@@ -866,6 +868,7 @@ async def _review_step(session: RunContext, task: Task, ctx: TaskContext) -> Ste
             task_id=task.id,
             attempt=request.attempt,
             role="reviewer",
+            platform=session.adapter_for("reviewer").name,
             verdict=parsed.verdict if parsed else None,
             issues=list(parsed.issues) if parsed else [],
             output_text=result.text,
@@ -1022,6 +1025,7 @@ async def _test_step(session: RunContext, task: Task, ctx: TaskContext) -> StepF
         task_id=task.id,
         attempt=request.attempt,
         role="test_engineer",
+        platform=session.adapter_for("test_engineer").name,
         passed=claim.passed if claim else 0,
         failed=claim.failed if claim else 0,
         total=claim.total if claim else 0,
@@ -1128,13 +1132,26 @@ async def _completion_contract(
     latest.update({check.gate: check for check in (tests.checks if isinstance(tests, TestEvidence) else [])})
     gate_checks = list(latest.values())
     settings = session.config.completion
+    developer = _recorded(session, task.id, "developer", attempt)
+    review = _recorded(session, task.id, "review", attempt)
+    binding = ContractBinding(
+        revision=revision,
+        checkout=ctx.workspace.root,
+        head=await git.head(),
+        branch=await session.git.branch(),
+        base_ref=(pm.base_check or {}).get("ref"),
+        base_commit=task.base_commit,
+        implemented_on=developer.platform if developer is not None else None,
+        verified_on=review.platform if review is not None else None,
+        worker_session=developer.session_id if developer is not None else None,
+        run_session=session.session_id,
+    )
     session.emit(ProgressEvent("step_started", "completion contract", task.id, "completion", attempt))
     evidence = await run_contract(
         task=task,
         attempt=attempt,
-        checkout=ctx.workspace.root,
-        revision=revision,
-        head=await git.head(),
+        binding=binding,
+        cross_family=settings.cross_family,
         gate_checks=gate_checks,
         environment=(await session.project_environment()).environment,
         allowed=settings.allowed_programs,
@@ -1324,6 +1341,7 @@ async def _escalate(session: RunContext, task: Task, ctx: TaskContext) -> None:
             task_id=task.id,
             attempt=request.attempt,
             role="critic_sounding_board",
+            platform=session.adapter_for("critic_sounding_board").name,
             verdict=parsed.verdict if parsed else None,
             issues=list(parsed.issues) if parsed else list(issues),
             recommendation=parsed.recommendation if parsed else None,
