@@ -35,13 +35,13 @@ class ClaudeLike(ScriptedAdapter):
 
 
 def _orchestrator(
-    tmp_path: Path, verify_adapter: CursorAdapter | None = None, **overrides: Any
+    tmp_path: Path, verify_adapter: CursorAdapter | None = None, overrides: dict[str, Any] | None = None
 ) -> tuple[Any, Orchestrator, ClaudeLike]:
     setup = demo_project(tmp_path)
     developer = ClaudeLike(script=setup.script)
     orch = Orchestrator(
         setup.repo_root,
-        config=config_for(setup.repo_root, **FAST_GATES, **overrides),
+        config=config_for(setup.repo_root, **FAST_GATES, **(overrides or {})),
         adapter=developer,
         verify_adapter=verify_adapter,
         listener=Recorder(),
@@ -112,7 +112,7 @@ def test_without_another_family_warn_completes_with_the_waiver_in_the_proof(tmp_
 
 
 def test_require_approval_blocks_until_the_check_is_waived_for_that_revision(tmp_path: Path) -> None:
-    setup, orch, _ = _orchestrator(tmp_path, **{"completion.cross_family": "require_approval"})
+    setup, orch, _ = _orchestrator(tmp_path, overrides={"completion.cross_family": "require_approval"})
 
     anyio.run(lambda: orch.run(setup.intent))
 
