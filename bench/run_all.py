@@ -31,6 +31,7 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
     "git_ops": ([], ["--sizes", "100,1000", "--runs", "2"]),
     "worktree_pool": ([], ["--dirs", "10", "--iterations", "3"]),
     "preflight": ([], ["--tests", "100", "--runs", "1"]),
+    "proof": ([], ["--tasks", "8"]),
 }
 
 # Entries that run another benchmark's script with other arguments.
