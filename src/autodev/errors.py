@@ -47,6 +47,8 @@ translated at the boundary with ``raise ... from exc``.
     │                                 orchestrator.base_check)
     ├── CompletionBlockedError        a required completion check could not run: its task is blocked until
     │                                 it is fixed or waived (orchestrator.execute.completion)
+    ├── EvidenceReferenceError        an evidence selection naming a record that is malformed, repeated,
+    │                                 missing, foreign or abandoned (orchestrator.execute.results)
     ├── TournamentNotFoundError       `autodev tournament show` of an unknown id (tournament.artifacts)
     ├── AreaError                     an unknown area or an unreadable notes file (workspace.areas)
     ├── AgentUnusableError            the chosen agent CLI failed its health check before any work

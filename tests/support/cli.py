@@ -24,6 +24,7 @@ STATUS_KEYS = frozenset(
         "waiting_for",
         "missing_commits",
         "cost",
+        "results",
     }
 )
 

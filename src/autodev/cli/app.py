@@ -365,6 +365,13 @@ def run(
 
 @cli.command(epilog=EXIT_CODES_HELP)
 @click.option("--task-id", default=None, help="Run only this task (its dependencies must be complete).")
+@click.option(
+    "--evidence",
+    default=None,
+    metavar="IDS",
+    help="The accepted results (ids such as E12,E40, listed under results in `autodev status --json`) every "
+    "task's agents are given, in this order, instead of the most recent ones.",
+)
 @_write_scope
 @_allow_detached
 @_wait
@@ -374,6 +381,7 @@ def run(
 def execute(
     obj: CliContext,
     task_id: str | None,
+    evidence: str | None,
     write_scope: str | None,
     allow_detached: bool,
     wait: bool,
@@ -382,12 +390,15 @@ def execute(
 ) -> None:
     """Carry out the saved plan (or one task of it)."""
     obj.start_logging(create_state=True)
+    selection = [part for part in evidence.split(",") if part.strip()] if evidence is not None else None
     with _run_display(obj) as display:
         orchestrator = _orchestrator(obj, agents, display)
         orchestrator.stale_base_ok = stale_base_ok
         tasks = _drive(
             obj,
-            lambda: orchestrator.execute(task_id, allow_detached=allow_detached, write_scope=write_scope),
+            lambda: orchestrator.execute(
+                task_id, allow_detached=allow_detached, write_scope=write_scope, evidence=selection
+            ),
             waiting=_waiting(wait, orchestrator, display, allow_detached),
         )
     _finish(obj, display, tasks)

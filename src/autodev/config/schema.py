@@ -746,6 +746,14 @@ class AutodevConfig(_Settings):
         "(OpenCode has no read-only sandbox) and platform is auto, the first agent CLI on PATH that can; "
         "auto: always that first CLI.",
     )
+    sibling_results: int = Field(
+        default=16,
+        ge=0,
+        le=64,
+        description="How many of the run's most recently accepted task results (AutoDev's records: commit, "
+        "files, verdict) every role of a later task is given; 0 gives none. autodev execute --evidence "
+        "picks records by id instead.",
+    )
     qa_retry_limit: int = Field(
         default=3,
         ge=1,

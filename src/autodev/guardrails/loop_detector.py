@@ -1,13 +1,16 @@
-"""``LoopDetector``: notice an agent role that keeps returning the same output for the same task.
+"""``LoopDetector``: notice an agent role that keeps giving the same answer to the same question.
 
-The orchestrator feeds every successful call's text to ``observe``. When one role has produced the same
-output for one task ``threshold`` times in a row, ``observe`` answers True and the orchestrator blocks the
-task with reason ``LOOP_DETECTED_REASON``; the detector itself raises nothing (``LoopDetectedError`` is
-there for callers that prefer raising).
+The orchestrator feeds every successful call's text to ``observe``, with what the call was asked about (its
+task-specific context: the change to review, the failures to fix). When one role has given the same answer
+to the same question for one task ``threshold`` times in a row, ``observe`` answers True and the
+orchestrator blocks the task with reason ``LOOP_DETECTED_REASON``; the detector itself raises nothing
+(``LoopDetectedError`` is there for callers that prefer raising). The same answer to a new question is no
+loop: a reviewer that approves three different changes with the same words is doing its work.
 
-Outputs are compared by a hash of their normalized text (whitespace collapsed, case folded), so a reply
-that differs only in spacing or capitals still counts as the same. Only the latest hash and its streak are
-kept per (task, role): memory stays constant however long a task runs.
+Answers are compared by a hash of their normalized text (whitespace collapsed, case folded), so a reply
+that differs only in spacing or capitals still counts as the same; questions by a hash of their exact text.
+Only the latest hash and its streak are kept per (task, role): memory stays constant however long a task
+runs.
 """
 
 from __future__ import annotations
@@ -35,10 +38,11 @@ class LoopDetector:
         # (task_id, role) -> (hash of the latest output, how many times in a row it was seen)
         self._streaks: dict[tuple[str, str], tuple[str, int]] = {}
 
-    def observe(self, task_id: str, role: str, text: str) -> bool:
-        """Record one output; True when it is the ``threshold``-th (or later) identical one in a row."""
+    def observe(self, task_id: str, role: str, text: str, question: str = "") -> bool:
+        """Record one answer to ``question``; True when it is the ``threshold``-th (or later) identical answer
+        to the same question in a row."""
         key = (task_id, role)
-        digest = _digest(text)
+        digest = _digest(text) + hashlib.sha256(question.encode("utf-8", "surrogateescape")).hexdigest()
         previous = self._streaks.get(key)
         count = previous[1] + 1 if previous is not None and previous[0] == digest else 1
         self._streaks[key] = (digest, count)

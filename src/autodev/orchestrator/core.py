@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +38,7 @@ from autodev.orchestrator.delegation_policy import DelegationPolicy, ExecuteEver
 from autodev.orchestrator.events import ProgressEvent, ProgressListener, deliver
 from autodev.orchestrator.execute.entry import run_execute_phase
 from autodev.orchestrator.execute.executor import TaskExecutor
+from autodev.orchestrator.execute.results import resolve_selection
 from autodev.orchestrator.harnesses import (
     Verifier,
     check_sandboxes,
@@ -408,19 +409,31 @@ class Orchestrator:
             return plan
 
     async def execute(
-        self, task_id: str | None = None, *, allow_detached: bool = False, write_scope: str | None = None
+        self,
+        task_id: str | None = None,
+        *,
+        allow_detached: bool = False,
+        write_scope: str | None = None,
+        evidence: Sequence[str] | None = None,
     ) -> list[Task]:
         """Run the execute phase over all runnable tasks, or only ``task_id``.
 
         A detached HEAD is refused unless ``allow_detached`` (the task commits would be on no branch).
         ``write_scope`` (``--write-scope``) is a scope the user declares for the run, recorded first.
+        ``evidence``: the ids of the accepted results (``E<seq>``) every task's roles are given, in this
+        order, instead of the most recent ones; checked before anything is recorded or any agent starts.
         """
         declaration = self._command_line_scope(write_scope or self.write_scope)
         async with self._opened(allow_detached=allow_detached) as session:
+            selection = (
+                await resolve_selection(self.plan_manager, self.git, evidence)
+                if evidence is not None
+                else None
+            )
             await require_clean_tree(session)
             self._declare(declaration)
             await self._check_agent()
-            tasks = await run_execute_phase(session, task_id, executor=self.executor)
+            tasks = await run_execute_phase(session, task_id, executor=self.executor, evidence=selection)
             clear_suspend_state(self.paths)
             return tasks
 

@@ -209,7 +209,7 @@ def _learn_from(session: RunContext, request: DelegationRequest, result: AgentRe
     """A successful answer feeds the loop detector and the knowledge store."""
     # Tournament roles are many fresh calls whose identical answers (two judges agreeing) are no loop.
     if request.role not in _TOURNAMENT_ROLES and session.loop_detector.observe(
-        request.task_id, request.role, result.text
+        request.task_id, request.role, result.text, f"{request.subject}\0{request.extra_context}"
     ):
         raise LoopDetectedError(
             f"task {request.task_id}: {request.role} returned the same output "

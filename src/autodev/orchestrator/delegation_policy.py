@@ -48,6 +48,9 @@ class DelegationRequest:
     # The platform's session of this worker's earlier call (the developer's previous attempt), which the
     # policy may let the call continue; None: start a new session.
     warm_session: str | None = None
+    # What the call works on or judges: the git tree of the task's change as its developer last left it
+    # ("" before any). The same answer about another change is no loop.
+    subject: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -61,6 +61,7 @@ from autodev.state.schemas import (
     ModelTier,
     Phase,
     Plan,
+    ResultRecord,
     Task,
 )
 from autodev.state.snapshot import decode_snapshot, encode_snapshot, read_snapshot_bytes
@@ -226,6 +227,8 @@ class PlanState(BaseModel):
     stale_bases_accepted: list[str] = Field(default_factory=list)
     # Completion checks the user waived: ``{task id: [{check, revision, reason}]}``, each for one revision.
     waivers: dict[str, list[dict[str, str]]] = Field(default_factory=dict)
+    # The plan's accepted task results in the order they were accepted (``ResultRecord``).
+    results: list[ResultRecord] = Field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -637,13 +640,15 @@ class PlanManager:
         commit: str | None = None,
         worktree: str | None = None,
         checked_tree: str | None = None,
+        result: ResultRecord | None = None,
     ) -> Task:
         """Move a task along ``TASK_TRANSITIONS``.
 
         ``reason`` is kept as ``blocked_reason`` when blocking; ``base_commit`` records the commit a developer
         starts from, ``commit`` the commit that completed the task, ``worktree`` the isolated worktree the
         task works in (cleared when the task reaches a terminal status), ``checked_tree`` the git tree its
-        final checks saw (what its commit must hold).
+        final checks saw (what its commit must hold), ``result`` the accepted result of a completed task
+        (its id becomes this entry's: ``E<seq>``).
         """
         with self._locked():
             task = self._task(task_id)
@@ -659,6 +664,8 @@ class PlanManager:
                 payload["worktree"] = worktree
             if checked_tree is not None:
                 payload["checked_tree"] = checked_tree
+            if result is not None and status == "complete":
+                payload["result"] = result.model_dump(mode="json", exclude={"id", "task_id"})
             self._append("task_status", payload)
             return task.model_copy(deep=True)
 
@@ -1184,6 +1191,15 @@ class PlanManager:
             self._append("base_checked", {"check": check, "accepted": accepted})
             return True
 
+    def recent_results(self, limit: int) -> list[ResultRecord]:
+        """The plan's ``limit`` most recently accepted results, oldest first."""
+        return [record.model_copy() for record in self._state.results[-limit:]] if limit > 0 else []
+
+    def result_record(self, record_id: str) -> ResultRecord | None:
+        """The plan's accepted result with this id (``E<seq>``), or None."""
+        found = next((record for record in self._state.results if record.id == record_id), None)
+        return found.model_copy() if found is not None else None
+
     @property
     def base_check(self) -> dict[str, Any] | None:
         """The newest check of the checkout against its base ref, with ``checked_at``; None before any."""
@@ -1530,6 +1546,9 @@ class PlanManager:
         task.blocked_by = None
         if target in TERMINAL_STATUSES:
             task.worktree = None
+        if target == "complete" and "result" in payload:
+            record = {**payload["result"], "id": f"E{entry.seq}", "task_id": task.id}
+            self._state.results.append(ResultRecord.model_validate(record))
 
     def _apply_task_retry(self, entry: LedgerEntry) -> None:
         payload = entry.payload

@@ -393,6 +393,23 @@ class CompletionEvidence(_EvidenceBase):
     run_session: str | None = None
 
 
+class ResultRecord(_Persisted):
+    """An accepted task result: the canonical evidence record later tasks of the run are given. Its ``id``
+    is the ledger entry that recorded the task complete (``E<seq>``); everything in it comes from git and
+    AutoDev's own checks, except ``summary``, the developer's own first line, quoted as such."""
+
+    id: str = ""
+    task_id: str
+    title: str
+    attempt: int = Field(ge=1)
+    commit: str | None = None
+    files: list[str] = Field(default_factory=list)
+    insertions: int = 0
+    deletions: int = 0
+    verdict: str | None = None
+    summary: str = ""
+
+
 Evidence = Annotated[
     CompletionEvidence
     | CoderEvidence

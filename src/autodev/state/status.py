@@ -15,6 +15,9 @@ Beyond the originally designed shape, the object says what runs in parallel and 
   (what for, else None);
 - ``baseline`` is the base commit's own gate results the last execute phase started from (its
   pre-existing failures, which no task is blamed for), or None;
+- ``results`` lists the plan's accepted results in the order they were accepted: each a record with its
+  ``id`` (``E<seq>``, what ``autodev execute --evidence`` names), task, commit, files, line counts, verdict
+  and the developer's first line;
 - every task carries ``proof``: its newest completion contract in brief (``verdict``, ``revision``, the
   ``base_commit`` it was made on, the platforms it was ``implemented_on`` and ``verified_on``, and its
   ``checks`` by status), None before its first;
@@ -70,6 +73,7 @@ def status_from_state(state: dict[str, Any]) -> dict[str, Any]:
             "totals": totals,
             "in_flight": [],
             "policy": _policy({}, []),
+            "results": [],
         }
     tasks = [task for phase in plan["phases"] for task in phase["tasks"]]
     costs = state.get("cost_usd_by_task") or {}
@@ -141,6 +145,7 @@ def status_from_state(state: dict[str, Any]) -> dict[str, Any]:
             "unknown_calls": int(state.get("unknown_cost_calls", 0)),
         },
         "policy": _policy(state, tasks),
+        "results": state.get("results") or [],
     }
 
 

@@ -4,14 +4,16 @@ the criterion is fixed or the check waived for that exact revision. Scripted age
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from support.orchestration import Recorder, config_for, demo_project
+from support.orchestration import Recorder, config_for, demo_project, script_with
 
-from autodev.adapters.scripted import ScriptedAdapter
+from autodev.adapters.scripted import Script, ScriptedAdapter
+from autodev.cli.demo import DemoSetup
 from autodev.errors import AutodevError
 from autodev.orchestrator import Orchestrator
 from autodev.orchestrator.execute.completion import command_of, completion_verdict
@@ -21,9 +23,12 @@ from autodev.state.schemas import RequiredCheck, RequiredCheckStatus
 FAST_GATES = {"qa_gates.secretscan.enabled": False, "qa_gates.build.enabled": False}
 
 
-def _planned(tmp_path: Path, *criteria: str) -> tuple[Any, Orchestrator, ScriptedAdapter]:
-    """The demo with task 1.1's plan carrying ``criteria`` besides its own, saved from markdown."""
-    setup = demo_project(tmp_path)
+def _planned(
+    tmp_path: Path, *criteria: str, script: Script | None = None, setup: DemoSetup | None = None
+) -> tuple[Any, Orchestrator, ScriptedAdapter]:
+    """The demo (or ``setup``) with task 1.1's plan carrying ``criteria`` besides its own, saved from
+    markdown, played by ``script`` (the demo's by default)."""
+    setup = setup or demo_project(tmp_path)
     architect = next(e for e in setup.script.entries if e.role == "architect")
     extra = "".join(f"  - [ ] {criterion}\n" for criterion in criteria)
     plan = architect.text.replace(
@@ -33,7 +38,7 @@ def _planned(tmp_path: Path, *criteria: str) -> tuple[Any, Orchestrator, Scripte
     assert extra in plan
     plan_file = tmp_path / "plan.md"
     plan_file.write_text(plan, encoding="utf-8")
-    adapter = ScriptedAdapter(script=setup.script)
+    adapter = ScriptedAdapter(script=script or setup.script)
     orch = Orchestrator(
         setup.repo_root,
         config=config_for(setup.repo_root, **FAST_GATES),
@@ -143,3 +148,50 @@ def test_the_verdict_follows_the_checks() -> None:
     assert command_of("`make check` exits 0.") == "make check"
     assert command_of('slugify("a") == "a"') is None
     assert command_of("`autodev areas core` shows the area not stale") is None
+
+
+def test_a_reviewer_approving_each_new_change_in_the_same_words_is_no_loop(tmp_path: Path) -> None:
+    """Attempts 1 and 2 fail only their acceptance command, so the reviewer approves three changes with the
+    same reply: the same answer to a new question, which must not block the task as a loop."""
+    setup = demo_project(tmp_path)
+    root = setup.repo_root
+    (root / "tests" / "check_slug.py").write_text(
+        "from textutils import slug\n\n\ndef test_the_slug_length_is_bounded() -> None:\n"
+        "    assert slug.MAX_LENGTH == 80\n"
+    )
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@invalid", "commit", "-qm", "an acceptance check"],
+        cwd=root,
+        check=True,
+    )
+    fixed = (
+        next(entry for entry in setup.script.entries if entry.role == "developer" and entry.attempt == 2)
+        .edits[0]
+        .content
+    )
+    changed = "Implemented slugify.\nCHANGED:\n- textutils/slug.py"
+    script = script_with(
+        setup,
+        *(
+            {
+                "role": "developer",
+                "task_id": "1.1",
+                "attempt": attempt,
+                "text": f"Attempt {attempt}. {changed}",
+                "edits": [{"path": "textutils/slug.py", "content": content}],
+            }
+            for attempt, content in ((1, fixed), (2, fixed), (3, f"{fixed}\nMAX_LENGTH = 80\n"))
+        ),
+        {"role": "reviewer", "task_id": "1.1", "text": "VERDICT: APPROVED\nISSUES:\n- none"},
+    )
+    _, orch, adapter = _planned(
+        tmp_path, "`pytest tests/check_slug.py -q` passes", script=script, setup=setup
+    )
+
+    anyio.run(orch.execute)
+
+    with PlanManager.open(root, readonly=True) as plans:
+        task = plans.get_task("1.1")
+    assert (task.status, task.retry_count) == ("complete", 2), task.blocked_reason
+    assert [call.role for call in adapter.calls if call.task_id == "1.1"].count("reviewer") == 3

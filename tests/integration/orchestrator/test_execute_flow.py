@@ -232,13 +232,22 @@ def test_cost_budget_suspends_and_resume_continues(tmp_path: Path) -> None:
 
 
 def test_loop_detection_blocks_with_loop_detected(tmp_path: Path) -> None:
+    # No progress: the developer writes the same change on every attempt, and the reviewer answers it with
+    # the same words; the same answers to the same questions are a loop.
     setup = demo_project(tmp_path)
+    first = next(e for e in setup.script.entries if e.role == "developer" and e.attempt == 1)
+    edits = [edit.model_dump() for edit in first.edits]
+    # The demo scripts attempts 1 and 2 apart: each attempt (and any later one) now writes the same.
+    stuck = [
+        {"role": "developer", "task_id": "1.1", "text": first.text, "edits": edits, **attempt}
+        for attempt in ({"attempt": 1}, {"attempt": 2}, {})
+    ]
     same = {
         "role": "reviewer",
         "task_id": "1.1",
         "text": "VERDICT: NEEDS_CHANGES\nISSUES:\n- still not right",
     }
-    script = script_with(setup, same)
+    script = script_with(setup, same, *stuck)
     orch, _ = orchestrator(
         setup.repo_root, script, qa_retry_limit=5, **{"guardrails.loop_detection_threshold": 2}, **FAST_GATES
     )

@@ -54,12 +54,13 @@ def test_a_blocked_task_sets_aside_its_own_change_and_keeps_the_earlier_tasks_wo
     assert not (root / own_file("1.2")).exists()
     kept = git(root, "rev-parse", blocked_ref("1.2")).strip()
     assert git(root, "diff", "--name-only", f"{kept}^", kept).split() == [own_file("1.2")]
-    # Each reviewer saw its own task's change, not the uncommitted work before it.
+    # Each reviewer saw its own task's change, not the uncommitted work before it (the other tasks' files
+    # are named only in AutoDev's records of what they delivered, never in the diff to review).
     for call in adapter.calls:
         if call.role == "reviewer":
             others = {own_file(task) for task in ("1.1", "1.2", "1.3")} - {own_file(call.task_id or "")}
-            assert own_file(call.task_id or "") in call.prompt
-            assert not any(other in call.prompt for other in others), call.task_id
+            assert f"diff --git a/{own_file(call.task_id or '')}" in call.prompt
+            assert not any(f"diff --git a/{other}" in call.prompt for other in others), call.task_id
     assert git(root, "for-each-ref", "--format=%(refname)", "refs/autodev").split() == [blocked_ref("1.2")]
 
 

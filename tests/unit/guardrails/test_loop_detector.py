@@ -1,4 +1,4 @@
-"""LoopDetector: the same output for the same role and task, N times in a row, is a loop."""
+"""LoopDetector: the same answer to the same question, for one role and task, N times in a row, is a loop."""
 
 from __future__ import annotations
 
@@ -78,3 +78,16 @@ def test_loop_detected_error_is_a_guardrail_breach_with_the_loop_reason() -> Non
     assert (error.task_id, error.role, error.limit) == ("1.1", "developer", LOOP_DETECTED_REASON)
     assert LOOP_DETECTED_REASON == "loop_detected"
     assert error.message == "task 1.1: developer returned the same output 2 times in a row"
+
+
+def test_the_same_answer_to_a_new_question_is_no_loop() -> None:
+    # A reviewer that approves three different changes in the same words is doing its work.
+    detector = LoopDetector(3)
+    answers = [detector.observe("1.1", "reviewer", "VERDICT: APPROVED", f"diff {n}") for n in range(3)]
+    assert answers == [False, False, False]
+    assert detector.streak("1.1", "reviewer") == 1
+    # The same answer to the same question, again and again, is one.
+    assert [detector.observe("1.1", "reviewer", "VERDICT: APPROVED", "diff 2") for _ in range(2)] == [
+        False,
+        True,
+    ]

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import tempfile
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -42,6 +42,7 @@ from autodev.orchestrator.execute.area_refresh import refresh_stale_areas
 from autodev.orchestrator.execute.executor import LocalExecutor, TaskExecutor
 from autodev.orchestrator.execute.parallelism import Parallelism, resolve_parallelism
 from autodev.orchestrator.execute.phase_review import review_finished_phases
+from autodev.orchestrator.execute.results import results_block
 from autodev.orchestrator.execute.slicing import is_slice_job, slice_task, slices_finished
 from autodev.orchestrator.execute.task_flow import (
     TaskContext,
@@ -54,7 +55,7 @@ from autodev.orchestrator.sessions import now_pickable_lines
 from autodev.state.claims import ClaimStore, SessionIdentity
 from autodev.state.policy_records import ApprovalRecord
 from autodev.state.scheduling import TaskScheduler, scheduler_for
-from autodev.state.schemas import Plan, Task
+from autodev.state.schemas import Plan, ResultRecord, Task
 from autodev.state.validation import validate_dag
 from autodev.state.vocabulary import DONE_STATUSES, IN_FLIGHT_STATUSES, TASK_STATUSES, TERMINAL_STATUSES
 from autodev.workspace.git import GitRepo
@@ -160,8 +161,11 @@ class Dispatcher:
         only_task: str | None = None,
         executor: TaskExecutor | None = None,
         awaiting_approval: Mapping[str, ApprovalRecord] | None = None,
+        evidence: Sequence[ResultRecord] | None = None,
     ) -> None:
         self.session = session
+        # The accepted results every task is given: the caller's selection, else the most recent ones.
+        self.evidence = list(evidence) if evidence is not None else None
         # Tasks whose write scope waits for the user's approval: not started until it is answered; the run
         # ends waiting (exit 3) when they are all that is left, unless it waits for the answer (--wait).
         self.approval_waits = ApprovalWaits(session, dict(awaiting_approval or {}))
@@ -647,6 +651,11 @@ class Dispatcher:
             after_complete=self._after_complete,
             resumed=resumed,
             project_block=self._project_block,
+            results_block=results_block(
+                self.evidence
+                if self.evidence is not None
+                else self.pm.recent_results(self.session.config.sibling_results)
+            ),
         )
 
     async def _after_complete(self, task: Task) -> None:

@@ -3,6 +3,8 @@ dispatcher (``autodev.orchestrator.execute.dispatcher``), which runs each task's
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from autodev.errors import AutodevError
 from autodev.logging import get_logger
 from autodev.orchestrator.base_check import check_base_before_writers
@@ -15,7 +17,7 @@ from autodev.orchestrator.execute.task_flow import PlanNotApprovedError, block_t
 from autodev.orchestrator.run_context import RunContext
 from autodev.orchestrator.run_policy import approval_wait_message
 from autodev.state.policy_records import ApprovalRecord
-from autodev.state.schemas import Task
+from autodev.state.schemas import ResultRecord, Task
 from autodev.state.vocabulary import DONE_STATUSES, TERMINAL_STATUSES
 
 __all__ = ["run_execute_phase"]
@@ -24,10 +26,15 @@ _log = get_logger("autodev.execute_phase")
 
 
 async def run_execute_phase(
-    session: RunContext, task_id: str | None = None, *, executor: TaskExecutor | None = None
+    session: RunContext,
+    task_id: str | None = None,
+    *,
+    executor: TaskExecutor | None = None,
+    evidence: Sequence[ResultRecord] | None = None,
 ) -> list[Task]:
     """Process every runnable task in dependency order (or only ``task_id``); return their final states.
-    Each task's flow runs in ``executor`` (``autodev.orchestrator.execute.executor``; here by default)."""
+    Each task's flow runs in ``executor`` (``autodev.orchestrator.execute.executor``; here by default).
+    ``evidence``: the accepted results every task's roles are given, instead of the most recent ones."""
     pm = session.plan_manager
     plan = pm.plan
     if plan.metadata.get("requires_approval") and not pm.plan_approved:
@@ -62,7 +69,7 @@ async def run_execute_phase(
         await _watch_main_checkout(session)
     try:
         processed = await Dispatcher(
-            session, only_task=task_id, executor=executor, awaiting_approval=awaiting
+            session, only_task=task_id, executor=executor, awaiting_approval=awaiting, evidence=evidence
         ).run()
     finally:
         session.git.unwatch()

@@ -55,6 +55,7 @@ from autodev.orchestrator.delegate import DelegationRequest, delegate
 from autodev.orchestrator.delegation_envelope import DelegationAction, DelegationEnvelope
 from autodev.orchestrator.events import ProgressEvent
 from autodev.orchestrator.execute.completion import CompletionBlockedError, ContractBinding, run_contract
+from autodev.orchestrator.execute.results import accepted_result
 from autodev.orchestrator.run_policy import DelegationRejectedError
 from autodev.orchestrator.submodules import submodules_touched
 from autodev.orchestrator.text import clip
@@ -176,6 +177,12 @@ class TaskContext:
     resumed: bool = False
     # What every role of the task is told about the project (``autodev.orchestrator.context``).
     project_block: str = ""
+    # What the tasks before it delivered, as AutoDev recorded it (``autodev.orchestrator.execute.results``).
+    results_block: str = ""
+    # The developer's reply, for the task's accepted-result record.
+    developer_reply: str | None = None
+    # The git tree of the change as the developer last left it: what later calls are about.
+    change_tree: str = ""
 
 
 async def task_checks(session: RunContext, task: Task) -> ChangeChecks:
@@ -396,8 +403,9 @@ def _envelope(task: Task, role: str, action: DelegationAction, **context: object
 def _request(
     task: Task, role: str, step: str, envelope: DelegationEnvelope, ctx: TaskContext, extra: str = ""
 ) -> DelegationRequest:
-    if ctx.project_block:
-        extra = f"{extra.rstrip()}\n\n{ctx.project_block}" if extra.strip() else ctx.project_block
+    for block in (ctx.results_block, ctx.project_block):
+        if block:
+            extra = f"{extra.rstrip()}\n\n{block}" if extra.strip() else block
     return DelegationRequest(
         role=role,
         envelope=envelope,
@@ -411,6 +419,7 @@ def _request(
         extra_context=extra,
         knowledge_query=f"{task.title} {task.description}",
         knowledge_files=tuple(task.files),
+        subject=ctx.change_tree,
     )
 
 
@@ -573,6 +582,7 @@ async def _developer_step(session: RunContext, task: Task, ctx: TaskContext) -> 
         )
         # A step of its own, so that an inline answer to the first call is never taken for the second's.
         step = f"develop@{higher}"
+    ctx.developer_reply = result.text
     dirty = await ctx.workspace.git.dirty_paths()
     refused = await _oversized(session, task, ctx, dirty)
     touched = submodules_touched(ctx.workspace.root, dirty)
@@ -586,6 +596,7 @@ async def _developer_step(session: RunContext, task: Task, ctx: TaskContext) -> 
     diff: WorkingDiff | None = None
     if refused is None:  # only a change small enough to stage is diffed
         diff = await _current_diff(task, ctx)
+        ctx.change_tree = diff.tree
         refused = session.guardrails.diff_size_problem(diff.size_bytes)
     if refused is not None:
         pm.record_evidence(
@@ -1224,10 +1235,9 @@ async def _complete_step(session: RunContext, task: Task, ctx: TaskContext) -> S
         async with ctx.integration_lock:
             outcome = await integrate(session.git, ctx.workspace, task, change)
             if isinstance(outcome, Integrated):
-                pm.record_patch(
-                    task.id, await session.git.commit_patch(outcome.commit), attempt=task.retry_count + 1
-                )
-                await _record_complete(session, task, outcome.commit, ctx, pinned=outcome.pinned)
+                patch = await session.git.commit_patch(outcome.commit)
+                pm.record_patch(task.id, patch, attempt=task.retry_count + 1)
+                await _record_complete(session, task, outcome.commit, patch, ctx, pinned=outcome.pinned)
                 return None
         applied = await rebase_after_conflict(ctx.workspace, task, outcome)
         old_patch = await git.commit_patch(outcome.commit)
@@ -1256,23 +1266,47 @@ async def _complete_step(session: RunContext, task: Task, ctx: TaskContext) -> S
             if commit is None and committed_before:
                 # Committed by an earlier run that died before recording it: the same commit, not a new one.
                 commit = await git.head()
+            patch = ""
             if commit is not None:
                 patch = await git.range_patch(task.base_commit, commit)
                 pm.record_patch(task.id, patch, attempt=task.retry_count + 1)
-            await _record_complete(session, task, commit, ctx)
+            await _record_complete(session, task, commit, patch, ctx)
         return None
     async with ctx.integration_lock:
         diff = await _current_diff(task, ctx)
         pm.record_patch(task.id, diff.patch, attempt=task.retry_count + 1)
-        await _record_complete(session, task, None, ctx)
+        await _record_complete(session, task, None, diff.patch, ctx)
     return None
 
 
 async def _record_complete(
-    session: RunContext, task: Task, commit: str | None, ctx: TaskContext, *, pinned: bool = False
+    session: RunContext,
+    task: Task,
+    commit: str | None,
+    patch: str,
+    ctx: TaskContext,
+    *,
+    pinned: bool = False,
 ) -> None:
-    """Record the task complete (under the integration lock, so a phase checkpoint taken next is exact)."""
-    session.plan_manager.update_task_status(task.id, "complete", commit=commit)
+    """Record the task complete with its accepted result (under the integration lock, so a phase checkpoint
+    taken next is exact)."""
+    pm = session.plan_manager
+    attempt = task.retry_count + 1
+    reply = ctx.developer_reply
+    if reply is None:  # a run killed after the developer's call: its reply is in the evidence
+        developer = _recorded(session, task.id, "developer", attempt)
+        reply = developer.output_text if isinstance(developer, CoderEvidence) else ""
+    contract = next(
+        (
+            ref
+            for ref in reversed(pm.evidence_for(task.id))
+            if ref.kind == "completion" and ref.attempt == attempt
+        ),
+        None,
+    )
+    verdict = contract.summary.get("verdict") if contract is not None and contract.summary else None
+    record = accepted_result(task, attempt, commit, patch, verdict, reply)
+    pm.update_task_status(task.id, "complete", commit=commit, result=record)
     if pinned:
         await session.git.delete_ref(task_ref(task.id))
     if ctx.after_complete is not None:
