@@ -229,3 +229,29 @@ def test_a_held_lock_names_the_holder_pid(run_cli: RunCli, repo: Path) -> None:
         holder.communicate()
     # The kernel released the killed holder's lock: the next writer gets it.
     assert run_cli("plan", "--from-markdown", "plan.md", "--replace").code == 0
+
+
+@pytest.mark.parametrize(
+    ("references", "message"),
+    [
+        ("E1", "evidence E1 is foreign: ledger entry 1 is not an accepted result of this plan"),
+        ("E4096", "evidence E4096 does not exist: the ledger ends at entry"),
+        ("E2,x", "evidence reference 'x' is malformed"),
+    ],
+)
+def test_an_evidence_reference_that_cannot_be_used_is_one_line_and_the_ledger_untouched(
+    run_cli: RunCli, repo: Path, references: str, message: str
+) -> None:
+    identity = ["-c", "user.name=t", "-c", "user.email=t@invalid"]
+    for args in (["init", "-q"], [*identity, "commit", "-q", "--allow-empty", "-m", "initial"]):
+        subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+    assert run_cli("plan", "--from-markdown", str(_write(repo, "plan.md", GOOD_PLAN))).code == 0
+    ledger = repo / ".autodev" / "ledger.jsonl"
+    before = ledger.read_bytes()
+
+    result = run_cli("execute", "--platform", "inline", "--evidence", references)
+
+    assert result.code == 2, result
+    assert result.err.startswith("error: ") and len(result.err.strip().splitlines()) == 1, result.err
+    assert message in result.err and "Traceback" not in result.err
+    assert ledger.read_bytes() == before

@@ -65,30 +65,31 @@ def _first_line(text: str) -> str:
 
 async def resolve_selection(pm: PlanManager, git: GitRepo, references: Sequence[str]) -> list[ResultRecord]:
     """The records ``references`` name, in their order (module docstring); ``EvidenceReferenceError`` for
-    the first that cannot be used."""
-    seen: set[str] = set()
-    records: list[ResultRecord] = []
-    last_seq = pm.ledger.head.seq
+    the first that cannot be used: how they are written is checked before what they name."""
+    ids: list[str] = []
     for reference in references:
-        match = _ID.fullmatch(reference.strip())
-        if match is None:
+        if _ID.fullmatch(reference.strip()) is None:
             raise EvidenceReferenceError(
                 f"evidence reference {reference!r} is malformed: an id is E followed by a ledger entry "
                 "number, as `autodev status --json` lists them under results"
             )
-        record_id = match.group(0)
-        if record_id in seen:
-            raise EvidenceReferenceError(f"evidence {record_id} is named twice; name each record once")
-        seen.add(record_id)
+        if reference.strip() in ids:
+            raise EvidenceReferenceError(
+                f"evidence {reference.strip()} is named twice; name each record once"
+            )
+        ids.append(reference.strip())
+    last_seq = pm.ledger.head.seq
+    records: list[ResultRecord] = []
+    for record_id in ids:
         record = pm.result_record(record_id)
         if record is None:
-            if int(match.group(1)) > last_seq:
+            seq = int(record_id[1:])
+            if seq > last_seq:
                 raise EvidenceReferenceError(
                     f"evidence {record_id} does not exist: the ledger ends at entry {last_seq}"
                 )
             raise EvidenceReferenceError(
-                f"evidence {record_id} is foreign: ledger entry {match.group(1)} is not an accepted result "
-                "of this plan"
+                f"evidence {record_id} is foreign: ledger entry {seq} is not an accepted result of this plan"
             )
         if record.commit is not None and not await git.is_ancestor(record.commit, "HEAD"):
             raise EvidenceReferenceError(
