@@ -1169,6 +1169,45 @@ class GitRepo:
             *args, "--pathspec-from-file=-", "--pathspec-file-nul", env=_LITERAL, stdin=listing, check=False
         )
 
+    async def paths_unlike(self, paths: Sequence[str], *commits: str) -> list[str]:
+        """Those of ``paths`` whose file in this working tree (or its absence) matches their version in
+        none of ``commits``: content someone wrote, not a state git's own checkout of one would leave."""
+        if not paths:
+            return []
+        versions: list[dict[str, str]] = []
+        for commit in commits:
+            listed = await self._run("ls-tree", "-z", commit, "--", *paths, env=_LITERAL)
+            found: dict[str, str] = {}
+            for record in listed.stdout.split("\0"):
+                meta, _, name = record.partition("\t")
+                if name and len(parts := meta.split()) == 3:
+                    found[name] = parts[2]
+            versions.append(found)
+        # Regular files are compared by their blob id; a link or a directory where a file may go is left
+        # to its owner (never taken for what a checkout wrote).
+        files = [
+            path
+            for path in paths
+            if "\n" not in path and (self.root / path).is_file() and not (self.root / path).is_symlink()
+        ]
+        hashed: dict[str, str] = {}
+        if files:
+            listing = "".join(f"{path}\n" for path in files).encode("utf-8", errors="surrogateescape")
+            out = await self._run("hash-object", "--no-filters", "--stdin-paths", stdin=listing)
+            hashed = dict(zip(files, out.stdout.split(), strict=True))
+        unlike = []
+        for path in paths:
+            target = self.root / path
+            if path in hashed:
+                like = any(version.get(path) == hashed[path] for version in versions)
+            elif not target.exists() and not target.is_symlink():
+                like = any(path not in version for version in versions)
+            else:
+                like = False
+            if not like:
+                unlike.append(path)
+        return unlike
+
     async def restore_paths(self, commit: str, paths: Sequence[str]) -> None:
         """Put ``paths`` back to their state in ``commit`` (deleting those it does not have)."""
         if not paths:

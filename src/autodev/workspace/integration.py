@@ -43,6 +43,7 @@ __all__ = [
     "commit_message",
     "commit_task",
     "integrate",
+    "land_on_main",
     "main_tree_base",
     "park_change",
     "rebase_after_conflict",
@@ -198,13 +199,17 @@ async def commit_task(workspace: TaskWorkspace, task: Task, *, resumed: bool) ->
     raise AutodevError(f"task {task.id}: its worktree holds no change to merge")
 
 
-async def _land_on_main(main: GitRepo, commit: str, head: str) -> None:
+async def land_on_main(main: GitRepo, commit: str, head: str) -> None:
     """Fast-forward the main tree from ``head`` to ``commit``, repairing a fast-forward a kill cut short."""
     if await main.fast_forward(commit):
         return
     dirty = await main.dirty_paths()
     touched = set(await main.changed_paths(head, commit))
     foreign = sorted(set(dirty) - touched)
+    if not foreign:
+        # A fast-forward cut short leaves each path as the old or the new commit has it; anything else on
+        # those paths (a file the user created where the task adds one, an edit) is somebody's work.
+        foreign = await main.paths_unlike(sorted(dirty), head, commit)
     if foreign or not dirty:
         detail = f" ({', '.join(foreign[:5])}{'...' if len(foreign) > 5 else ''})" if foreign else ""
         raise MainTreeChangedError(
@@ -240,7 +245,7 @@ async def integrate(
         if isinstance(replayed, list):
             return IntegrationConflict(head, tuple(replayed), commit)
         commit = replayed
-    await _land_on_main(main, commit, head)
+    await land_on_main(main, commit, head)
     return Integrated(commit, pinned)
 
 
