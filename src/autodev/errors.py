@@ -49,6 +49,10 @@ translated at the boundary with ``raise ... from exc``.
     │                                 it is fixed or waived (orchestrator.execute.completion)
     ├── EvidenceReferenceError        an evidence selection naming a record that is malformed, repeated,
     │                                 missing, foreign or abandoned (orchestrator.execute.results)
+    ├── AdoptionPendingError          a run ended with verified changes waiting for adoption (exit 3;
+    │                                 orchestrator.execute.adoption)
+    ├── AdoptionRefusedError          `autodev adopt` could not land a waiting change; it still waits
+    │                                 (orchestrator.execute.adoption)
     ├── TournamentNotFoundError       `autodev tournament show` of an unknown id (tournament.artifacts)
     ├── AreaError                     an unknown area or an unreadable notes file (workspace.areas)
     ├── AgentUnusableError            the chosen agent CLI failed its health check before any work

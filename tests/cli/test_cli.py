@@ -242,10 +242,7 @@ def test_a_held_lock_names_the_holder_pid(run_cli: RunCli, repo: Path) -> None:
 def test_an_evidence_reference_that_cannot_be_used_is_one_line_and_the_ledger_untouched(
     run_cli: RunCli, repo: Path, references: str, message: str
 ) -> None:
-    identity = ["-c", "user.name=t", "-c", "user.email=t@invalid"]
-    for args in (["init", "-q"], [*identity, "commit", "-q", "--allow-empty", "-m", "initial"]):
-        subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
-    assert run_cli("plan", "--from-markdown", str(_write(repo, "plan.md", GOOD_PLAN))).code == 0
+    _planned_repository(run_cli, repo)
     ledger = repo / ".autodev" / "ledger.jsonl"
     before = ledger.read_bytes()
 
@@ -255,3 +252,28 @@ def test_an_evidence_reference_that_cannot_be_used_is_one_line_and_the_ledger_un
     assert result.err.startswith("error: ") and len(result.err.strip().splitlines()) == 1, result.err
     assert message in result.err and "Traceback" not in result.err
     assert ledger.read_bytes() == before
+
+
+@pytest.mark.parametrize("command", [["adopt", "1.1"], ["discard", "1.1"], ["adopt", "9.9"]])
+def test_adopt_or_discard_without_a_waiting_change_is_one_line_and_the_ledger_untouched(
+    run_cli: RunCli, repo: Path, command: list[str]
+) -> None:
+    _planned_repository(run_cli, repo)
+    ledger = repo / ".autodev" / "ledger.jsonl"
+    before = ledger.read_bytes()
+
+    result = run_cli(*command, write_scope=None)
+
+    assert result.code == 2, result
+    assert result.err.startswith("error: ") and len(result.err.strip().splitlines()) == 1, result.err
+    expected = "no change waiting for adoption" if command[1] == "1.1" else "9.9"
+    assert expected in result.err and "Traceback" not in result.err
+    assert ledger.read_bytes() == before
+
+
+def _planned_repository(run_cli: RunCli, repo: Path) -> None:
+    """``repo`` as a git repository with one commit and the demo plan saved."""
+    identity = ["-c", "user.name=t", "-c", "user.email=t@invalid"]
+    for args in (["init", "-q"], [*identity, "commit", "-q", "--allow-empty", "-m", "initial"]):
+        subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+    assert run_cli("plan", "--from-markdown", str(_write(repo, "plan.md", GOOD_PLAN))).code == 0

@@ -514,6 +514,37 @@ def proof(obj: CliContext, task_id: str, as_json: bool) -> None:
 
 @cli.command(epilog=EXIT_CODES_HELP)
 @click.argument("task_id")
+@click.pass_obj
+def adopt(obj: CliContext, task_id: str) -> None:
+    """Land TASK's verified change that waits for adoption: a fast-forward of your checkout that never
+    overwrites your work (refused, and still waiting, while it would). The task then completes."""
+    import anyio
+
+    obj.start_logging(create_state=True)
+    orchestrator = _offline(obj)
+    commit = anyio.run(lambda: orchestrator.adopt(task_id))
+    click.echo(
+        f"Adopted {task_id}: {commit[:12]} is on your branch; `autodev resume` goes on with what waited."
+    )
+
+
+@cli.command(epilog=EXIT_CODES_HELP)
+@click.argument("task_id")
+@click.option("--reason", default="given up by the user (autodev discard)", help="Why (kept with the task).")
+@click.pass_obj
+def discard(obj: CliContext, task_id: str, reason: str) -> None:
+    """Give up TASK's verified change that waits for adoption: the task is blocked and its change kept, so
+    `autodev retry TASK` continues from it on the current code."""
+    import anyio
+
+    obj.start_logging(create_state=True)
+    orchestrator = _offline(obj)
+    anyio.run(lambda: orchestrator.discard(task_id, reason))
+    click.echo(f"Discarded {task_id}'s waiting change; `autodev retry {task_id}` redoes it from there.")
+
+
+@cli.command(epilog=EXIT_CODES_HELP)
+@click.argument("task_id")
 @click.argument("check")
 @click.option("--reason", required=True, help="Why the check may be skipped (recorded with the waiver).")
 @click.pass_obj
@@ -1109,6 +1140,82 @@ def policy_replay(obj: CliContext, candidate: Path | None, as_json: bool) -> Non
 
 def _counts(counts: dict[str, int]) -> str:
     return ", ".join(f"{route} {count}" for route, count in counts.items()) or "none"
+
+
+@cli.group()
+def router() -> None:
+    """The learning router's recorded routes and outcomes."""
+
+
+@router.command("replay", epilog=EXIT_CODES_HELP)
+@click.option(
+    "--preferences",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="A TOML or JSON file of pins, exclusions and quality floors to re-recommend the routes under.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.pass_obj
+def router_replay(obj: CliContext, preferences: Path | None, as_json: bool) -> None:
+    """Report the recorded routes and their outcomes offline; nothing is started or written."""
+    from autodev.orchestrator.run_router import router_replay as replay_routes
+
+    report = replay_routes(obj.repo_root, preferences)
+    if as_json:
+        click.echo(json.dumps(report.model_dump(mode="json"), indent=2))
+        return
+    figures = report.figures
+    coverage = f"{report.coverage:.0%}" if report.coverage is not None else "n/a"
+    click.echo(
+        f"{report.routes} route(s), {report.recommended} with a recommendation (coverage {coverage}); "
+        f"{report.calls} call(s) made, {report.shadow_alternatives} where the recommendation was another "
+        f"route, {report.manual_selections} manual"
+    )
+    if preferences is not None:
+        click.echo(f"under {preferences}: {report.changed_recommendations} recommendation(s) changed")
+        for change, count in report.changes.items():
+            click.echo(f"  {count} x {change}")
+        for reason, count in report.pins_refused.items():
+            click.echo(f"  {count} pin(s) not followed: {reason}")
+    rate = f"{figures.pass_rate:.0%}" if figures.pass_rate is not None else "n/a"
+    click.echo(
+        f"outcomes: {figures.passed} passed, {figures.retried} retried, {figures.blocked} blocked, "
+        f"{figures.open} open (pass rate {rate}); {report.retries} retries"
+    )
+    mean = f"{figures.latency_s_mean:.1f}" if figures.latency_s_mean is not None else "n/a"
+    click.echo(
+        f"latency: {figures.latency_s_total:.1f} s in all, {mean} s a call; cost "
+        f"${figures.cost_usd_known:.4f} known, {figures.calls_cost_unknown} call(s) unknown; "
+        f"{figures.normalized_cost_units} capability units"
+    )
+    click.echo(f"human interventions: {_counts(report.interventions)}")
+    click.echo(f"policy violations: {_counts(report.policy_violations)}")
+    click.echo(f"autonomy: {report.autonomy.summary()}")
+    click.echo(
+        f"{report.legacy_skipped} record(s) from before routing (legacy, skipped); {report.not_routed} "
+        f"decision(s) not routed; {len(report.invalid)} invalid"
+    )
+    for invalid in report.invalid:
+        click.echo(f"  invalid entry {invalid.seq}: {invalid.problem}")
+    click.echo(f"This is {report.note}.")
+
+
+@router.command("status", epilog=EXIT_CODES_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
+@click.pass_obj
+def router_status(obj: CliContext, as_json: bool) -> None:
+    """The completed shadow outcomes and whether router.mode = autonomous may be set."""
+    from autodev.config import load_config
+    from autodev.orchestrator.run_router import router_status as status_of
+
+    found = status_of(obj.repo_root)
+    mode = load_config(obj.repo_root).router.mode
+    if as_json:
+        payload = {"mode": mode, **found.model_dump(mode="json"), "autonomous_allowed": found.allowed}
+        click.echo(json.dumps(payload, indent=2))
+        return
+    verdict = "may" if found.allowed else "may not"
+    click.echo(f"router.mode = {mode}; {found.summary()}: autonomous {verdict} be set")
 
 
 def _missing_commits(repo_root: Path, status: dict[str, Any] | None = None) -> list[str]:

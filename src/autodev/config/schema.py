@@ -49,6 +49,8 @@ __all__ = [
     "QAGatesSettings",
     "RoleName",
     "RoleSettings",
+    "RouterMode",
+    "RouterSettings",
     "TierModels",
     "TournamentSettings",
     "TournamentsSettings",
@@ -60,6 +62,7 @@ AgentCLI = Literal["claude_code", "codex", "cursor", "opencode", "gemini"]
 CapabilityTier = Literal["fast", "standard", "strong"]
 UnknownCostPolicy = Literal["refuse", "warn", "estimate"]
 CrossFamilyPolicy = Literal["off", "warn", "require_approval"]
+RouterMode = Literal["off", "shadow", "autonomous"]
 RoleName = Literal[
     "explorer",
     "domain_expert",
@@ -729,6 +732,32 @@ class PolicySettings(_Settings):
         return {"fast": self.fast_units, "standard": self.standard_units, "strong": self.strong_units}[tier]
 
 
+class RouterSettings(_Settings):
+    """The learning router: for every agent call, the platforms and tiers it could run on, what each would
+    likely yield and cost (tier priors moved by this repository's recorded outcomes), and the one it
+    recommends. Shadow records the recommendation and runs what AutoDev runs today."""
+
+    mode: RouterMode = Field(
+        default="shadow",
+        description="shadow (record a recommendation with every agent call, run the usual route), off "
+        "(record none), or autonomous (run the recommendation, still through the delegation policy); "
+        "autonomous is refused until this repository has 20 completed shadow outcomes with under 5% manual "
+        "selections (`autodev router status`).",
+    )
+    prior_weight: float = Field(
+        default=4.0,
+        gt=0,
+        description="Pseudo-observations the tier priors count for in a prediction: with n recorded "
+        "outcomes of a family on a platform and tier, the prior weighs k/(k+n).",
+    )
+    history_entries: int = Field(
+        default=20_000,
+        ge=0,
+        description="How many of the newest ledger entries a run reads, once at its first agent call, for "
+        "the outcomes its predictions learn from (0: the priors alone).",
+    )
+
+
 class AutodevConfig(_Settings):
     """Every setting of one AutoDev run, as ``autodev.config.load_config`` builds it."""
 
@@ -770,6 +799,14 @@ class AutodevConfig(_Settings):
         default=10.0,
         gt=0,
         description="Seconds to wait for another AutoDev process to release the .autodev lock.",
+    )
+    write_mode: Literal["shared", "isolated"] = Field(
+        default="shared",
+        description="Where a task's writers work when one task runs at a time. shared: in your checkout, "
+        "committed there; isolated: in a worktree of their own like parallel tasks, the verified change "
+        "then fast-forwarded onto your branch, so your checkout never holds a half-done task (a change "
+        "that cannot land waits for `autodev adopt`). Several tasks at once always work isolated. Needs "
+        "auto_commit.",
     )
     worktree_pool_enabled: bool = Field(
         default=True,
@@ -909,6 +946,10 @@ class AutodevConfig(_Settings):
     policy: PolicySettings = Field(
         default_factory=PolicySettings,
         description="The delegation policy's per-run limits on write workers and capability units.",
+    )
+    router: RouterSettings = Field(
+        default_factory=RouterSettings,
+        description="The learning router: shadow recommendations per agent call, or autonomous routing.",
     )
     price_table: dict[NonBlankStr, ModelPrice] = Field(
         default_factory=dict,

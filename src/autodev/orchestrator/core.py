@@ -36,9 +36,13 @@ from autodev.orchestrator.base_check import check_base_at_start
 from autodev.orchestrator.checkout import check_head, require_clean_tree, require_repository
 from autodev.orchestrator.delegation_policy import DelegationPolicy, ExecuteEverything
 from autodev.orchestrator.events import ProgressEvent, ProgressListener, deliver
+from autodev.orchestrator.execute.adoption import AdoptionRefusedError
+from autodev.orchestrator.execute.adoption import adopt as adopt_change
+from autodev.orchestrator.execute.adoption import discard as discard_change
 from autodev.orchestrator.execute.entry import run_execute_phase
 from autodev.orchestrator.execute.executor import TaskExecutor
 from autodev.orchestrator.execute.results import resolve_selection
+from autodev.orchestrator.execute.task_flow import TaskContext
 from autodev.orchestrator.harnesses import (
     Verifier,
     check_sandboxes,
@@ -53,6 +57,7 @@ from autodev.orchestrator.plan_phase import check_intent, run_plan_phase
 from autodev.orchestrator.provider_guard import ProviderGuard
 from autodev.orchestrator.run_context import RunContext
 from autodev.orchestrator.run_policy import declared_scope
+from autodev.orchestrator.run_router import check_autonomy
 from autodev.orchestrator.submodules import refuse_submodule_files
 from autodev.orchestrator.tournaments.impl import prune_stale_worktrees
 from autodev.state.evidence import read_evidence
@@ -68,7 +73,15 @@ from autodev.state.status_reader import read_status
 from autodev.state.vocabulary import DONE_STATUSES, IN_FLIGHT_STATUSES
 from autodev.workspace.base_freshness import check_base, refresh_onto_base
 from autodev.workspace.git import GitRepo
-from autodev.workspace.integration import BASE_REF_PREFIX, BLOCKED_REF_PREFIX, TASK_REF_PREFIX, commit_message
+from autodev.workspace.integration import (
+    ADOPTION_REF_PREFIX,
+    BASE_REF_PREFIX,
+    BLOCKED_REF_PREFIX,
+    TASK_REF_PREFIX,
+    TaskWorkspace,
+    adoption_ref,
+    commit_message,
+)
 from autodev.workspace.worktree import WorktreeManager
 
 __all__ = ["Orchestrator", "ResponseMissingError", "RunOutcome"]
@@ -319,6 +332,16 @@ class Orchestrator:
         for ref in await self.git.refs_under(BASE_REF_PREFIX):
             if ref.removeprefix(BASE_REF_PREFIX) not in in_flight:
                 await self.git.delete_ref(ref)
+        # A change that waits for adoption is kept by its ref, put back from the ledger if it went missing
+        # (the commit may be there still); a ref whose change no longer waits goes.
+        waiting = {record.task_id: record for record in plans.pending_adoptions()} if plans.has_plan else {}
+        for ref in await self.git.refs_under(ADOPTION_REF_PREFIX):
+            if ref.removeprefix(ADOPTION_REF_PREFIX) not in waiting:
+                await self.git.delete_ref(ref)
+        for task_id, record in waiting.items():
+            ref = adoption_ref(task_id)
+            if await self.git.resolve(ref) is None and await self.git.resolve(f"{record.commit}^{{commit}}"):
+                await self.git.set_ref(ref, record.commit)
         # A blocked task's kept change matters until the task finishes one way or another.
         for ref in await self.git.refs_under(BLOCKED_REF_PREFIX):
             task_id = ref.removeprefix(BLOCKED_REF_PREFIX)
@@ -398,6 +421,7 @@ class Orchestrator:
 
     async def plan(self, intent: str, *, replace: bool = False) -> Plan:
         """Run the plan phase and save the plan (with the intent's ``Write scope:``, checked first)."""
+        check_autonomy(self.config, self.repo_root)
         declared_scope(intent, self.repo_root, "intent")
         async with self._opened() as session:
             await self._check_agent()
@@ -423,6 +447,7 @@ class Orchestrator:
         ``evidence``: the ids of the accepted results (``E<seq>``) every task's roles are given, in this
         order, instead of the most recent ones; checked before anything is recorded or any agent starts.
         """
+        check_autonomy(self.config, self.repo_root)
         declaration = self._command_line_scope(write_scope or self.write_scope)
         async with self._opened(allow_detached=allow_detached) as session:
             selection = (
@@ -450,6 +475,7 @@ class Orchestrator:
 
         ``write_scope`` is added to the intent as its ``Write scope:`` line, so that a run resumed before
         its plan was saved still has it; the intent's scope is checked before anything starts."""
+        check_autonomy(self.config, self.repo_root)
         scope = write_scope or self.write_scope
         if scope is not None:
             self._command_line_scope(scope)
@@ -474,6 +500,7 @@ class Orchestrator:
     async def resume(self, *, allow_detached: bool = False) -> list[Task]:
         """Continue after an inline suspend, a crash, an approval or a budget stop (``allow_detached``: see
         ``execute``)."""
+        check_autonomy(self.config, self.repo_root)
         async with self._opened(allow_detached=allow_detached) as session:
             state = load_suspend_state(self.paths)
             if state is not None and not await anyio.Path(state.response_path).exists():
@@ -624,6 +651,33 @@ class Orchestrator:
             session.emit(ProgressEvent("note", done))
             _log.info("orchestrator.base_refreshed", ref=base.ref, commit=base.ref_commit, done=done)
             return done
+
+    async def adopt(self, task_id: str) -> str:
+        """Land ``task_id``'s verified change that waits for adoption (``autodev adopt``): a strict
+        fast-forward of the main checkout, after a replay in git's object store when the branch moved; the
+        task completes. Refused while a run works (the lock), and when it still cannot land without
+        touching somebody's work (``AdoptionRefusedError``: it keeps waiting, nothing lost). The commit."""
+        async with self._opened(allow_detached=False) as session:
+            if not self.plan_manager.adoption_pending(task_id):
+                self.plan_manager.get_task(task_id)  # a clear error for an unknown task
+                raise AutodevError(f"task {task_id} has no change waiting for adoption (`autodev status`)")
+            workspace = TaskWorkspace(self.repo_root, self.git)
+            if not await adopt_change(session, task_id, TaskContext(workspace=workspace, resumed=True)):
+                record = self.plan_manager.adoption(task_id)
+                why = record.reason if record is not None else "its change no longer exists"
+                raise AdoptionRefusedError(f"task {task_id} still waits for adoption: {why}")
+            commit = self.plan_manager.get_task(task_id).commit
+            assert commit is not None
+            return commit
+
+    async def discard(self, task_id: str, reason: str) -> None:
+        """Give up ``task_id``'s change that waits for adoption (``autodev discard``): the task is blocked,
+        its change kept for ``autodev retry``."""
+        async with self._opened(allow_detached=None) as session:
+            if not self.plan_manager.adoption_pending(task_id):
+                self.plan_manager.get_task(task_id)
+                raise AutodevError(f"task {task_id} has no change waiting for adoption (`autodev status`)")
+            await discard_change(session, task_id, reason)
 
     def proof(self, task_id: str) -> CompletionEvidence | None:
         """The newest completion contract of ``task_id`` (``autodev proof``): its required checks, their

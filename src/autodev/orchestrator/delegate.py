@@ -21,6 +21,7 @@ from autodev.adapters.base import (
     AgentInvocation,
     AgentResult,
     DelegationPendingSignal,
+    PlatformAdapter,
 )
 from autodev.agents.registry import get_spec
 from autodev.config.schema import CapabilityTier
@@ -29,6 +30,7 @@ from autodev.guardrails.errors import LoopDetectedError
 from autodev.logging import get_logger
 from autodev.orchestrator.delegation_policy import DelegationHeldError, DelegationRequest
 from autodev.orchestrator.events import ProgressEvent
+from autodev.orchestrator.harnesses import platform_of
 from autodev.orchestrator.inline_state import InlineSuspendState, write_suspend_state
 from autodev.orchestrator.provider_guard import (
     RETRIED_REFUSALS,
@@ -98,8 +100,12 @@ async def _ask_the_run_policy(session: RunContext, request: DelegationRequest) -
         raise DelegationHeldError(approval_wait_message([record]))
     if decision.route == "reject":
         raise DelegationRejectedError(f"policy: {decision.reason}: {decision.remediation}")
+    given = policy.given_route(request)
     return replace(
-        request, warm_session=decision.resume_session if decision.route == "resume_worker" else None
+        request,
+        warm_session=decision.resume_session if decision.route == "resume_worker" else None,
+        platform=given[0] if given is not None else None,
+        tier=given[1] if given is not None else None,
     )
 
 
@@ -117,10 +123,20 @@ def _ask_the_policy(session: RunContext, request: DelegationRequest) -> None:
     )
 
 
+def _adapter(session: RunContext, request: DelegationRequest) -> PlatformAdapter:
+    """The platform ``request``'s call goes to: its role's, or the one an autonomous route gave it."""
+    if request.platform is not None:
+        return session.adapter_named(request.platform)
+    return session.adapter_for(request.role)
+
+
 def _invocation(session: RunContext, request: DelegationRequest, timeout_s: float) -> AgentInvocation:
     spec = get_spec(session.registry, request.role)
-    platform = session.platform_for(request.role)
+    platform = platform_of(_adapter(session, request), session.platform_name)
     settings = spec.effective(session.config, platform, task_tier=_task_tier(session, request))
+    if request.tier is not None and request.model is None:
+        # An autonomous route's tier is the call's own (the role's offset applied already).
+        settings = replace(settings, model=session.config.resolve_model(platform, request.tier))
     knowledge_block = ""
     if request.knowledge_query:
         knowledge_block = session.knowledge.inject_block(request.knowledge_query, request.knowledge_files)
@@ -174,7 +190,7 @@ async def _watched_call(
 ) -> AgentResult:
     """The agent call itself, with what the agent did besides its answer checked from git and the files
     (``orchestrator.integrity``) and noted in the result."""
-    adapter = session.adapter_for(request.role)
+    adapter = _adapter(session, request)
     await session.prepare_workspace(invocation.cwd, adapter)
     in_main = invocation.cwd.resolve() == session.repo_root.resolve()
     copy = session.git if in_main else GitRepo(invocation.cwd, like=session.git)
@@ -250,6 +266,9 @@ async def _through_refusals(session: RunContext, request: DelegationRequest, bud
             continue
         if error is None or error.kind not in RETRIED_REFUSALS | STOPPING_REFUSALS:
             return result
+        # Only this run's refusals keep the router off a platform (a limit an earlier session hit says
+        # nothing about now).
+        guard.refused_by(_adapter(session, request).name, error.kind)
         retry += 1
         why = ""
         wait = None

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
 
+from autodev.config.schema import CapabilityTier
 from autodev.errors import EXIT_SUSPENDED, AutodevError
 from autodev.orchestrator.delegation_envelope import DelegationEnvelope
 
@@ -51,6 +52,9 @@ class DelegationRequest:
     # What the call works on or judges: the git tree of the task's change as its developer last left it
     # ("" before any). The same answer about another change is no loop.
     subject: str = ""
+    # The platform and tier an autonomous route gave this call (``router.mode``); None: the role's usual.
+    platform: str | None = None
+    tier: CapabilityTier | None = None
 
 
 @dataclass(frozen=True, slots=True)

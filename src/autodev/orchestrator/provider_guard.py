@@ -78,6 +78,9 @@ class ProviderGuard:
         self._recent: deque[float] = deque()
         self._lock = threading.Lock()
         self.tripped = False
+        # When each platform's provider last refused a call of this run, and those that stopped it.
+        self._refused_at: dict[str, float] = {}
+        self._stopped: set[str] = set()
 
     def note_refusal(self) -> BreakerState:
         """Count one refusal: ``closed`` (retry it), ``tripped`` (this refusal opened the breaker: the run
@@ -93,6 +96,22 @@ class ProviderGuard:
                 self.tripped = True
                 return "tripped"
             return "closed"
+
+    def refused_by(self, platform: str, kind: AgentErrorKind) -> None:
+        """Note that ``platform``'s provider refused a call of this run with ``kind``."""
+        with self._lock:
+            self._refused_at[platform] = self._clock()
+            if kind in STOPPING_REFUSALS:
+                self._stopped.add(platform)
+
+    def refusing(self, platform: str) -> bool:
+        """Whether ``platform``'s provider is refusing this run's calls: a usage limit or refused login
+        since the run started, or any refusal within the breaker's window. Only this run's refusals count."""
+        with self._lock:
+            if platform in self._stopped:
+                return True
+            at = self._refused_at.get(platform)
+            return at is not None and self._clock() - at < self.settings.breaker_window_s
 
     def delay_s(self, retry: int, error: AgentError, *, now: datetime | None = None) -> float | None:
         """Seconds to wait before retry number ``retry`` (1-based) of a call refused with ``error``, or None

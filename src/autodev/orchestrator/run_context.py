@@ -32,6 +32,7 @@ from autodev.orchestrator.integrity import AgentWatch
 from autodev.orchestrator.preflight import Preflight, run_preflight
 from autodev.orchestrator.provider_guard import ProviderGuard
 from autodev.orchestrator.run_policy import RunPolicy
+from autodev.orchestrator.run_router import RunRouter
 from autodev.qa.environment import EnvironmentResolution, resolve_environment
 from autodev.state.knowledge import KnowledgeStore
 from autodev.state.paths import AutodevPaths
@@ -126,6 +127,10 @@ class RunContext:
         """The name of ``adapter_for(role)``'s platform (model tiers resolve per platform)."""
         return platform_of(self.adapter_for(role), self.platform_name)
 
+    def adapter_named(self, name: str) -> PlatformAdapter:
+        """The run's platform called ``name`` (one of ``harnesses``: an autonomous route's)."""
+        return next(adapter for adapter in self.harnesses if adapter.name == name)
+
     async def prepare_workspace(self, cwd: Path, adapter: PlatformAdapter | None = None) -> None:
         """Let ``adapter`` (the run's by default) prepare ``cwd`` for its agents
         (``PlatformAdapter.init_workspace``), once per platform, directory and call: before the first agent
@@ -206,6 +211,16 @@ class RunContext:
                 self._family,
                 resumes_sessions=self.adapter.resumes_sessions,
                 harness_for=self.adapter_for,
+                router=None
+                if self.config.router.mode == "off"
+                else RunRouter(
+                    self.config,
+                    self.registry,
+                    self.plan_manager,
+                    self.harnesses,
+                    self.adapter_for,
+                    refusing=self.provider_guard.refusing,
+                ),
             )
         return self._found.run_policy
 

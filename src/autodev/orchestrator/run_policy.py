@@ -29,8 +29,9 @@ from autodev.config.schema import PolicySettings
 from autodev.errors import AutodevError, ConfigError
 from autodev.files import MAX_INPUT_FILE_BYTES, led_by, read_bounded_text
 from autodev.logging import get_logger
-from autodev.policy.decisions import ActiveWorker, Decision, PolicyInputs, WriteMode, decide
+from autodev.policy.decisions import ActiveWorker, Decision, PolicyInputs, Tier, WriteMode, decide
 from autodev.policy.replay import LoggedDecision, ReplayReport, replay
+from autodev.policy.router import RouteRecord
 from autodev.policy.scope import (
     WHOLE_REPOSITORY,
     ScopeError,
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
     from autodev.orchestrator.delegation_policy import DelegationRequest
+    from autodev.orchestrator.run_router import RunRouter
 
 __all__ = ["DelegationRejectedError", "RunPolicy", "approval_wait_message", "declared_scope", "replay_log"]
 
@@ -122,6 +124,12 @@ def replay_log(repo_root: Path, candidate: Path | None = None) -> ReplayReport:
         ledger.close()
 
 
+def _compact(route: RouteRecord) -> dict[str, Any]:
+    """``route`` as its ledger entry holds it: defaults left out (a candidate's unset model and exclusion),
+    the version always in."""
+    return {"version": route.version, **route.model_dump(mode="json", exclude_defaults=True)}
+
+
 def approval_wait_message(approvals: Sequence[ApprovalRecord]) -> str:
     """The one line a run that waits for approvals ends with."""
     listed = "; ".join(
@@ -147,6 +155,7 @@ class RunPolicy:
         *,
         resumes_sessions: bool = False,
         harness_for: Callable[[str], PlatformAdapter] | None = None,
+        router: RunRouter | None = None,
     ) -> None:
         self.pm = plan_manager
         self.settings = settings
@@ -157,6 +166,10 @@ class RunPolicy:
         self.resumes_sessions = resumes_sessions
         # The platform a role's calls go to, whose sandbox modes the decision checks (None: not checked).
         self._harness_for = harness_for
+        # The learning router (``router.mode`` not off): a route record with every decision of a call.
+        self.router = router
+        # The platform and tier an autonomous route gave a call, by request key, for ``delegate``.
+        self._routes: dict[str, tuple[str, Tier]] = {}
         self._released = anyio.Event()
         self._last_queued: dict[str, str] = {}
         # When each queued request started waiting (monotonic) and the seconds its task had been held then.
@@ -272,7 +285,36 @@ class RunPolicy:
         """Decide ``request`` and log the decision with its inputs; a ``spawn`` takes its grant."""
         key = f"{request.task_id}:{request.role}"
         inputs = self.inputs(request).model_copy(update={"queued_s": self._queued_for(key, request.task_id)})
-        return self._decided(key, inputs, decide(inputs, self.settings))
+        route = None
+        if self.router is not None:
+            route = self.router.route(request, inputs, self._task(request))
+            inputs = self._routed(key, inputs, route)
+        return self._decided(key, inputs, decide(inputs, self.settings), route)
+
+    def _routed(self, key: str, inputs: PolicyInputs, route: RouteRecord) -> PolicyInputs:
+        """``inputs`` for the route the call was given: an autonomous route other than the baseline is
+        decided by the policy on its own platform and tier (a writer's grant is the tier it runs at)."""
+        given, baseline = route.candidates[route.executed], route.candidates[route.baseline]
+        if route.executed == route.baseline:
+            self._routes.pop(key, None)
+            return inputs
+        self._routes[key] = (given.platform, given.tier)
+        update: dict[str, Any] = {}
+        if given.platform != baseline.platform and self.router is not None:
+            adapter = self.router.adapter(given.platform)
+            update |= {
+                "harness": adapter.name,
+                "harness_modes": tuple(sorted(adapter.sandbox.modes)),
+                "warm_session": None,
+            }
+        if inputs.write_mode != "read_only":
+            update["tier"] = given.tier
+        return inputs.model_copy(update=update)
+
+    def given_route(self, request: DelegationRequest) -> tuple[str, Tier] | None:
+        """The platform and tier an autonomous route gave ``request`` other than its usual ones (None: the
+        usual ones)."""
+        return self._routes.get(f"{request.task_id}:{request.role}")
 
     def decide_retry(self, task: Task) -> Decision:
         """Whether ``task``, its attempts used up, gets the run's automatic retry one tier higher (a
@@ -321,7 +363,9 @@ class RunPolicy:
             for grant in self.pm.workers.values()
         )
 
-    def _decided(self, key: str, inputs: PolicyInputs, decision: Decision) -> Decision:
+    def _decided(
+        self, key: str, inputs: PolicyInputs, decision: Decision, route: RouteRecord | None = None
+    ) -> Decision:
         if decision.route != "queue":
             self._queued_since.pop(key, None)
         elif key not in self._queued_since:
@@ -341,7 +385,10 @@ class RunPolicy:
                 units=decision.units,
             )
         self.pm.record_decision(
-            inputs.model_dump(mode="json"), decision.model_dump(mode="json", exclude_defaults=False), grant
+            inputs.model_dump(mode="json"),
+            decision.model_dump(mode="json", exclude_defaults=False),
+            grant,
+            route=None if route is None else _compact(route),
         )
         if decision.route != "execute":
             _log.info(

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -71,6 +71,7 @@ from autodev.state.validation import validate_plan
 from autodev.state.vocabulary import DONE_STATUSES, TASK_STATUSES, TERMINAL_STATUSES, TaskStatus
 
 __all__ = [
+    "AdoptionRecord",
     "BaselineGate",
     "BaselineRecord",
     "CallUsage",
@@ -152,6 +153,25 @@ class BaselineRecord(BaseModel):
     gates: list[BaselineGate] = Field(default_factory=list)
 
 
+AdoptionState = Literal["pending_adoption", "adopted", "discarded"]
+
+
+class AdoptionRecord(BaseModel):
+    """A task's verified change that could not land on the main checkout by itself: kept as ``commit``
+    (under ``refs/autodev/adopt/<task>``) until it is adopted (the task completes) or discarded (the task is
+    blocked); ``reason`` says why it waits."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task_id: str
+    state: AdoptionState = "pending_adoption"
+    commit: str
+    base: str | None = None
+    worktree: str | None = None
+    reason: str = ""
+    since: str = ""
+
+
 class TaskUsageRecord(BaseModel):
     """What one task's agent calls used, summed over every process that ran them."""
 
@@ -229,6 +249,8 @@ class PlanState(BaseModel):
     waivers: dict[str, list[dict[str, str]]] = Field(default_factory=dict)
     # The plan's accepted task results in the order they were accepted (``ResultRecord``).
     results: list[ResultRecord] = Field(default_factory=list)
+    # Verified changes that wait to be adopted into the main checkout, and how each one ended.
+    adoptions: dict[str, AdoptionRecord] = Field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,6 +356,7 @@ class PlanManager:
             "automatic_retry_granted": self._apply_automatic_retry_granted,
             "approval_waiting": self._apply_approval_waiting,
             "base_checked": self._apply_base_checked,
+            "adoption_pending": self._apply_adoption_pending,
             "check_waived": self._apply_check_waived,
             "tasks_blocked_on_human": self._apply_tasks_blocked_on_human,
             "tasks_released_by_human": self._apply_tasks_released_by_human,
@@ -1173,6 +1196,46 @@ class PlanManager:
             if waiver["revision"] == revision
         )
 
+    def hold_for_adoption(
+        self, task_id: str, commit: str, *, base: str | None, worktree: str | None, reason: str
+    ) -> bool:
+        """Record that ``task_id``'s verified change, ``commit``, waits to be adopted, and why; nothing
+        when that is what is recorded already. Whether it was recorded."""
+        with self._locked():
+            task = self._task(task_id)
+            if task.status in TERMINAL_STATUSES:
+                raise StateError(f"task {task_id} is {task.status}: nothing of it can wait for adoption")
+            known = self._state.adoptions.get(task_id)
+            if (
+                known is not None
+                and known.state == "pending_adoption"
+                and (known.commit, known.reason) == (commit, reason)
+            ):
+                return False
+            payload = {
+                "task_id": task_id,
+                "commit": commit,
+                "base": base,
+                "worktree": worktree,
+                "reason": reason,
+            }
+            self._append("adoption_pending", payload)
+            return True
+
+    def adoption(self, task_id: str) -> AdoptionRecord | None:
+        """The adoption record of ``task_id`` (None when its change never waited for adoption)."""
+        record = self._state.adoptions.get(task_id)
+        return record.model_copy() if record is not None else None
+
+    def adoption_pending(self, task_id: str) -> bool:
+        """Whether ``task_id``'s verified change waits to be adopted."""
+        record = self._state.adoptions.get(task_id)
+        return record is not None and record.state == "pending_adoption"
+
+    def pending_adoptions(self) -> list[AdoptionRecord]:
+        """Every change that waits to be adopted, in the order they started waiting."""
+        return [r.model_copy() for r in self._state.adoptions.values() if r.state == "pending_adoption"]
+
     def record_base_check(self, check: dict[str, Any], *, accepted: bool = False) -> bool:
         """Record a check of the checkout against its base; nothing when it says what the last one said
         (so a warning is given once per run and base commit). Whether it was recorded."""
@@ -1300,12 +1363,20 @@ class PlanManager:
         return total
 
     def record_decision(
-        self, snapshot: dict[str, Any], decision: dict[str, Any], grant: WorkerGrant | None = None
+        self,
+        snapshot: dict[str, Any],
+        decision: dict[str, Any],
+        grant: WorkerGrant | None = None,
+        *,
+        route: dict[str, Any] | None = None,
     ) -> None:
-        """Log one delegation decision with the inputs it was made from; a ``spawn`` carries its grant."""
+        """Log one delegation decision with the inputs it was made from; a ``spawn`` carries its grant, a
+        routed call the router's record (``autodev.policy.router``)."""
         payload: dict[str, Any] = {"inputs": snapshot, "decision": decision}
         if grant is not None:
             payload["grant"] = grant.model_dump(mode="json")
+        if route is not None:
+            payload["route"] = route
         with self._locked():
             self._append("delegation_decided", payload)
 
@@ -1546,6 +1617,14 @@ class PlanManager:
         task.blocked_by = None
         if target in TERMINAL_STATUSES:
             task.worktree = None
+        adoption = self._state.adoptions.get(task.id)
+        if (
+            adoption is not None
+            and adoption.state == "pending_adoption"
+            and target in ("complete", "blocked")
+        ):
+            # A waiting change ends when its task does: adopted when it completes, discarded when blocked.
+            adoption.state = "adopted" if target == "complete" else "discarded"
         if target == "complete" and "result" in payload:
             record = {**payload["result"], "id": f"E{entry.seq}", "task_id": task.id}
             self._state.results.append(ResultRecord.model_validate(record))
@@ -1607,6 +1686,9 @@ class PlanManager:
         reason = entry.payload["reason"]
         for item in entry.payload["tasks"]:
             task = self._replayed_task(entry, item["id"], item["from"])
+            adoption = self._state.adoptions.get(task.id)
+            if adoption is not None and adoption.state == "pending_adoption":
+                adoption.state = "discarded"
             self._set_status(task, "blocked")
             task.blocked_reason = reason
             task.blocked_by = entry.payload.get("cause")
@@ -1741,6 +1823,20 @@ class PlanManager:
         self._task(payload["task_id"])
         waiver = {key: str(payload[key]) for key in ("check", "revision", "reason")}
         self._state.waivers.setdefault(payload["task_id"], []).append(waiver)
+
+    def _apply_adoption_pending(self, entry: LedgerEntry) -> None:
+        payload = entry.payload
+        task_id = str(payload["task_id"])
+        self._task(task_id)
+        known = self._state.adoptions.get(task_id)
+        self._state.adoptions[task_id] = AdoptionRecord(
+            task_id=task_id,
+            commit=str(payload["commit"]),
+            base=payload.get("base"),
+            worktree=payload.get("worktree"),
+            reason=str(payload.get("reason", "")),
+            since=known.since if known is not None and known.state == "pending_adoption" else entry.ts,
+        )
 
     def _apply_base_checked(self, entry: LedgerEntry) -> None:
         check = dict(entry.payload["check"])

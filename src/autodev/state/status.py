@@ -18,6 +18,10 @@ Beyond the originally designed shape, the object says what runs in parallel and 
 - ``results`` lists the plan's accepted results in the order they were accepted: each a record with its
   ``id`` (``E<seq>``, what ``autodev execute --evidence`` names), task, commit, files, line counts, verdict
   and the developer's first line;
+- every task carries ``adoption``: None, or its verified change that could not land by itself (``state``
+  ``pending_adoption``, ``adopted`` or ``discarded``, the ``commit`` that keeps it, ``reason``, ``since``);
+  a task in flight whose change waits shows ``lifecycle`` ``waiting`` for ``adoption: <reason>``, and every
+  task in flight names its ``checkout`` (its worktree, else ``.``: the main checkout);
 - every task carries ``proof``: its newest completion contract in brief (``verdict``, ``revision``, the
   ``base_commit`` it was made on, the platforms it was ``implemented_on`` and ``verified_on``, and its
   ``checks`` by status), None before its first;
@@ -84,12 +88,15 @@ def status_from_state(state: dict[str, Any]) -> dict[str, Any]:
     holders: dict[str, list[str]] = {}
     decisions = state.get("last_decisions") or {}
     evidence = state.get("evidence") or {}
+    adoptions = state.get("adoptions") or {}
     for task in tasks:
         status = task["status"]
         totals[status] += 1
         task["cost"] = _task_cost(costs.get(task["id"]), usage.get(task["id"]))
         # The proof card in brief: the newest completion contract's verdict, revision, binding and checks.
         task["proof"] = _latest_summary(evidence.get(task["id"]) or [], "completion")
+        adoption = adoptions.get(task["id"])
+        task["adoption"] = adoption
         # A plan.json written before worktrees existed lacks the key; replay would give None.
         worktree = task.setdefault("worktree", None)
         if status == "pending":
@@ -97,16 +104,25 @@ def status_from_state(state: dict[str, Any]) -> dict[str, Any]:
         elif status in DONE_STATUSES:
             done.add(task["id"])
         elif status in _IN_FLIGHT:
+            lifecycle = _lifecycle(decisions.get(task["id"]))
+            if adoption is not None and adoption["state"] == "pending_adoption":
+                lifecycle = {
+                    **lifecycle,
+                    "lifecycle": "waiting",
+                    "waiting": f"adoption: {adoption['reason']}",
+                }
             in_flight.append(
                 {
                     "id": task["id"],
                     "status": status,
                     "worktree": worktree,
+                    # Where its writers work: its own worktree, else the main checkout.
+                    "checkout": worktree or ".",
                     "step": STEP_OF_STATUS.get(status, status),
                     "retry_count": task.get("retry_count", 0),
                     # What the task's agent did last: filled in by ``read_status`` from the transcripts.
                     "progress": None,
-                    **_lifecycle(decisions.get(task["id"])),
+                    **lifecycle,
                     # What git showed after its newest developer run (None before one).
                     "repository": _latest_summary(evidence.get(task["id"]) or [], "developer"),
                 }

@@ -30,6 +30,7 @@ from autodev.state.schemas import Task
 from autodev.workspace.git import GitRepo
 
 __all__ = [
+    "ADOPTION_REF_PREFIX",
     "BASE_REF_PREFIX",
     "BLOCKED_REF_PREFIX",
     "TASK_REF_PREFIX",
@@ -38,6 +39,7 @@ __all__ = [
     "MainTreeChangedError",
     "TaskCommit",
     "TaskWorkspace",
+    "adoption_ref",
     "base_ref",
     "blocked_ref",
     "commit_message",
@@ -52,6 +54,7 @@ __all__ = [
 ]
 
 TASK_REF_PREFIX = "refs/autodev/tasks/"
+ADOPTION_REF_PREFIX = "refs/autodev/adopt/"
 BLOCKED_REF_PREFIX = "refs/autodev/blocked/"
 BASE_REF_PREFIX = "refs/autodev/bases/"
 _log = get_logger("autodev.workspace")
@@ -93,6 +96,11 @@ class IntegrationConflict:
     head: str
     paths: tuple[str, ...]
     commit: str
+
+
+def adoption_ref(task_id: str) -> str:
+    """The ref that keeps a verified change waiting to be adopted."""
+    return ADOPTION_REF_PREFIX + task_id
 
 
 def task_ref(task_id: str) -> str:

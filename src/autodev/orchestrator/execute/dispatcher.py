@@ -37,10 +37,11 @@ from autodev.guardrails.errors import BudgetExceededError
 from autodev.logging import get_logger
 from autodev.orchestrator.delegation_policy import DelegationHeldError
 from autodev.orchestrator.events import ProgressEvent
+from autodev.orchestrator.execute.adoption import AdoptionPendingError, adopt, pending_message
 from autodev.orchestrator.execute.approval_waits import ApprovalWaits
 from autodev.orchestrator.execute.area_refresh import refresh_stale_areas
 from autodev.orchestrator.execute.executor import LocalExecutor, TaskExecutor
-from autodev.orchestrator.execute.parallelism import Parallelism, resolve_parallelism
+from autodev.orchestrator.execute.parallelism import Parallelism, isolated_writes, resolve_parallelism
 from autodev.orchestrator.execute.phase_review import review_finished_phases
 from autodev.orchestrator.execute.results import results_block
 from autodev.orchestrator.execute.slicing import is_slice_job, slice_task, slices_finished
@@ -174,7 +175,7 @@ class Dispatcher:
         self.only_task = only_task
         config = session.config
         self.parallelism: Parallelism = (
-            Parallelism(1, "a single task was asked for")
+            Parallelism(1, "a single task was asked for", always_isolated=isolated_writes(config))
             if only_task is not None
             else resolve_parallelism(config, *session.harnesses)
         )
@@ -193,6 +194,8 @@ class Dispatcher:
         self.speculating: dict[str, str] = {}  # child -> parent
         self.rolling_back: dict[str, str] = {}  # child -> reason
         self.processed: list[str] = []
+        # Tasks whose verified change waits for adoption and that this run tried to land once already.
+        self.adoption_tried: set[str] = set()
         self._changed = anyio.Event()
         # Set when a worker stops the whole run: nothing new starts while the task group winds down (a
         # restarted task could reach its next agent call before the group's cancellation reaches it).
@@ -243,11 +246,14 @@ class Dispatcher:
         )
         self._project_block = await self.session.project_block()
         if self.parallelism.isolated:
-            self.session.emit(
-                ProgressEvent("note", f"running up to {self.parallelism.workers} tasks at once")
+            workers = self.parallelism.workers
+            shown = (
+                f"running up to {workers} tasks at once"
+                if workers > 1
+                else "each task in a worktree of its own"
             )
-        if self.parallelism.isolated:
-            await self.worktrees.warm_up(self.parallelism.workers)
+            self.session.emit(ProgressEvent("note", shown))
+            await self.worktrees.warm_up(workers)
         self._adopt_speculations()
         try:
             async with anyio.create_task_group() as group:
@@ -277,6 +283,9 @@ class Dispatcher:
             await self.worktrees.cleanup_all()
         if self.approval_waits:
             raise DelegationHeldError(approval_wait_message(self.approval_waits.records()))
+        waiting = self.pm.pending_adoptions()
+        if waiting:
+            raise AdoptionPendingError(pending_message(waiting))
         return self.processed
 
     def _settle_approvals(self) -> None:
@@ -327,7 +336,13 @@ class Dispatcher:
                 self.pm.get_task_status(dep) not in DONE_STATUSES for dep in task.depends_on
             )
             # A slice job asked for alone ends once sliced: it waits on its slices now.
-            if task.id not in self.workers and task.status not in TERMINAL_STATUSES and not waits:
+            tried = task.id in self.adoption_tried
+            if (
+                task.id not in self.workers
+                and task.status not in TERMINAL_STATUSES
+                and not waits
+                and not tried
+            ):
                 self._begin(task)
             return
         claimed = self._claimed_by_others()
@@ -335,7 +350,7 @@ class Dispatcher:
         mid_flight = [
             tid
             for tid in self.pm.task_ids_with_status(*IN_FLIGHT_STATUSES)
-            if tid not in self.workers and tid not in claimed
+            if tid not in self.workers and tid not in claimed and tid not in self.adoption_tried
         ]
         # In the main tree mid-flight: started there (a retried task, with no base yet, starts anew anywhere).
         in_place = [
@@ -369,7 +384,9 @@ class Dispatcher:
         """Start ``task``: slice it when it is a slice job, complete it when it is a sliced task whose
         slices are all done, else run its flow (``_start``)."""
         slice_above = self.session.config.slice_above
-        if slices_finished(self.pm, task, slice_above):
+        if self.pm.adoption_pending(task.id):
+            self._start_aside(task.id, self._adopt)
+        elif slices_finished(self.pm, task, slice_above):
             self._start_aside(task.id, self._complete_sliced)
         elif is_slice_job(task, self.pm.slices_of(task.id), slice_above):
             self._start_aside(task.id, self._slice)
@@ -419,6 +436,13 @@ class Dispatcher:
         if status in ("blocked", "skipped"):
             async with self.lock:  # a phase may have ended with this block
                 await self._checkpoint_phases()
+
+    async def _adopt(self, task_id: str) -> None:
+        """Try once to land a change that waits for adoption (a run killed or stopped before it could)."""
+        self.adoption_tried.add(task_id)
+        workspace = TaskWorkspace(self.session.repo_root, self.session.git)
+        async with self.lock:
+            await adopt(self.session, task_id, self._context(task_id, workspace, resumed=True))
 
     async def _slice(self, task_id: str) -> None:
         await slice_task(self.session, task_id)
@@ -529,6 +553,8 @@ class Dispatcher:
         rollback = self.rolling_back.pop(task_id, None)
         if rollback is not None:
             await self._roll_back(task_id, rollback, worker)
+        if self.pm.adoption_pending(task_id):
+            self.adoption_tried.add(task_id)  # its change waits: not started again by this run
         status = self.pm.get_task(task_id).status
         if status in TERMINAL_STATUSES:
             self._drop_claim(task_id)
@@ -734,9 +760,17 @@ class Dispatcher:
                 self.pm.record_event("speculative_committed", {"task_id": child, "parent_task_id": parent_id})
                 _log.info("dispatcher.speculative_committed", task_id=child, parent=parent_id)
                 self._changed.set()
-            elif parent.retry_count > 0 or parent.status in ("blocked", "pending"):
+            elif (
+                parent.retry_count > 0
+                or parent.status in ("blocked", "pending")
+                or self.pm.adoption_pending(parent_id)
+            ):
                 reason = f"parent {parent_id} " + (
-                    "was blocked" if parent.status == "blocked" else "failed its first attempt"
+                    "was blocked"
+                    if parent.status == "blocked"
+                    else "waits for adoption"
+                    if self.pm.adoption_pending(parent_id)
+                    else "failed its first attempt"
                 )
                 del self.speculating[child]
                 worker = self.workers.get(child)

@@ -23,7 +23,8 @@ __all__ = ["LocalExecutor", "TaskExecutor"]
 
 
 class TaskExecutor(Protocol):
-    """Runs one started task's flow until the task is terminal (complete, blocked or skipped)."""
+    """Runs one started task's flow until the task is terminal (complete, blocked or skipped), or its
+    verified change waits for adoption (``autodev.orchestrator.execute.adoption``)."""
 
     async def run_task(self, session: RunContext, task_id: str, context: TaskContext) -> Task:
         """Run ``task_id`` from its recorded step in ``context.workspace``; the task as it ended."""

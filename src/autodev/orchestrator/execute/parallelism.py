@@ -17,7 +17,13 @@ from pathlib import Path
 from autodev.adapters.base import PlatformAdapter
 from autodev.config import AutodevConfig
 
-__all__ = ["MEMORY_PER_AGENT_BYTES", "Parallelism", "available_memory_bytes", "resolve_parallelism"]
+__all__ = [
+    "MEMORY_PER_AGENT_BYTES",
+    "Parallelism",
+    "available_memory_bytes",
+    "isolated_writes",
+    "resolve_parallelism",
+]
 
 MEMORY_PER_AGENT_BYTES = 512 * 1024 * 1024
 
@@ -28,11 +34,13 @@ class Parallelism:
 
     workers: int
     reason: str
+    # Every task in a worktree of its own, a lone one included (``write_mode = isolated``).
+    always_isolated: bool = False
 
     @property
     def isolated(self) -> bool:
-        """Whether tasks work in their own worktrees (only when more than one may run at once)."""
-        return self.workers > 1
+        """Whether tasks work in their own worktrees: when more than one may run at once, or always."""
+        return self.workers > 1 or self.always_isolated
 
 
 def available_memory_bytes(meminfo: Path = Path("/proc/meminfo")) -> int | None:
@@ -80,4 +88,10 @@ def resolve_parallelism(
             reason = f"{workers} ({harness.name} serves {workers} call(s) at a time)"
     if workers > 1 and not config.auto_commit:
         workers, reason = 1, "1 (parallel tasks merge as commits; auto_commit is off)"
-    return Parallelism(workers, reason)
+    return Parallelism(workers, reason, always_isolated=isolated_writes(config))
+
+
+def isolated_writes(config: AutodevConfig) -> bool:
+    """Whether even a lone task works in a worktree of its own (its change lands as a commit, so only
+    with ``auto_commit``)."""
+    return config.write_mode == "isolated" and config.auto_commit

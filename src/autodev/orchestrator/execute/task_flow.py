@@ -87,7 +87,9 @@ from autodev.workspace.change_facts import numstat
 from autodev.workspace.git import GitRepo, WorkingDiff
 from autodev.workspace.integration import (
     Integrated,
+    MainTreeChangedError,
     TaskWorkspace,
+    adoption_ref,
     commit_message,
     commit_task,
     integrate,
@@ -101,6 +103,7 @@ if TYPE_CHECKING:
     from autodev.orchestrator.run_context import RunContext
 
 __all__ = [
+    "HeldForAdoption",
     "PlanNotApprovedError",
     "TaskContext",
     "WorkingTreeDirtyError",
@@ -108,6 +111,8 @@ __all__ = [
     "block_task",
     "check_working_tree",
     "execute_task",
+    "hold_for_adoption",
+    "record_complete",
 ]
 
 _log = get_logger("autodev.execute_phase")
@@ -260,6 +265,8 @@ async def execute_task(session: RunContext, task_id: str, ctx: TaskContext) -> N
             return
         try:
             failure = await steps[task.status](session, task, ctx)
+        except HeldForAdoption:
+            return  # in flight still, until `autodev adopt` or a later run lands it
         except LoopDetectedError as exc:
             await block_and_park(session, task_id, f"loop_detected: {exc.message}", ctx)
             return
@@ -1233,11 +1240,16 @@ async def _complete_step(session: RunContext, task: Task, ctx: TaskContext) -> S
             await git.delete_ref(task_ref(task.id))
             return unchecked
         async with ctx.integration_lock:
-            outcome = await integrate(session.git, ctx.workspace, task, change)
+            try:
+                outcome = await integrate(session.git, ctx.workspace, task, change)
+            except MainTreeChangedError as exc:
+                # Verified, but it cannot land without touching somebody's work: it waits, kept.
+                await hold_for_adoption(session, task, change.commit, exc.message)
+                raise HeldForAdoption(task.id) from exc
             if isinstance(outcome, Integrated):
                 patch = await session.git.commit_patch(outcome.commit)
                 pm.record_patch(task.id, patch, attempt=task.retry_count + 1)
-                await _record_complete(session, task, outcome.commit, patch, ctx, pinned=outcome.pinned)
+                await record_complete(session, task, outcome.commit, patch, ctx, pinned=outcome.pinned)
                 return None
         applied = await rebase_after_conflict(ctx.workspace, task, outcome)
         old_patch = await git.commit_patch(outcome.commit)
@@ -1270,16 +1282,39 @@ async def _complete_step(session: RunContext, task: Task, ctx: TaskContext) -> S
             if commit is not None:
                 patch = await git.range_patch(task.base_commit, commit)
                 pm.record_patch(task.id, patch, attempt=task.retry_count + 1)
-            await _record_complete(session, task, commit, patch, ctx)
+            await record_complete(session, task, commit, patch, ctx)
         return None
     async with ctx.integration_lock:
         diff = await _current_diff(task, ctx)
         pm.record_patch(task.id, diff.patch, attempt=task.retry_count + 1)
-        await _record_complete(session, task, None, diff.patch, ctx)
+        await record_complete(session, task, None, diff.patch, ctx)
     return None
 
 
-async def _record_complete(
+class HeldForAdoption(Exception):
+    """The task's verified change waits to be adopted (``hold_for_adoption``): its flow ends here."""
+
+
+async def hold_for_adoption(session: RunContext, task: Task, commit: str, reason: str) -> None:
+    """Keep ``task``'s verified change ``commit`` under its adoption ref and record that it waits, and
+    why (a repeated reason is recorded once)."""
+    await session.git.set_ref(adoption_ref(task.id), commit)
+    held = session.plan_manager.hold_for_adoption(
+        task.id, commit, base=task.base_commit, worktree=task.worktree, reason=reason
+    )
+    if held:
+        _log.warning("execute_phase.adoption_pending", task_id=task.id, commit=commit, reason=reason)
+        session.emit(
+            ProgressEvent(
+                "note",
+                f"verified, but waits for adoption: {reason}; `autodev adopt {task.id}` lands it",
+                task.id,
+                "merge",
+            )
+        )
+
+
+async def record_complete(
     session: RunContext,
     task: Task,
     commit: str | None,
