@@ -661,7 +661,7 @@ class Orchestrator:
             if not self.plan_manager.adoption_pending(task_id):
                 self.plan_manager.get_task(task_id)  # a clear error for an unknown task
                 raise AutodevError(f"task {task_id} has no change waiting for adoption (`autodev status`)")
-            workspace = TaskWorkspace(self.repo_root, self.git)
+            workspace = TaskWorkspace(self.repo_root, self.git, isolated=True)
             if not await adopt_change(session, task_id, TaskContext(workspace=workspace, resumed=True)):
                 record = self.plan_manager.adoption(task_id)
                 why = record.reason if record is not None else "its change no longer exists"

@@ -403,6 +403,9 @@ class ResultRecord(_Persisted):
     title: str
     attempt: int = Field(ge=1)
     commit: str | None = None
+    # How the output reached the main checkout: written there (``in_place``), landed from a worktree of
+    # its own (``adopted``), or nothing to land (``empty``).
+    output: Literal["in_place", "adopted", "empty"] = "in_place"
     files: list[str] = Field(default_factory=list)
     insertions: int = 0
     deletions: int = 0

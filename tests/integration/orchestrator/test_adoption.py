@@ -94,6 +94,7 @@ def test_a_lone_isolated_writer_works_in_its_own_worktree_and_lands_the_same_com
     assert {payload["task_id"] for payload in started} == {"1.1", "1.2"}
     assert all(payload.get("worktree") for payload in started)
     assert _git(root, "status", "--porcelain") == ""
+    assert [record["output"] for record in read_status(root)["results"]] == ["adopted", "adopted"]
 
 
 def test_a_change_that_would_overwrite_the_users_file_waits_and_is_adopted(
@@ -127,7 +128,8 @@ def test_a_change_that_would_overwrite_the_users_file_waits_and_is_adopted(
 
     assert git_log(root)[0] == "autodev: 1.1 Implement slugify" and _git(root, "rev-parse", "HEAD") == commit
     assert _statuses(root) == {"1.1": "complete", "1.2": "pending"}
-    assert read_status(root)["results"][0]["task_id"] == "1.1"
+    (record,) = read_status(root)["results"]
+    assert (record["task_id"], record["output"], record["commit"]) == ("1.1", "adopted", commit)
     assert _git(root, "for-each-ref", "refs/autodev/adopt") == ""
     # What waited on it runs now.
     assert [task.status for task in anyio.run(orch.execute)] == ["complete"]

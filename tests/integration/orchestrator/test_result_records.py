@@ -78,6 +78,7 @@ def test_a_chosen_subset_is_given_in_its_order_and_none_is_a_choice(tmp_path: Pa
     root, orch, adapter = _planned(tmp_path, sibling_results=0)
     anyio.run(lambda: orch.execute("1.1"))
     (record,) = read_status(root)["results"]
+    assert record["output"] == "in_place"  # one task asked for: it worked in the main checkout
     assert not any(HEADER in prompt for prompt in _prompts(adapter, "1.1"))
 
     anyio.run(lambda: orch.execute("1.2", evidence=[record["id"]]))

@@ -440,7 +440,8 @@ class Dispatcher:
     async def _adopt(self, task_id: str) -> None:
         """Try once to land a change that waits for adoption (a run killed or stopped before it could)."""
         self.adoption_tried.add(task_id)
-        workspace = TaskWorkspace(self.session.repo_root, self.session.git)
+        # The change was made in a worktree of its own; it lands on the main checkout from its commit.
+        workspace = TaskWorkspace(self.session.repo_root, self.session.git, isolated=True)
         async with self.lock:
             await adopt(self.session, task_id, self._context(task_id, workspace, resumed=True))
 

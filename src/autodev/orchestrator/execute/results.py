@@ -36,17 +36,26 @@ class EvidenceReferenceError(AutodevError):
 
 
 def accepted_result(
-    task: Task, attempt: int, commit: str | None, patch: str, verdict: str | None, developer_text: str
+    task: Task,
+    attempt: int,
+    commit: str | None,
+    patch: str,
+    verdict: str | None,
+    developer_text: str,
+    *,
+    isolated: bool,
 ) -> ResultRecord:
     """The record of ``task``'s accepted result: its commit and the files of its committed ``patch`` with
-    their line counts (from git, not from what anyone said), its completion ``verdict``, and the first line
-    of the developer's reply."""
+    their line counts (from git, not from what anyone said), how its output reached the main checkout
+    (``isolated``: from a worktree of its own), its completion ``verdict``, and the first line of the
+    developer's reply."""
     stats = numstat(patch)
     return ResultRecord(
         task_id=task.id,
         title=task.title,
         attempt=attempt,
         commit=commit,
+        output="empty" if not stats else "adopted" if isolated else "in_place",
         files=[path for path, _, _ in stats[:_MAX_FILES]],
         insertions=sum(added or 0 for _, added, _ in stats),
         deletions=sum(deleted or 0 for _, _, deleted in stats),

@@ -1340,7 +1340,7 @@ async def record_complete(
         None,
     )
     verdict = contract.summary.get("verdict") if contract is not None and contract.summary else None
-    record = accepted_result(task, attempt, commit, patch, verdict, reply)
+    record = accepted_result(task, attempt, commit, patch, verdict, reply, isolated=ctx.workspace.isolated)
     pm.update_task_status(task.id, "complete", commit=commit, result=record)
     if pinned:
         await session.git.delete_ref(task_ref(task.id))
