@@ -82,6 +82,11 @@ class WorkspaceProvider(Protocol):
         """Take over a worktree a killed run left at ``path`` (its task resumes there)."""
         ...
 
+    def keep(self, worktree: Worktree) -> None:
+        """Stop holding ``worktree`` without removing it: it outlives the run (its task's change waits for
+        adoption), and a later start keeps it while that task is in flight."""
+        ...
+
     async def cleanup_all(self) -> None:
         """Remove every worktree this provider holds (the run is over)."""
         ...
@@ -267,6 +272,10 @@ class WorktreeManager:
         """Remove ``worktree`` and its administrative entry; never raises for one already gone."""
         self._active.pop(worktree.name, None)
         await self._remove_path(worktree.path)
+
+    def keep(self, worktree: Worktree) -> None:
+        """Forget ``worktree`` without removing it (``WorkspaceProvider.keep``)."""
+        self._active.pop(worktree.name, None)
 
     async def cleanup_all(self) -> None:
         """Remove every worktree this manager created (safe to call in ``finally``)."""

@@ -193,6 +193,14 @@ class WorktreePool:
         """Track a resumed task's existing worktree; it is removed on release (see ``WorktreeManager``)."""
         return self._manager.adopt(path, base)
 
+    def keep(self, worktree: Worktree) -> None:
+        """Forget ``worktree`` without removing it or lending it again (``WorkspaceProvider.keep``)."""
+        if self._claimed.get(worktree.name) is worktree:
+            del self._claimed[worktree.name]
+            self._pooled.discard(worktree.name)
+            GitRepo(worktree.path).unwatch()
+        self._manager.keep(worktree)
+
     async def cleanup_all(self) -> None:
         """Remove every worktree the pool holds and, when nothing else is left in it, its root directory.
 

@@ -116,6 +116,9 @@ def test_a_change_that_would_overwrite_the_users_file_waits_and_is_adopted(
     assert (waiting["lifecycle"], waiting["waiting"][:9]) == ("waiting", "adoption:")
     kept = _git(root, "rev-parse", "refs/autodev/adopt/1.1")
     assert kept == task["adoption"]["commit"]
+    # The worktree the change was made in outlives the run while the change waits.
+    made_in = root / task["adoption"]["worktree"]
+    assert _git(made_in, "rev-parse", "HEAD") == kept
 
     # While the user's file is in the way, adoption is refused and the change still waits.
     with pytest.raises(AdoptionRefusedError, match="still waits for adoption"):
@@ -131,8 +134,9 @@ def test_a_change_that_would_overwrite_the_users_file_waits_and_is_adopted(
     (record,) = read_status(root)["results"]
     assert (record["task_id"], record["output"], record["commit"]) == ("1.1", "adopted", commit)
     assert _git(root, "for-each-ref", "refs/autodev/adopt") == ""
-    # What waited on it runs now.
+    # What waited on it runs now; the adopted change's worktree is gone once that run has started.
     assert [task.status for task in anyio.run(orch.execute)] == ["complete"]
+    assert not made_in.exists()
 
 
 def test_a_later_run_adopts_a_waiting_change_by_itself(tmp_path: Path) -> None:

@@ -556,6 +556,9 @@ class Dispatcher:
             await self._roll_back(task_id, rollback, worker)
         if self.pm.adoption_pending(task_id):
             self.adoption_tried.add(task_id)  # its change waits: not started again by this run
+            if worker.worktree is not None:
+                # Where the change was made stays until its adoption ends (a later start prunes it then).
+                self.worktrees.keep(worker.worktree)
         status = self.pm.get_task(task_id).status
         if status in TERMINAL_STATUSES:
             self._drop_claim(task_id)
