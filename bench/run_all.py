@@ -32,6 +32,7 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
     "worktree_pool": ([], ["--dirs", "10", "--iterations", "3"]),
     "preflight": ([], ["--tests", "100", "--runs", "1"]),
     "proof": ([], ["--tasks", "8"]),
+    "report": ([], ["--tasks", "50", "--runs", "1"]),
 }
 
 # Entries that run another benchmark's script with other arguments.

@@ -469,6 +469,33 @@ def decline(obj: CliContext, approval_id: str) -> None:
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Directory to write index.html into (default: .autodev/report).",
+)
+@click.option("--open", "open_it", is_flag=True, help="Open the page in the default browser.")
+@click.pass_obj
+def report(obj: CliContext, out_dir: Path | None, open_it: bool) -> None:
+    """Write the run report: one self-contained HTML page (intent, plan, totals, a timeline of every step and
+    attempt, each task's diff, gates, reviews, tests and proof, cost by role and model), made from the ledger
+    and evidence alone, so it works for any past, killed or resumed run, beside a live one."""
+    from autodev.config import load_config
+    from autodev.report import write_report
+
+    config = load_config(obj.repo_root)
+    target = out_dir if out_dir is not None else obj.paths.state_dir / "report"
+    page = write_report(obj.repo_root, target, budget_usd=config.guardrails.cost_budget_usd_per_plan)
+    click.echo(f"Report: {page}")
+    if open_it:
+        import webbrowser
+
+        webbrowser.open(page.resolve().as_uri())
+
+
+@cli.command(epilog=EXIT_CODES_HELP)
 @click.argument("task_id")
 @click.option("--json", "as_json", is_flag=True, help="Print the contract as JSON.")
 @click.pass_obj

@@ -1,0 +1,21 @@
+"""``autodev report``: what a run did, what it cost and where the time went, as one self-contained HTML page
+made from the ledger and the evidence files alone (``data`` gathers, ``page`` renders)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from autodev.report.data import gather
+from autodev.report.page import render
+from autodev.state.atomic import atomic_write_text
+
+__all__ = ["write_report"]
+
+
+def write_report(repo_root: Path, out_dir: Path, *, budget_usd: float | None = None) -> Path:
+    """Write ``out_dir/index.html`` for the repository's current plan; its path."""
+    page = render(gather(repo_root, budget_usd=budget_usd))
+    target = out_dir / "index.html"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(target, page)
+    return target
