@@ -963,11 +963,20 @@ def doctor(obj: CliContext, no_probe: bool) -> None:
     is_flag=True,
     help="List every task (by default: those in flight, blocked and next; the rest counted per phase).",
 )
+@click.option(
+    "--watch",
+    "follow",
+    is_flag=True,
+    help="Follow the run live until it ends (the same as `autodev watch`).",
+)
 @click.pass_obj
-def status(obj: CliContext, as_json: bool, show_all: bool) -> None:
+def status(obj: CliContext, as_json: bool, show_all: bool, follow: bool) -> None:
     """Show the plan and its tasks' status. Read-only: safe while a run is going."""
     from autodev.state.status_reader import read_status
 
+    if follow:
+        _watch(obj, interval_s=1.0)
+        return
     if obj.verbose:
         obj.start_logging(create_state=False)
     data = read_status(obj.repo_root)
@@ -981,6 +990,29 @@ def status(obj: CliContext, as_json: bool, show_all: bool) -> None:
     from autodev.cli.render import print_status
 
     print_status(data, obj.repo_root, show_all=show_all)
+
+
+@cli.command(epilog=EXIT_CODES_HELP)
+@click.option(
+    "--interval", "interval_s", type=click.FloatRange(0.1, 60), default=1.0, help="Seconds between looks."
+)
+@click.pass_obj
+def watch(obj: CliContext, interval_s: float) -> None:
+    """Follow a run from another terminal until it ends: tasks in flight with their step, time at it and what
+    they wait for, what each agent did last, recent events, the running cost. Read-only, takes no lock."""
+    _watch(obj, interval_s=interval_s)
+
+
+def _watch(obj: CliContext, *, interval_s: float) -> None:
+    from autodev.cli.render import _console
+    from autodev.cli.watch import watch as follow_run
+
+    data = follow_run(obj.repo_root, _console(), interval_s=interval_s)
+    totals = data.get("totals") or {}
+    click.echo(
+        f"No run is going: {totals.get('complete', 0)} of {totals.get('total', 0)} task(s) complete, "
+        f"{totals.get('blocked', 0)} blocked."
+    )
 
 
 def _add_lanes(repo_root: Path, tasks: list[dict[str, Any]]) -> None:
