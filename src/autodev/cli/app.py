@@ -487,7 +487,7 @@ def report(obj: CliContext, out_dir: Path | None, open_it: bool) -> None:
 
     config = load_config(obj.repo_root)
     target = out_dir if out_dir is not None else obj.paths.state_dir / "report"
-    page = write_report(obj.repo_root, target, budget_usd=config.guardrails.cost_budget_usd_per_plan)
+    page = write_report(obj.repo_root, target, config)
     click.echo(f"Report: {page}")
     if open_it:
         import webbrowser

@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from autodev.config import AutodevConfig
 from autodev.errors import EvidenceError, StateError
 from autodev.files import MAX_INPUT_FILE_BYTES, led_by, read_bounded_text
 from autodev.state.evidence import read_evidence
@@ -28,6 +29,7 @@ from autodev.state.schemas import (
     ReviewEvidence,
     Task,
     TestEvidence,
+    TournamentEvidence,
 )
 
 __all__ = ["GateRow", "ReportData", "ReviewRow", "Segment", "TaskView", "cost_rows", "gather"]
@@ -88,6 +90,8 @@ class TaskView:
     proof: str = ""
     proof_checks: list[tuple[str, str, str]] = field(default_factory=list)
     critic: str = ""
+    tournament: str = ""
+    lane: str | None = None
 
     @property
     def attempts(self) -> int:
@@ -108,6 +112,7 @@ class ReportData:
     tokens_in: int
     tokens_out: int
     cost_by_role_model: dict[tuple[str, str], float]
+    tokens_by_role_model: dict[tuple[str, str], int]
     budget_usd: float | None
     started_at: str
     totals: dict[str, int] = field(default_factory=dict)
@@ -140,8 +145,9 @@ def _seconds(ts: str, origin: datetime) -> float:
     return (datetime.fromisoformat(ts) - origin).total_seconds()
 
 
-def gather(repo_root: Path, *, budget_usd: float | None = None) -> ReportData:
-    """The report of the repository's current plan, from its ledger and evidence (read-only)."""
+def gather(repo_root: Path, config: AutodevConfig | None = None) -> ReportData:
+    """The report of the repository's current plan, from its ledger and evidence (read-only); ``config`` gives
+    the lanes and the budget (none without it)."""
     paths = AutodevPaths(repo_root)
     with PlanManager.open(repo_root, readonly=True) as plans:
         plan = plans.plan
@@ -155,6 +161,7 @@ def gather(repo_root: Path, *, budget_usd: float | None = None) -> ReportData:
     status_now: dict[str, str] = {}
     attempts: dict[str, int] = {}
     cost_by_role_model: dict[tuple[str, str], float] = defaultdict(float)
+    tokens_by_role_model: dict[tuple[str, str], int] = defaultdict(int)
     agent_s = cost = 0.0
     tokens_in = tokens_out = 0
     for entry in entries:
@@ -168,11 +175,13 @@ def gather(repo_root: Path, *, budget_usd: float | None = None) -> ReportData:
             agent_s += float(payload.get("call_s") or 0.0)
             tokens_in += int(payload.get("tokens_in") or 0)
             tokens_out += int(payload.get("tokens_out") or 0)
-            cost_by_role_model[(role, str(payload.get("model") or "unknown"))] += usd
+            key = (role, str(payload.get("model") or "unknown"))
+            tokens = int(payload.get("tokens_in") or 0) + int(payload.get("tokens_out") or 0)
+            cost_by_role_model[key] += usd
+            tokens_by_role_model[key] += tokens
             view = views.get(task_id)
             if view is not None:
                 view.cost_by_role[role] = view.cost_by_role.get(role, 0.0) + usd
-                tokens = int(payload.get("tokens_in") or 0) + int(payload.get("tokens_out") or 0)
                 view.tokens_by_role[role] = view.tokens_by_role.get(role, 0) + tokens
             continue
         if task_id not in views or entry.op not in _MOVES:
@@ -195,6 +204,8 @@ def gather(repo_root: Path, *, budget_usd: float | None = None) -> ReportData:
         views[task_id].segments.append(Segment(step, attempt, start, last, "open"))
     for task_id, view in views.items():
         _read_evidence(paths, view, refs[task_id])
+        if config is not None and view.task.effort is not None:
+            view.lane = config.lane_of(view.task.effort, slice_job=False)
     _mark_critical_path(views)
     totals: dict[str, int] = defaultdict(int)
     for view in views.values():
@@ -215,7 +226,8 @@ def gather(repo_root: Path, *, budget_usd: float | None = None) -> ReportData:
         tokens_in=tokens_in,
         tokens_out=tokens_out,
         cost_by_role_model=dict(cost_by_role_model),
-        budget_usd=budget_usd,
+        tokens_by_role_model=dict(tokens_by_role_model),
+        budget_usd=config.guardrails.cost_budget_usd_per_plan if config is not None else None,
         started_at=entries[0].ts if entries else "",
         totals=dict(totals),
     )
@@ -253,7 +265,7 @@ def _read_evidence(paths: AutodevPaths, view: TaskView, refs: list[EvidenceRef])
             else text[:_DIFF_CHARS] + "\n… (cut; the evidence file has it all)"
         )
     for ref in refs:
-        if ref.kind not in ("gates", "review", "test", "completion", "critic"):
+        if ref.kind not in ("gates", "review", "test", "completion", "critic", "tournament"):
             continue
         try:
             evidence = read_evidence(root / ref.path)
@@ -283,6 +295,9 @@ def _read_evidence(paths: AutodevPaths, view: TaskView, refs: list[EvidenceRef])
         elif isinstance(evidence, CompletionEvidence):
             view.proof = f"{evidence.verdict} (revision {evidence.revision[:12]})"
             view.proof_checks = [(check.id, check.status, check.reason or "") for check in evidence.checks]
+        elif isinstance(evidence, TournamentEvidence):
+            ending = "converged" if evidence.converged else "stopped at its pass limit"
+            view.tournament = f"{evidence.passes} pass(es), winner {evidence.winner}, {ending}"
         elif isinstance(evidence, CriticEvidence):
             parts = [evidence.recommendation or "", *evidence.issues]
             view.critic = "; ".join(part for part in parts if part)
@@ -301,7 +316,10 @@ def _mark_critical_path(views: dict[str, TaskView]) -> None:
         current = max(deps, key=lambda dep: ends[dep]) if deps else None
 
 
-def cost_rows(data: ReportData) -> list[tuple[str, str, float]]:
-    """``(role, model, usd)`` rows of the cost chart, the most costly first."""
-    rows = [(role, model, usd) for (role, model), usd in data.cost_by_role_model.items()]
-    return sorted(rows, key=lambda row: (-row[2], row[0], row[1]))
+def cost_rows(data: ReportData) -> list[tuple[str, str, float, int]]:
+    """``(role, model, usd, tokens)`` rows of the cost chart, the most costly first."""
+    rows = [
+        (role, model, usd, data.tokens_by_role_model.get((role, model), 0))
+        for (role, model), usd in data.cost_by_role_model.items()
+    ]
+    return sorted(rows, key=lambda row: (-row[2], -row[3], row[0], row[1]))

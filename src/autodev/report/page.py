@@ -43,6 +43,7 @@ overflow:hidden;white-space:nowrap;text-overflow:ellipsis;font-size:12px}
 .diff .add{color:#1a7f37;background:#e6ffec}.diff .del{color:#b42318;background:#ffebe9}
 .diff .hunk{color:#6639ba}.diff .file{font-weight:700}
 .cost .bar{position:static;display:inline-block;height:12px;background:#5b6ee1;vertical-align:middle}
+.cost .bar.tokens{background:#9aa3b2}
 .budget{color:#d64545}details>summary{cursor:pointer;font-weight:600;margin:4px 0}
 .legend span{display:inline-block;width:10px;height:10px;margin:0 4px 0 10px;border-radius:2px}
 """
@@ -82,18 +83,19 @@ def _intent_and_plan(data: ReportData) -> str:
     intent = f"<pre>{escape(data.intent)}</pre>" if data.intent else "<p>(the plan was saved from a file)</p>"
     rows = []
     for phase_id, title, views in data.phases:
-        rows.append(f"<tr><th colspan='6'>Phase {escape(phase_id)}: {escape(title)}</th></tr>")
+        rows.append(f"<tr><th colspan='7'>Phase {escape(phase_id)}: {escape(title)}</th></tr>")
         for view in views:
             task = view.task
             rows.append(
                 f"<tr><td>{escape(task.id)}</td><td>{escape(task.title)}</td>"
                 f"<td class='status-{escape(task.status)}'>{escape(task.status)}</td>"
                 f"<td>{escape(task.model or '')}</td><td>{escape(task.effort or '')}</td>"
+                f"<td>{escape(view.lane or '')}</td>"
                 f"<td>{escape(', '.join(task.depends_on))}</td></tr>"
             )
     table = (
         "<table id='plan'><tr><th>task</th><th>title</th><th>status</th><th>level</th><th>effort</th>"
-        f"<th>depends on</th></tr>{''.join(rows)}</table>"
+        f"<th>lane</th><th>depends on</th></tr>{''.join(rows)}</table>"
     )
     return (
         f"<section id='intent'><h2>Intent</h2>{intent}</section>"
@@ -246,6 +248,7 @@ def _task(view: TaskView) -> str:
         f"<h3>Reviews</h3><ul>{reviews}</ul>" if reviews else "",
         f"<h3>Tests</h3><p>{escape(view.tests)}</p>" if view.tests else "",
         f"<h3>Proof: {escape(view.proof)}</h3><table>{checks}</table>" if view.proof else "",
+        f"<h3>Tournament</h3><p>{escape(view.tournament)}</p>" if view.tournament else "",
         f"<h3>Critic</h3><p>{escape(view.critic)}</p>" if view.critic else "",
         f"<h3>Cost by role</h3><table><tr><th>role</th><th>cost</th><th>tokens</th></tr>{roles}</table>"
         if roles
@@ -263,11 +266,13 @@ def _tasks(data: ReportData) -> str:
 
 def _costs(data: ReportData) -> str:
     rows = cost_rows(data)
-    top = max([usd for _, _, usd in rows] + [data.budget_usd or 0.0, 1e-9])
+    top = max([usd for _, _, usd, _ in rows] + [data.budget_usd or 0.0, 1e-9])
+    most = max([tokens for _, _, _, tokens in rows] + [1])
     lines = "".join(
         f"<tr><td>{escape(role)}</td><td>{escape(model)}</td><td><span class='bar' "
-        f"style='width:{300 * usd / top:.1f}px'></span> {_money(usd)}</td></tr>"
-        for role, model, usd in rows
+        f"style='width:{300 * usd / top:.1f}px'></span> {_money(usd)}</td><td><span class='bar tokens' "
+        f"style='width:{200 * tokens / most:.1f}px'></span> {tokens:,}</td></tr>"
+        for role, model, usd, tokens in rows
     )
     budget = (
         f"<p class='budget'>budget: {_money(data.budget_usd)} "
@@ -275,5 +280,6 @@ def _costs(data: ReportData) -> str:
         if data.budget_usd
         else ""
     )
-    table = f"<table><tr><th>role</th><th>model</th><th>cost</th></tr>{lines}</table>" if rows else ""
+    header = "<tr><th>role</th><th>model</th><th>cost</th><th>tokens</th></tr>"
+    table = f"<table>{header}{lines}</table>" if rows else ""
     return f"<section class='cost' id='cost'><h2>Cost by role and model</h2>{budget}{table}</section>"
