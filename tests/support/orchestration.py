@@ -12,6 +12,8 @@ from autodev.adapters.scripted import Script, ScriptedAdapter
 from autodev.cli.demo import DemoSetup, prepare_demo
 from autodev.config import AutodevConfig, load_config
 from autodev.orchestrator import Orchestrator, ProgressEvent
+from autodev.state.ledger import Ledger
+from autodev.state.paths import AutodevPaths
 
 
 def demo_project(tmp_path: Path) -> DemoSetup:
@@ -76,3 +78,19 @@ def git_log(root: Path) -> list[str]:
         ["git", "log", "--format=%s"], cwd=root, capture_output=True, text=True, check=True
     ).stdout
     return out.splitlines()
+
+
+class ClaudeLike(ScriptedAdapter):
+    """Scripted answers behind Claude Code's name: its harness family and model tiers, without the CLI."""
+
+    name = "claude_code"
+
+
+def decided(root: Path) -> list[dict[str, Any]]:
+    """The payloads of every ``delegation_decided`` entry in ``root``'s ledger, read-only."""
+    ledger = Ledger(AutodevPaths(root).ledger, readonly=True)
+    ledger.open(repair=False)
+    try:
+        return [entry.payload for entry in ledger.entries() if entry.op == "delegation_decided"]
+    finally:
+        ledger.close()

@@ -10,7 +10,6 @@ that is no longer an ``autodev``.
 
 from __future__ import annotations
 
-import os
 import time
 from collections import deque
 from datetime import UTC, datetime
@@ -23,6 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 from autodev.cli.text import terminal_text
+from autodev.state.claims import process_running
 from autodev.state.ledger import Ledger, LedgerEntry
 from autodev.state.paths import AutodevPaths
 from autodev.state.status_reader import read_status
@@ -51,12 +51,8 @@ def run_is_live(paths: AutodevPaths) -> bool:
         pid = int(owner.read_text(encoding="ascii").strip())
     except (OSError, ValueError):
         return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    if not process_running(pid):
         return False
-    except PermissionError:
-        return True  # someone else's process: alive
     try:
         command = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:

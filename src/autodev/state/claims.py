@@ -31,7 +31,7 @@ from autodev.errors import LockHeldError, StateError
 from autodev.files import MAX_STATE_FILE_BYTES, led_by, read_bounded
 from autodev.state.atomic import atomic_write_bytes
 
-__all__ = ["ALL_LANES", "Claim", "ClaimStore", "SessionIdentity", "SessionRecord"]
+__all__ = ["ALL_LANES", "Claim", "ClaimStore", "SessionIdentity", "SessionRecord", "process_running"]
 
 # Without a lane, a session takes every lane; its registry record is under this reserved name.
 ALL_LANES = "all"
@@ -84,7 +84,7 @@ class _Record(BaseModel):
     def alive(self) -> bool:
         if self.socket is not None and not Path(self.socket).exists():
             return False
-        return _running(self.pid)
+        return process_running(self.pid)
 
     def who(self) -> str:
         where = f"uds:{self.socket}" if self.socket else f"pid {self.pid}"
@@ -104,7 +104,8 @@ class SessionRecord(_Record):
     lane: str
 
 
-def _running(pid: int) -> bool:
+def process_running(pid: int) -> bool:
+    """Whether a process with ``pid`` runs (anyone's)."""
     if pid <= 0:
         return False
     try:

@@ -16,22 +16,15 @@ from typing import Any
 
 import anyio
 from support.fake_cursor import fake_cursor_env, install_fake_cursor, logged_calls
-from support.orchestration import Recorder, config_for, demo_project
+from support.orchestration import ClaudeLike, Recorder, config_for, demo_project
 
 from autodev.adapters.cursor import CursorAdapter
-from autodev.adapters.scripted import ScriptedAdapter
 from autodev.config import AutodevConfig
 from autodev.orchestrator import Orchestrator
 from autodev.state.plan_manager import PlanManager
 from autodev.state.status_reader import read_status
 
 FAST_GATES = {"qa_gates.secretscan.enabled": False, "qa_gates.build.enabled": False}
-
-
-class ClaudeLike(ScriptedAdapter):
-    """Scripted answers behind Claude Code's name: the developer's family is claude_code."""
-
-    name = "claude_code"
 
 
 def _orchestrator(

@@ -8,17 +8,15 @@ QA tools.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
-from support.orchestration import Recorder, config_for, demo_project
+from support.orchestration import Recorder, config_for, decided, demo_project
 
 from autodev.adapters.scripted import ScriptedAdapter
 from autodev.agents.registry import build_registry
 from autodev.errors import ConfigError
 from autodev.orchestrator import Orchestrator
-from autodev.state.ledger import Ledger
 from autodev.state.paths import AutodevPaths
 
 FAST_GATES = {"qa_gates.secretscan.enabled": False, "qa_gates.build.enabled": False}
@@ -28,15 +26,6 @@ class OpenCodeLike(ScriptedAdapter):
     """Scripted answers behind OpenCode's name, and so behind its sandbox descriptor (no read-only mode)."""
 
     name = "opencode"
-
-
-def _decided(root: Path) -> list[dict[str, Any]]:
-    ledger = Ledger(AutodevPaths(root).ledger, readonly=True)
-    ledger.open(repair=False)
-    try:
-        return [entry.payload for entry in ledger.entries() if entry.op == "delegation_decided"]
-    finally:
-        ledger.close()
 
 
 def test_the_roles_that_only_read_run_on_the_read_only_platform_and_the_writers_on_the_runs(
@@ -67,10 +56,10 @@ def test_the_roles_that_only_read_run_on_the_read_only_platform_and_the_writers_
     assert {"developer", "test_engineer"} <= written
     assert {"explorer", "architect", "reviewer"} <= read
     # Each decision records the harness it checked: the one the role's calls went to.
-    harnesses = {d["inputs"]["role"]: d["inputs"]["harness"] for d in _decided(setup.repo_root)}
+    harnesses = {d["inputs"]["role"]: d["inputs"]["harness"] for d in decided(setup.repo_root)}
     assert harnesses["developer"] == "opencode"
     assert harnesses["reviewer"] == "scripted"
-    modes = {d["inputs"]["role"]: d["inputs"]["harness_modes"] for d in _decided(setup.repo_root)}
+    modes = {d["inputs"]["role"]: d["inputs"]["harness_modes"] for d in decided(setup.repo_root)}
     assert modes["developer"] == ["full", "workspace_write"]
 
 
@@ -96,4 +85,4 @@ def test_without_a_read_only_platform_the_run_stops_before_any_agent_call_and_re
     assert "claude_code" in message and "codex" in message and "gemini" in message
     assert writers.calls == []
     ledger = AutodevPaths(setup.repo_root).ledger
-    assert not ledger.exists() or _decided(setup.repo_root) == []
+    assert not ledger.exists() or decided(setup.repo_root) == []

@@ -7,37 +7,18 @@ Scripted agents behind Claude Code's name (so that tiers resolve to its model na
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
-from support.orchestration import Recorder, config_for, demo_project
+from support.orchestration import ClaudeLike, Recorder, config_for, decided, demo_project
 
-from autodev.adapters.scripted import ScriptedAdapter
 from autodev.orchestrator import Orchestrator
 from autodev.orchestrator.run_router import RunRouter
 from autodev.policy.router import History, OutcomeStats
-from autodev.state.ledger import Ledger
-from autodev.state.paths import AutodevPaths
 
 pytestmark = pytest.mark.slow
 
 FAST_GATES = {"qa_gates.secretscan.enabled": False, "qa_gates.build.enabled": False}
-
-
-class ClaudeLike(ScriptedAdapter):
-    """Scripted answers behind Claude Code's name: its tiers resolve to haiku, sonnet and opus."""
-
-    name = "claude_code"
-
-
-def _decided(root: Path) -> list[dict[str, Any]]:
-    ledger = Ledger(AutodevPaths(root).ledger, readonly=True)
-    ledger.open(repair=False)
-    try:
-        return [entry.payload for entry in ledger.entries() if entry.op == "delegation_decided"]
-    finally:
-        ledger.close()
 
 
 def test_autonomous_mode_runs_the_recommended_tier_through_the_policy(
@@ -63,9 +44,9 @@ def test_autonomous_mode_runs_the_recommended_tier_through_the_policy(
     # First attempts on the recommended fast tier; 1.1's retry never goes below the task's strong tier.
     assert developer == [("1.1", 1, "haiku"), ("1.1", 2, "opus"), ("1.2", 1, "haiku")]
     assert {call.model for call in adapter.calls if call.role == "reviewer"} == {"opus"}
-    decided = _decided(setup.repo_root)
-    assert all(entry["route"]["mode"] == "autonomous" for entry in decided)
-    first = next(entry for entry in decided if entry["inputs"]["role"] == "developer")
+    entries = decided(setup.repo_root)
+    assert all(entry["route"]["mode"] == "autonomous" for entry in entries)
+    first = next(entry for entry in entries if entry["inputs"]["role"] == "developer")
     route = first["route"]
     given = route["candidates"][route["executed"]]
     assert (given["tier"], route["candidates"][route["baseline"]]["tier"]) == ("fast", "strong")
@@ -84,6 +65,6 @@ def test_off_records_no_route(tmp_path: Path) -> None:
 
     anyio.run(lambda: orch.plan(setup.intent))
 
-    decided = _decided(setup.repo_root)
-    assert [entry["inputs"]["role"] for entry in decided] == ["explorer", "domain_expert", "architect"]
-    assert not any("route" in entry for entry in decided)
+    entries = decided(setup.repo_root)
+    assert [entry["inputs"]["role"] for entry in entries] == ["explorer", "domain_expert", "architect"]
+    assert not any("route" in entry for entry in entries)
