@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from _scenario import git_repo, independent_plan
 
-from autodev.report import write_report
+from autodev.report.writer import write_report
 from autodev.state.plan_manager import PlanManager
 from autodev.state.schemas import (
     CoderEvidence,

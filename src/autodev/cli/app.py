@@ -483,7 +483,7 @@ def report(obj: CliContext, out_dir: Path | None, open_it: bool) -> None:
     attempt, each task's diff, gates, reviews, tests and proof, cost by role and model), made from the ledger
     and evidence alone, so it works for any past, killed or resumed run, beside a live one."""
     from autodev.config import load_config
-    from autodev.report import write_report
+    from autodev.report.writer import write_report
 
     config = load_config(obj.repo_root)
     target = out_dir if out_dir is not None else obj.paths.state_dir / "report"
