@@ -1,12 +1,13 @@
 """How long `autodev report` takes to make the page of a large run, from its ledger and evidence alone.
 
 A plan of N tasks (1,000 by default) is recorded as a run would record it: every task through developer,
-gates, review, tests and completion to complete, one in ten sent back once by its reviewer, with a developer
-record, a gates record, a review, a test record, a completion contract and a patch per attempt. No agent runs:
-only the report is timed (the median of ``--runs`` makes, each a fresh process's work: gather and render).
-Target: under 3 s for 1,000 tasks.
+gates, review, tests and completion to complete, one in ten sent back once by its reviewer, one in fifty
+through a two-pass implementation tournament of three judges, with a developer record, a gates record, a
+review, a test record, a completion contract and a patch per attempt. No agent runs: only the report is timed
+(the median of ``--runs`` makes, each a fresh process's work: gather and render). Target: under 3 s for 1,000
+tasks. ``--keep DIR`` records the run in ``DIR`` and leaves it there with its page (a browser test opens it).
 
-    python bench/report.py [--tasks 1000] [--runs 3]
+    python bench/report.py [--tasks 1000] [--per-phase 100] [--runs 3] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -32,18 +33,38 @@ from autodev.state.schemas import (
     RequiredCheck,
     ReviewEvidence,
     TestEvidence,
+    TournamentEvidence,
 )
 
 PATCH = (
     "diff --git a/src/m.py b/src/m.py\nnew file mode 100644\n--- /dev/null\n+++ b/src/m.py\n"
-    "@@ -0,0 +1 @@\n+V = 1\n"
+    '@@ -0,0 +1,3 @@\n+def value() -> int:\n+    """The value."""\n+    return 1  # one\n'
 )
 
 
-def record_run(root: Path, n_tasks: int) -> None:
+def _tournament_pass(number: int, winner: str) -> dict[str, object]:
+    """One pass as ``TournamentEvidence.history`` keeps it: three judges, Borda points, the decision."""
+    rankings = [["AB", "A", "B"], ["AB", "B", "A"], ["A", "AB", "B"]]
+    judges = [
+        {"judge_no": n, "valid": True, "ranking": ranking, "reason": None}
+        for n, ranking in enumerate(rankings, 1)
+    ]
+    if number == 2:
+        judges[2] = {"judge_no": 3, "valid": False, "ranking": None, "reason": "not a ranking of A, B, AB"}
+    return {
+        "pass_no": number,
+        "status": "decided",
+        "winner": winner,
+        "margin": 2,
+        "scores": {"AB": 5, "A": 3, "B": 1},
+        "judges": judges,
+    }
+
+
+def record_run(root: Path, n_tasks: int, per_phase: int = 100) -> None:
     """Record ``n_tasks`` tasks from start to complete, as the execute phase records them."""
     with PlanManager(root) as plans:
-        plans.init_plan(independent_plan(n_tasks))
+        plans.init_plan(independent_plan(n_tasks, per_phase))
         for number, task in enumerate(plans.tasks()):
             attempts = 2 if number % 10 == 0 else 1
             plans.update_task_status(task.id, "in_progress", base_commit="0" * 40)
@@ -79,6 +100,19 @@ def record_run(root: Path, n_tasks: int) -> None:
                 checks=[semantic],
             )
             plans.record_evidence(contract)
+            if number % 50 == 0:
+                plans.record_evidence(
+                    TournamentEvidence(
+                        task_id=task.id,
+                        attempt=attempts,
+                        tournament_id=f"impl-{task.id}",
+                        phase="impl",
+                        passes=2,
+                        winner="AB",
+                        converged=True,
+                        history=[_tournament_pass(1, "AB"), _tournament_pass(2, "A")],
+                    )
+                )
             plans.update_task_status(task.id, "tournamented")
             plans.record_patch(task.id, PATCH, attempt=attempts)
             plans.update_task_status(task.id, "complete", commit="c" * 40)
@@ -87,12 +121,14 @@ def record_run(root: Path, n_tasks: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=1000)
+    parser.add_argument("--per-phase", type=int, default=100)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--keep", type=Path, help="record the run here and leave it (with its page)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        root = git_repo(Path(tmp) / "repo")
+        root = git_repo(args.keep or Path(tmp) / "repo")
         started = time.perf_counter()
-        record_run(root, args.tasks)
+        record_run(root, args.tasks, args.per_phase)
         recorded_s = time.perf_counter() - started
         timings = []
         for _ in range(args.runs):
@@ -110,6 +146,7 @@ def main() -> None:
                 "report_s_min": round(min(timings), 3),
                 "report_s_max": round(max(timings), 3),
                 "page_bytes": size,
+                "page": str(page) if args.keep else None,
                 "target_s": 3.0,
             },
             indent=2,

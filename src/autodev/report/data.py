@@ -32,7 +32,16 @@ from autodev.state.schemas import (
     TournamentEvidence,
 )
 
-__all__ = ["GateRow", "ReportData", "ReviewRow", "Segment", "TaskView", "cost_rows", "gather"]
+__all__ = [
+    "GateRow",
+    "ReportData",
+    "ReviewRow",
+    "Segment",
+    "TaskView",
+    "TournamentPass",
+    "cost_rows",
+    "gather",
+]
 
 Outcome = Literal["pass", "fail", "open"]
 # The step a task is in while it has a status, and the step's name on the timeline.
@@ -74,6 +83,44 @@ class ReviewRow:
     issues: tuple[str, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class TournamentPass:
+    """One pass of a task's implementation tournament: what was decided, the Borda points of each
+    candidate (most first) and each judge as ``(number, counted, ranking best first, why not counted)``."""
+
+    number: int
+    status: str
+    winner: str | None
+    margin: int | None
+    scores: tuple[tuple[str, int], ...]
+    judges: tuple[tuple[int, bool, tuple[str, ...], str], ...]
+
+    @classmethod
+    def from_summary(cls, summary: dict[str, Any]) -> TournamentPass:
+        """From one entry of ``TournamentEvidence.history``; fields a record lacks read as empty."""
+        scores = summary.get("scores") or {}
+        judges = summary.get("judges") or []
+        return cls(
+            number=int(summary.get("pass_no") or 0),
+            status=str(summary.get("status") or ""),
+            winner=summary.get("winner"),
+            margin=summary.get("margin"),
+            scores=tuple(
+                sorted(((str(k), int(v)) for k, v in scores.items()), key=lambda kv: (-kv[1], kv[0]))
+            ),
+            judges=tuple(
+                (
+                    int(judge.get("judge_no") or 0),
+                    bool(judge.get("valid")) and bool(judge.get("ranking")),
+                    tuple(str(candidate) for candidate in judge.get("ranking") or ()),
+                    str(judge.get("reason") or ""),
+                )
+                for judge in judges
+                if isinstance(judge, dict)
+            ),
+        )
+
+
 @dataclass(slots=True)
 class TaskView:
     """One task as the report shows it."""
@@ -91,6 +138,7 @@ class TaskView:
     proof_checks: list[tuple[str, str, str]] = field(default_factory=list)
     critic: str = ""
     tournament: str = ""
+    tournament_passes: list[TournamentPass] = field(default_factory=list)
     lane: str | None = None
 
     @property
@@ -298,6 +346,9 @@ def _read_evidence(paths: AutodevPaths, view: TaskView, refs: list[EvidenceRef])
         elif isinstance(evidence, TournamentEvidence):
             ending = "converged" if evidence.converged else "stopped at its pass limit"
             view.tournament = f"{evidence.passes} pass(es), winner {evidence.winner}, {ending}"
+            view.tournament_passes = [
+                TournamentPass.from_summary(entry) for entry in evidence.history if isinstance(entry, dict)
+            ]
         elif isinstance(evidence, CriticEvidence):
             parts = [evidence.recommendation or "", *evidence.issues]
             view.critic = "; ".join(part for part in parts if part)

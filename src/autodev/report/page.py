@@ -12,18 +12,23 @@ more than ``_OPEN_LIMIT`` tasks starts folded, so a page of a thousand tasks sta
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from html import escape
 
-from autodev.report.data import ReportData, Segment, TaskView, cost_rows
+from autodev.report.data import ReportData, Segment, TaskView, TournamentPass, cost_rows
+from autodev.report.highlight import TOKEN_STYLE, highlight_diff
 
 __all__ = ["render"]
 
 _OPEN_LIMIT = 200
+# A phase with more tasks than this shows them in folded pages of this many.
+_PAGE = 100
 _GRAPH_LIMIT = 60
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
-_STYLE = """
+_STYLE = (
+    """
 body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
 header{background:#1d2330;color:#fff;padding:16px 24px}header h1{margin:0;font-size:20px}
 main{padding:16px 24px;max-width:1400px}section{background:#fff;border:1px solid #dde1e7;border-radius:6px;
@@ -47,6 +52,8 @@ overflow:hidden;white-space:nowrap;text-overflow:ellipsis;font-size:12px}
 .budget{color:#d64545}details>summary{cursor:pointer;font-weight:600;margin:4px 0}
 .legend span{display:inline-block;width:10px;height:10px;margin:0 4px 0 10px;border-radius:2px}
 """
+    + TOKEN_STYLE
+)
 
 
 def _duration(seconds: float) -> str:
@@ -167,21 +174,35 @@ def _bar(segment: Segment, span: float) -> str:
     )
 
 
+def _pages(views: list[TaskView], render_one: Callable[[TaskView], str]) -> str:
+    """``views`` rendered, in folded pages of ``_PAGE`` tasks when there are more than that: a phase of a
+    thousand tasks opens as ten page headings, not a thousand rows."""
+    if len(views) <= _PAGE:
+        return "".join(render_one(view) for view in views)
+    return "".join(
+        f"<details class='page'><summary>tasks {start + 1}-{min(start + _PAGE, len(views))} of {len(views)}"
+        f"</summary>{''.join(render_one(view) for view in views[start : start + _PAGE])}</details>"
+        for start in range(0, len(views), _PAGE)
+    )
+
+
+def _timeline_row(view: TaskView, span: float) -> str:
+    return (
+        f"<div class='row{' critical' if view.critical else ''}' data-task='{escape(view.task.id)}'>"
+        f"<div class='label'>{escape(view.task.id)} {escape(view.task.title)}</div><div class='track'>"
+        f"{''.join(_bar(segment, span) for segment in view.segments)}</div></div>"
+    )
+
+
 def _timeline(data: ReportData) -> str:
     span = data.span_s or 1.0
     folded = len(data.tasks) > _OPEN_LIMIT
-    blocks = []
-    for phase_id, title, views in data.phases:
-        rows = "".join(
-            f"<div class='row{' critical' if view.critical else ''}' data-task='{escape(view.task.id)}'>"
-            f"<div class='label'>{escape(view.task.id)} {escape(view.task.title)}</div><div class='track'>"
-            f"{''.join(_bar(segment, span) for segment in view.segments)}</div></div>"
-            for view in views
-        )
-        blocks.append(
-            f"<details{'' if folded else ' open'}><summary>Phase {escape(phase_id)}: {escape(title)} "
-            f"({len(views)} tasks)</summary>{rows}</details>"
-        )
+    blocks = [
+        f"<details class='phase'{'' if folded else ' open'}><summary>Phase {escape(phase_id)}: "
+        f"{escape(title)} ({len(views)} tasks)</summary>"
+        f"{_pages(views, lambda view: _timeline_row(view, span))}</details>"
+        for phase_id, title, views in data.phases
+    ]
     legend = (
         "<div class='legend'>steps: developer, gates, review, tests, completion, merge ·"
         "<span style='background:#2f9e5b'></span>moved on<span style='background:#d64545'></span>"
@@ -194,21 +215,31 @@ def _timeline(data: ReportData) -> str:
 def _diff(text: str) -> str:
     if not text:
         return "<p>(no change recorded)</p>"
-    lines = []
-    for line in text.splitlines():
-        kind = (
-            "file"
-            if line.startswith(("diff --git", "+++", "---"))
-            else "hunk"
-            if line.startswith("@@")
-            else "add"
-            if line.startswith("+")
-            else "del"
-            if line.startswith("-")
-            else ""
-        )
-        lines.append(f"<span class='{kind}'>{escape(line)}</span>" if kind else escape(line))
-    return f"<pre class='diff'>{chr(10).join(lines)}</pre>"
+    return f"<pre class='diff'>{highlight_diff(text)}</pre>"
+
+
+def _judge(judge: tuple[int, bool, tuple[str, ...], str]) -> str:
+    number, valid, ranking, reason = judge
+    if not valid:
+        return f"judge {number}: not counted: {escape(reason)}"
+    return f"judge {number}: {' &gt; '.join(escape(candidate) for candidate in ranking)}"
+
+
+def _tournament(summary: str, passes: list[TournamentPass]) -> str:
+    rows = "".join(
+        f"<tr class='pass'><td>{one.number}</td><td>{escape(one.status)}</td>"
+        f"<td>{escape(one.winner or '—')}{f' by {one.margin}' if one.margin is not None else ''}</td>"
+        f"<td>{escape(' · '.join(f'{candidate} {points}' for candidate, points in one.scores))}</td>"
+        f"<td>{'<br>'.join(_judge(judge) for judge in one.judges)}</td></tr>"
+        for one in passes
+    )
+    table = (
+        "<table class='tournament'><tr><th>pass</th><th>decision</th><th>winner</th><th>Borda points</th>"
+        f"<th>judges' rankings, best first</th></tr>{rows}</table>"
+        if rows
+        else ""
+    )
+    return f"<h3>Tournament</h3><p>{escape(summary)}</p>{table}"
 
 
 def _task(view: TaskView) -> str:
@@ -248,7 +279,7 @@ def _task(view: TaskView) -> str:
         f"<h3>Reviews</h3><ul>{reviews}</ul>" if reviews else "",
         f"<h3>Tests</h3><p>{escape(view.tests)}</p>" if view.tests else "",
         f"<h3>Proof: {escape(view.proof)}</h3><table>{checks}</table>" if view.proof else "",
-        f"<h3>Tournament</h3><p>{escape(view.tournament)}</p>" if view.tournament else "",
+        _tournament(view.tournament, view.tournament_passes) if view.tournament else "",
         f"<h3>Critic</h3><p>{escape(view.critic)}</p>" if view.critic else "",
         f"<h3>Cost by role</h3><table><tr><th>role</th><th>cost</th><th>tokens</th></tr>{roles}</table>"
         if roles
@@ -261,7 +292,14 @@ def _task(view: TaskView) -> str:
 
 
 def _tasks(data: ReportData) -> str:
-    return f"<section id='tasks'><h2>Tasks</h2>{''.join(_task(view) for view in data.tasks)}</section>"
+    if len(data.phases) == 1 and len(data.tasks) <= _PAGE:
+        return f"<section id='tasks'><h2>Tasks</h2>{''.join(_task(view) for view in data.tasks)}</section>"
+    phases = "".join(
+        f"<details class='phase'><summary>Phase {escape(phase_id)}: {escape(title)} ({len(views)} tasks)"
+        f"</summary>{_pages(views, _task)}</details>"
+        for phase_id, title, views in data.phases
+    )
+    return f"<section id='tasks'><h2>Tasks</h2>{phases}</section>"
 
 
 def _costs(data: ReportData) -> str:
