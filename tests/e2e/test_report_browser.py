@@ -178,6 +178,9 @@ def test_the_report_of_a_one_task_run(recorded: Any) -> None:
         assert "critical" in (rows.first.get_attribute("class") or "")  # one task is its own critical path
         bars = page.locator("#timeline .bar")
         assert bars.count() >= 6 and all(bars.nth(i).is_visible() for i in range(bars.count()))
+        steps = [bars.nth(i).get_attribute("data-step") for i in range(bars.count())]
+        # Sent back once by its reviewer, then through the tests and a tournament to the merge.
+        assert steps == [*["developer", "gates", "review"] * 2, "tests", "tournament", "merge"], steps
         # Task 1.1 went through a tournament: its passes and each judge's ranking are in a table.
         page.locator("#task-1\\.1 > summary").click()
         assert page.locator("#task-1\\.1 pre.diff .tk").first.is_visible()

@@ -11,7 +11,7 @@ it moved the task on (``pass``), sent it back or blocked it (``fail``), or had n
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -252,6 +252,12 @@ def gather(repo_root: Path, config: AutodevConfig | None = None) -> ReportData:
         views[task_id].segments.append(Segment(step, attempt, start, last, "open"))
     for task_id, view in views.items():
         _read_evidence(paths, view, refs[task_id])
+        if view.tournament:
+            # The tournament runs in the step between the tests and the merge, before the completion check.
+            view.segments = [
+                replace(segment, step="tournament") if segment.step == "completion" else segment
+                for segment in view.segments
+            ]
         if config is not None and view.task.effort is not None:
             view.lane = config.lane_of(view.task.effort, slice_job=False)
     _mark_critical_path(views)

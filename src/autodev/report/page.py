@@ -204,7 +204,7 @@ def _timeline(data: ReportData) -> str:
         for phase_id, title, views in data.phases
     ]
     legend = (
-        "<div class='legend'>steps: developer, gates, review, tests, completion, merge ·"
+        "<div class='legend'>steps: developer, gates, review, tests, completion (or tournament), merge ·"
         "<span style='background:#2f9e5b'></span>moved on<span style='background:#d64545'></span>"
         "sent back or blocked<span style='background:#d9a520'></span>not ended · bold and outlined: the "
         "critical path</div>"
