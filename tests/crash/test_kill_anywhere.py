@@ -238,7 +238,13 @@ def test_a_resume_first_stops_the_gate_tool_a_killed_run_left_running(tmp_path: 
     task's worktree, and must still be registered where the next run looks.
     """
     scenario = make_scenario(tmp_path, workers=workers)
-    sleeper = [sys.executable, "-c", "import time; time.sleep(30)"]
+    # Slow only where task 1.1's change is: the baseline taken on the base commit at the start runs the
+    # same lint command, and must not spend the sleeper's time before the run reaches the task's gates.
+    sleeper = [
+        sys.executable,
+        "-c",
+        "import os, time; time.sleep(30 if os.path.exists('mathkit/add.py') else 0)",
+    ]
     scenario.env["AUTODEV_QA_GATES__LINT__COMMAND"] = json.dumps(sleeper)
 
     kill = start_and_kill(
