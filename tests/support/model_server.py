@@ -416,8 +416,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if scenario.refusal is not None and self._refuses(scenario):
             status, payload = REFUSALS[scenario.refusal]["openai" if api in ("responses", "chat") else api]
-            # Providers say when to come back on a 429 or a 5xx; a second keeps the CLIs' own retries short.
-            after = {"retry-after": "1"} if scenario.refusal != "auth_failed" else {}
+            # Providers say when to come back on a 429 or a 5xx (OpenAI's API also in milliseconds, which
+            # OpenCode prefers); short waits keep the CLIs' own retries short.
+            after = {"retry-after": "1", "retry-after-ms": "50"} if scenario.refusal != "auth_failed" else {}
             self._send_json(status, payload, headers=after)
             return
         if scenario.error_status is not None:
