@@ -10,6 +10,7 @@ that is no longer an ``autodev``.
 
 from __future__ import annotations
 
+import os
 import time
 from collections import deque
 from datetime import UTC, datetime
@@ -43,12 +44,30 @@ _EVENTS = {
 }
 
 
+def _process_started_at(pid: int) -> float | None:
+    """When ``pid`` started (seconds since the epoch), from ``/proc``; None where that cannot be read."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii")
+        boot = next(
+            float(line.split()[1])
+            for line in Path("/proc/stat").read_text(encoding="ascii").splitlines()
+            if line.startswith("btime ")
+        )
+        # The command name in parentheses may hold spaces; the fields after it are plain numbers.
+        ticks = int(stat.rsplit(")", 1)[1].split()[19])
+        return boot + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+
+
 def run_is_live(paths: AutodevPaths) -> bool:
     """Whether a run holds the repository's run lock, judged from its owner file without touching the lock: a
-    run that ended removed the file; one that was killed left a pid that is gone or is no autodev now."""
+    run that ended removed the file; one that was killed left a pid that is gone, is no autodev now, or is
+    an autodev that started after the file was written (the pid was given again)."""
     owner = paths.state_dir / "session.owner"
     try:
         pid = int(owner.read_text(encoding="ascii").strip())
+        written = owner.stat().st_mtime
     except (OSError, ValueError):
         return False
     if not process_running(pid):
@@ -57,7 +76,9 @@ def run_is_live(paths: AutodevPaths) -> bool:
         command = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return True  # no /proc here: a live pid is all there is to go by
-    return b"autodev" in command
+    started = _process_started_at(pid)
+    # Start times count in clock ticks (1/100 s) from a boot time in whole seconds: allow for both.
+    return b"autodev" in command and (started is None or started <= written + 2.0)
 
 
 def _event_line(entry: LedgerEntry) -> str | None:

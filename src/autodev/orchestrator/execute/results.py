@@ -77,16 +77,15 @@ async def resolve_selection(pm: PlanManager, git: GitRepo, references: Sequence[
     the first that cannot be used: how they are written is checked before what they name."""
     ids: list[str] = []
     for reference in references:
-        if _ID.fullmatch(reference.strip()) is None:
+        record_id = reference.strip()
+        if _ID.fullmatch(record_id) is None:
             raise EvidenceReferenceError(
                 f"evidence reference {reference!r} is malformed: an id is E followed by a ledger entry "
                 "number, as `autodev status --json` lists them under results"
             )
-        if reference.strip() in ids:
-            raise EvidenceReferenceError(
-                f"evidence {reference.strip()} is named twice; name each record once"
-            )
-        ids.append(reference.strip())
+        if record_id in ids:
+            raise EvidenceReferenceError(f"evidence {record_id} is named twice; name each record once")
+        ids.append(record_id)
     last_seq = pm.ledger.head.seq
     records: list[ResultRecord] = []
     for record_id in ids:
