@@ -56,7 +56,10 @@ def _tournament_pass(number: int, winner: str) -> dict[str, object]:
         "status": "decided",
         "winner": winner,
         "margin": 2,
-        "scores": {"AB": 5, "A": 3, "B": 1},
+        "scores": {
+            winner: 5,
+            **{other: points for other, points in (("A", 3), ("AB", 3), ("B", 1)) if other != winner},
+        },
         "judges": judges,
     }
 
