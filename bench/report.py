@@ -45,7 +45,7 @@ PATCH = (
 def _tournament_pass(number: int, winner: str) -> dict[str, object]:
     """One pass as ``TournamentEvidence.history`` keeps it: three judges, Borda points, the decision."""
     rankings = [["AB", "A", "B"], ["AB", "B", "A"], ["A", "AB", "B"]]
-    judges = [
+    judges: list[dict[str, object]] = [
         {"judge_no": n, "valid": True, "ranking": ranking, "reason": None}
         for n, ranking in enumerate(rankings, 1)
     ]
