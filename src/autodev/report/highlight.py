@@ -33,6 +33,8 @@ _KINDS: tuple[tuple[_TokenType, str], ...] = (
     (Name.Decorator, "td"),
     (Name.Function, "tf"),
     (Name.Class, "tf"),
+    (Name.Tag, "tk"),
+    (Name.Attribute, "tb"),
 )
 
 TOKEN_STYLE = (
@@ -70,7 +72,8 @@ def _coloured_lines(lexer: Lexer | None, lines: list[str]) -> list[str]:
             current.append(f"<span class='{run_css}'>{text}</span>" if run_css else text)
             run.clear()
 
-    for token, value in lexer.get_tokens("\n".join(lines)):
+    # Pygments reads a carriage return as a line break; git's lines end at line feeds only.
+    for token, value in lexer.get_tokens("\n".join(line.replace("\r", "") for line in lines)):
         css = _kind(token)
         for number, piece in enumerate(value.split("\n")):
             if number:
@@ -84,8 +87,10 @@ def _coloured_lines(lexer: Lexer | None, lines: list[str]) -> list[str]:
                 run.append(piece)
     flush()
     out.append("".join(current))
-    # A lexer may drop or add a final empty line; the diff's line count is what counts.
-    return (out + [""] * len(lines))[: len(lines)]
+    if len(out) != len(lines):
+        # The lexer did not give back the lines it was given: better plain than on the wrong lines.
+        return [escape(line) for line in lines]
+    return out
 
 
 @dataclass(slots=True)
@@ -140,7 +145,11 @@ def highlight_diff(text: str) -> str:
     """``text`` (a unified diff as git writes it) as the inner HTML of a ``<pre>``."""
     files: list[_File] = []
     in_hunk = False
-    for line in text.splitlines():
+    # Lines end at line feeds only: a form feed or a carriage return inside a line is part of it.
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    for line in lines:
         if line.startswith("diff --git") or not files:
             files.append(_File())
             in_hunk = False

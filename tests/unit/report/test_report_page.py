@@ -93,6 +93,26 @@ def test_deletions_binaries_renames_and_missing_newlines_keep_their_lines() -> N
     assert "<span class='del'>-<span class='tk'>pass</span></span>" in html
 
 
+def test_carriage_returns_and_form_feeds_stay_inside_their_lines() -> None:
+    change = (
+        "diff --git a/w.py b/w.py\n--- a/w.py\n+++ b/w.py\n@@ -1,2 +1,3 @@\n x = 1\r\n-y = 2\r\n"
+        "+y = 3\r\n+\x0c\n"
+    )
+    lines = _lines(highlight_diff(change))
+    assert len(lines) == 8
+    assert lines[4] == " x = <span class='tn'>1</span>"
+    assert lines[5] == "<span class='del'>-y = <span class='tn'>2</span></span>"
+    assert lines[6] == "<span class='add'>+y = <span class='tn'>3</span></span>"
+    assert lines[7] == "<span class='add'>+\x0c</span>"
+
+
+def test_html_tags_are_coloured() -> None:
+    change = (
+        'diff --git a/p.html b/p.html\n--- a/p.html\n+++ b/p.html\n@@ -0,0 +1 @@\n+<div class="a">x</div>\n'
+    )
+    assert "<span class='tk'>div</span>" in highlight_diff(change)
+
+
 def test_a_tournament_pass_is_read_from_the_engines_own_summary() -> None:
     judges = [
         JudgeRecord(judge_no=1, labels={}, order=[], valid=True, ranking_candidates=["AB", "A", "B"]),
