@@ -757,7 +757,9 @@ class GitRepo:
 
     async def commits_and_paths_since(self, base: str) -> tuple[int, list[str]]:
         """How many commits HEAD has on top of ``base``, and the paths they changed (none: no process
-        beyond the count)."""
+        beyond the count; none at all when HEAD is ``base``, read from the ref files)."""
+        if await self.head() == base:
+            return 0, []
         count = int((await self._run("rev-list", "--count", f"{base}..HEAD")).stdout.strip() or 0)
         if not count:
             return 0, []

@@ -217,3 +217,16 @@ async def test_housekeeping_that_cannot_finish_fails_nothing(
     await GitRepo(git_repo, timeout_s=1e-6).maintain()  # raises nothing: the tasks are done
     assert [event for event, _ in warnings] == ["git.maintenance_failed"]
     assert "did not finish" in str(warnings[0][1]["detail"])
+
+
+@pytest.mark.asyncio
+async def test_commits_since_the_base_are_counted_with_their_paths_and_none_at_the_base(
+    git_repo: Path,
+) -> None:
+    repo = GitRepo(git_repo)
+    base = _git(git_repo, "rev-parse", "HEAD").strip()
+    assert await repo.commits_and_paths_since(base) == (0, [])
+    (git_repo / "new.py").write_text("b = 2\n")
+    _git(git_repo, "add", "new.py")
+    _git(git_repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "on top")
+    assert await repo.commits_and_paths_since(base) == (1, ["new.py"])
