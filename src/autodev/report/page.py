@@ -49,7 +49,10 @@ overflow:hidden;white-space:nowrap;text-overflow:ellipsis;font-size:12px}
 .diff .hunk{color:#6639ba}.diff .file{font-weight:700}
 .cost .bar{position:static;display:inline-block;height:12px;background:#5b6ee1;vertical-align:middle}
 .cost .bar.tokens{background:#9aa3b2}
-.budget{color:#d64545}details>summary{cursor:pointer;font-weight:600;margin:4px 0}
+.budget{color:#d64545}.budget-gauge{position:relative;width:300px;height:14px;background:#f3f4f6;
+border-radius:3px;margin:0 0 10px}.budget-gauge .spent{position:absolute;left:0;top:1px;height:12px;
+background:#5b6ee1}.budget-gauge.over .spent{background:#d64545}.budget-gauge .line{position:absolute;
+top:-3px;width:2px;height:20px;background:#d64545}details>summary{cursor:pointer;font-weight:600;margin:4px 0}
 .legend span{display:inline-block;width:10px;height:10px;margin:0 4px 0 10px;border-radius:2px}
 """
     + TOKEN_STYLE
@@ -302,6 +305,18 @@ def _tasks(data: ReportData) -> str:
     return f"<section id='tasks'><h2>Tasks</h2>{phases}</section>"
 
 
+def _budget(spent: float, budget: float) -> str:
+    """The run's cost against its budget: a bar of what was spent, the budget a line across it."""
+    scale = max(spent, budget)
+    over = " over" if spent > budget else ""
+    return (
+        f"<p class='budget'>budget: {_money(budget)} ({100 * spent / budget:.0f}% spent)</p>"
+        f"<div class='budget-gauge{over}'><span class='spent' style='width:{300 * spent / scale:.1f}px'>"
+        f"</span><span class='line' style='left:{298 * budget / scale:.1f}px' title='budget "
+        f"{_money(budget)}'></span></div>"
+    )
+
+
 def _costs(data: ReportData) -> str:
     rows = cost_rows(data)
     top = max([usd for _, _, usd, _ in rows] + [data.budget_usd or 0.0, 1e-9])
@@ -312,12 +327,7 @@ def _costs(data: ReportData) -> str:
         f"style='width:{200 * tokens / most:.1f}px'></span> {tokens:,}</td></tr>"
         for role, model, usd, tokens in rows
     )
-    budget = (
-        f"<p class='budget'>budget: {_money(data.budget_usd)} "
-        f"({100 * data.cost_usd / data.budget_usd:.0f}% spent)</p>"
-        if data.budget_usd
-        else ""
-    )
+    budget = _budget(data.cost_usd, data.budget_usd) if data.budget_usd else ""
     header = "<tr><th>role</th><th>model</th><th>cost</th><th>tokens</th></tr>"
     table = f"<table>{header}{lines}</table>" if rows else ""
     return f"<section class='cost' id='cost'><h2>Cost by role and model</h2>{budget}{table}</section>"

@@ -1,13 +1,14 @@
-"""The report's diff colouring (each file in its own language, each line from its own side of the change) and
-its tournament passes, read from the summary the tournament engine itself writes."""
+"""The report's diff colouring (each file in its own language, each line from its own side of the change), its
+tournament passes, read from the summary the tournament engine itself writes, and its budget gauge."""
 
 from __future__ import annotations
 
 import re
 from html import unescape
 
-from autodev.report.data import TournamentPass
+from autodev.report.data import ReportData, TournamentPass
 from autodev.report.highlight import highlight_diff
+from autodev.report.page import render
 from autodev.tournament.engine import JudgeRecord, PassRecord
 
 PYTHON_CHANGE = """diff --git a/src/m.py b/src/m.py
@@ -136,3 +137,33 @@ def test_a_tournament_pass_is_read_from_the_engines_own_summary() -> None:
         (2, True, ("A", "AB", "B"), ""),
         (3, False, (), "not a permutation"),
     )
+
+
+def _costed(spent: float, budget: float | None) -> str:
+    data = ReportData(
+        title="t",
+        plan_id="plan-1",
+        intent="",
+        phases=[],
+        span_s=1.0,
+        agent_s=0.0,
+        cost_usd=spent,
+        tokens_in=10,
+        tokens_out=5,
+        cost_by_role_model={("developer", "m"): spent},
+        tokens_by_role_model={("developer", "m"): 15},
+        budget_usd=budget,
+        started_at="2026-01-01T00:00:00+00:00",
+    )
+    return render(data)
+
+
+def test_the_budget_is_a_line_across_the_bar_of_what_was_spent() -> None:
+    page = _costed(1.0, 2.0)
+    assert "budget: $2.00 (50% spent)" in page
+    assert "<div class='budget-gauge'><span class='spent' style='width:150.0px'>" in page
+    assert "<span class='line' style='left:298.0px'" in page
+    over = _costed(3.0, 2.0)
+    assert "<div class='budget-gauge over'><span class='spent' style='width:300.0px'>" in over
+    assert "<span class='line' style='left:198.7px'" in over and "(150% spent)" in over
+    assert "<div class='budget-gauge" not in _costed(1.0, None)
