@@ -4,10 +4,12 @@ words included, which are escaped everywhere) can reach out.
 
 Sections: the intent and the plan (phases, tasks with their level, effort and dependencies, a small graph
 of them for plans that fit one), totals, the timeline (one row per task, one bar per step and attempt,
-coloured by how it ended, the critical path marked), then each task (its diff, each gate's argv and output,
-the reviews, the tests claimed against AutoDev's own run, the completion proof, the critic's diagnosis, the
-commit, cost and tokens by role), and cost by role and model against the budget. Phases fold; a plan of
-more than ``_OPEN_LIMIT`` tasks starts folded, so a page of a thousand tasks stays usable.
+coloured by how it ended, the critical path marked), then each task (its diff coloured by language, each
+gate's argv and output, the reviews, the tests claimed against AutoDev's own run, the completion proof, the
+tournament's passes with every judge's ranking, the critic's diagnosis, the commit, cost and tokens by role),
+and cost by role and model against the budget. Phases fold; a plan of more than ``_OPEN_LIMIT`` tasks starts
+folded, and a phase of more than ``_PAGE`` tasks shows them in folded pages, so a page of a thousand tasks
+stays usable.
 """
 
 from __future__ import annotations
