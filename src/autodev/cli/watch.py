@@ -23,6 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from autodev.cli.text import terminal_text
+from autodev.state.children import process_start_ticks
 from autodev.state.claims import process_running
 from autodev.state.ledger import Ledger, LedgerEntry
 from autodev.state.paths import AutodevPaths
@@ -46,16 +47,16 @@ _EVENTS = {
 
 def _process_started_at(pid: int) -> float | None:
     """When ``pid`` started (seconds since the epoch), from ``/proc``; None where that cannot be read."""
+    ticks = process_start_ticks(pid)
+    if ticks is None:
+        return None
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii")
         boot = next(
             float(line.split()[1])
             for line in Path("/proc/stat").read_text(encoding="ascii").splitlines()
             if line.startswith("btime ")
         )
-        # The command name in parentheses may hold spaces; the fields after it are plain numbers.
-        ticks = int(stat.rsplit(")", 1)[1].split()[19])
-        return boot + ticks / os.sysconf("SC_CLK_TCK")
+        return boot + int(ticks) / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError, StopIteration):
         return None
 

@@ -15,11 +15,12 @@ from pathlib import Path
 from autodev.errors import StateError
 from autodev.files import MAX_PID_FILE_BYTES, led_by, read_bounded
 
-__all__ = ["reap_orphans", "register_child"]
+__all__ = ["process_start_ticks", "reap_orphans", "register_child"]
 
 
-def _start_time(pid: int) -> str | None:
-    """The process's start time in clock ticks (/proc/<pid>/stat field 22): tells a pid from its reuse."""
+def process_start_ticks(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (/proc/<pid>/stat field 22): tells a pid from its
+    reuse. None where it cannot be read."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
@@ -29,7 +30,7 @@ def _start_time(pid: int) -> str | None:
 
 def register_child(children_dir: Path, pid: int) -> Path | None:
     """Record ``pid`` (the leader of its own process group); returns the file to remove once it is reaped."""
-    started = _start_time(pid)
+    started = process_start_ticks(pid)
     if started is None:
         return None
     try:
@@ -65,7 +66,7 @@ def reap_orphans(children_dir: Path) -> list[int]:
             pid = int(pid_text)
         except (OSError, ValueError, StateError):
             pid, started = -1, ""
-        if pid > 0 and _start_time(pid) == started:
+        if pid > 0 and process_start_ticks(pid) == started:
             with contextlib.suppress(OSError):
                 os.killpg(pid, signal.SIGKILL)
             with contextlib.suppress(OSError):
