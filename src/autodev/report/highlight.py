@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 from html import escape
+from itertools import groupby
+from operator import itemgetter
 from pathlib import PurePosixPath
 
 from pygments.lexer import Lexer
@@ -57,40 +59,31 @@ def _lexer(name: str) -> Lexer | None:
         return None
 
 
+def _spans(pieces: list[tuple[str | None, str]]) -> str:
+    """One line's ``(class, text)`` pieces as HTML, neighbours of one class in one span."""
+    html = []
+    for css, group in groupby(pieces, key=itemgetter(0)):
+        text = escape("".join(piece for _, piece in group))
+        if text:
+            html.append(f"<span class='{css}'>{text}</span>" if css else text)
+    return "".join(html)
+
+
 def _coloured_lines(lexer: Lexer | None, lines: list[str]) -> list[str]:
     """``lines`` as HTML, one string per line, coloured as one text in ``lexer``'s language."""
     if lexer is None or not lines:
         return [escape(line) for line in lines]
-    out: list[str] = []
-    current: list[str] = []
-    run_css: str | None = None
-    run: list[str] = []
-
-    def flush() -> None:
-        if run:
-            text = escape("".join(run))
-            current.append(f"<span class='{run_css}'>{text}</span>" if run_css else text)
-            run.clear()
-
+    lexed: list[list[tuple[str | None, str]]] = [[]]
     # Pygments reads a carriage return as a line break; git's lines end at line feeds only.
     for token, value in lexer.get_tokens("\n".join(line.replace("\r", "") for line in lines)):
         css = _kind(token)
-        for number, piece in enumerate(value.split("\n")):
-            if number:
-                flush()
-                out.append("".join(current))
-                current = []
-            if piece:
-                if css != run_css:
-                    flush()
-                    run_css = css
-                run.append(piece)
-    flush()
-    out.append("".join(current))
-    if len(out) != len(lines):
+        first, *rest = value.split("\n")
+        lexed[-1].append((css, first))
+        lexed.extend([(css, piece)] for piece in rest)
+    if len(lexed) != len(lines):
         # The lexer did not give back the lines it was given: better plain than on the wrong lines.
         return [escape(line) for line in lines]
-    return out
+    return [_spans(pieces) for pieces in lexed]
 
 
 @dataclass(slots=True)
