@@ -297,11 +297,10 @@ def _task(view: TaskView) -> str:
 
 
 def _tasks(data: ReportData) -> str:
-    if len(data.phases) == 1 and len(data.tasks) <= _PAGE:
-        return f"<section id='tasks'><h2>Tasks</h2>{''.join(_task(view) for view in data.tasks)}</section>"
+    folded = len(data.tasks) > _OPEN_LIMIT
     phases = "".join(
-        f"<details class='phase'><summary>Phase {escape(phase_id)}: {escape(title)} ({len(views)} tasks)"
-        f"</summary>{_pages(views, _task)}</details>"
+        f"<details class='phase'{'' if folded else ' open'}><summary>Phase {escape(phase_id)}: "
+        f"{escape(title)} ({len(views)} tasks)</summary>{_pages(views, _task)}</details>"
         for phase_id, title, views in data.phases
     )
     return f"<section id='tasks'><h2>Tasks</h2>{phases}</section>"
