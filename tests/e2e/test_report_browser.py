@@ -93,11 +93,8 @@ def _assert_not_blank(shot: bytes) -> None:
     assert variance > 100, variance  # a blank (or all-one-colour) page has a variance near 0
 
 
-def _recorded_report(tmp_path: Path, tasks: int, per_phase: int) -> Path:
-    """The page of a run of ``tasks`` recorded by the report benchmark, in a fresh repository. On a tmpfs
-    when there is one: the recording's ten thousand fsyncs are not what this test is about."""
-    shm = Path("/dev/shm")
-    base = Path(tempfile.mkdtemp(dir=shm)) if shm.is_dir() and os.access(shm, os.W_OK) else tmp_path
+def _recorded_report(repo: Path, tasks: int, per_phase: int) -> Path:
+    """The page of a run of ``tasks`` recorded by the report benchmark in a fresh repository ``repo``."""
     bench = Path(__file__).parents[2] / "bench" / "report.py"
     made = subprocess.run(
         [
@@ -110,7 +107,7 @@ def _recorded_report(tmp_path: Path, tasks: int, per_phase: int) -> Path:
             "--runs",
             "1",
             "--keep",
-            str(base / "repo"),
+            str(repo),
         ],
         capture_output=True,
         text=True,
@@ -123,16 +120,21 @@ def _recorded_report(tmp_path: Path, tasks: int, per_phase: int) -> Path:
 
 @pytest.fixture
 def recorded(tmp_path: Path) -> Iterator[Any]:
-    made: list[Path] = []
+    """Records runs on a tmpfs when there is one (the recording's ten thousand fsyncs are not what these
+    tests are about), removed afterwards however the test ends; else under ``tmp_path``."""
+    shm = Path("/dev/shm")
+    on_tmpfs = shm.is_dir() and os.access(shm, os.W_OK)
+    scratch = Path(tempfile.mkdtemp(dir=shm)) if on_tmpfs else tmp_path
+    count = 0
 
     def record(tasks: int, per_phase: int = 100) -> Path:
-        page = _recorded_report(tmp_path, tasks, per_phase)
-        made.append(page.parents[2])
-        return page
+        nonlocal count
+        count += 1
+        return _recorded_report(scratch / f"repo-{count}", tasks, per_phase)
 
     yield record
-    for repo in made:
-        shutil.rmtree(repo.parent, ignore_errors=True)
+    if on_tmpfs:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def test_the_report_of_a_demo_run_shows_everything_offline_in_a_real_browser(tmp_path: Path) -> None:
