@@ -31,6 +31,7 @@ translated at the boundary with ``raise ... from exc``.
     │   ├── LedgerCorruptError        the hash chain is broken (line number)
     │   ├── SnapshotError             plan.json cannot be written
     │   ├── EvidenceError             an evidence file cannot be written or read
+    │   ├── LedgerRelayError          the run's ledger refused a remote worker's change (state.relay)
     │   └── InlineStateError          inline-state.json is malformed
     ├── LockHeldError                 another process holds the .autodev lock (holder's pid)
     ├── InvalidResponseError          an inline answer that is not a valid response (adapters.inline)
@@ -56,6 +57,10 @@ translated at the boundary with ``raise ... from exc``.
     ├── TournamentNotFoundError       `autodev tournament show` of an unknown id (tournament.artifacts)
     ├── AreaError                     an unknown area or an unreadable notes file (workspace.areas)
     ├── AgentUnusableError            the chosen agent CLI failed its health check before any work
+    ├── ExecutorUnreachableError      the Ray cluster of executor = ray cannot be reached, before any
+    │                                 agent call (orchestrator.execute.ray_executor)
+    ├── RemoteFlowError               a task's flow failed on its Ray node for a reason not the task's:
+    │                                 the task is blocked (orchestrator.execute.ray_executor)
     ├── EnvironmentFaultError         the machine, not the work, stopped the run: a tool gone missing, an
     │   │                             agent CLI that cannot start, a full disk (exit 3: fix it, then
     │   │                             `autodev resume`)

@@ -135,6 +135,7 @@ class AgentChoice:
     model: str | None
     script: Path | None
     no_tournament: bool
+    executor: str | None = None
 
 
 def _agent_options(command: Any) -> Any:
@@ -147,9 +148,10 @@ def _agent_options(command: Any) -> Any:
         model: str | None,
         script: Path | None,
         no_tournament: bool,
+        executor: str | None,
         **kwargs: Any,
     ) -> Any:
-        return command(*args, agents=AgentChoice(platform, model, script, no_tournament), **kwargs)
+        return command(*args, agents=AgentChoice(platform, model, script, no_tournament, executor), **kwargs)
 
     function: Any = collected
     function = click.option(
@@ -168,6 +170,13 @@ def _agent_options(command: Any) -> Any:
         type=click.Path(dir_okay=False, exists=True, path_type=Path),
         default=None,
         help="With --platform scripted: the TOML or JSON script that answers for the agents.",
+    )(function)
+    function = click.option(
+        "--executor",
+        type=click.Choice(["local", "ray"]),
+        default=None,
+        help="Where each task's flow runs (default: config, else local): here, or on the Ray cluster of "
+        "ray.address (pip install 'autodev[ray]').",
     )(function)
     return click.option("--no-tournament", is_flag=True, help="Skip plan and implementation tournaments.")(
         function
@@ -207,6 +216,8 @@ def _overrides(agents: AgentChoice) -> dict[str, Any]:
     if agents.no_tournament:
         overrides["tournaments.plan.enabled"] = False
         overrides["tournaments.impl.enabled"] = False
+    if agents.executor is not None:
+        overrides["executor"] = agents.executor
     return overrides
 
 

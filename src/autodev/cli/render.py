@@ -311,7 +311,8 @@ def _note(task: dict[str, Any]) -> str:
 
 
 def _print_in_flight(console: Console, in_flight: list[dict[str, Any]], *, show_all: bool) -> None:
-    """The in-flight tasks with their step and worktree; the run's parallelism keeps this list short, and
+    """The in-flight tasks with their step, worktree and (with executor = ray) cluster node; the run's
+    parallelism keeps this list short, and
     past ``_IN_FLIGHT_SHOWN`` the rest are counted unless ``show_all``."""
     if not in_flight:
         return
@@ -322,6 +323,9 @@ def _print_in_flight(console: Console, in_flight: list[dict[str, Any]], *, show_
     table.add_column("Worktree")
     progress = any(item.get("progress") for item in shown)
     waiting = any(item.get("waiting") for item in shown)
+    nodes = any(item.get("node") for item in shown)
+    if nodes:
+        table.add_column("Node")
     if waiting:
         table.add_column("Waiting for")
     if progress:
@@ -329,6 +333,8 @@ def _print_in_flight(console: Console, in_flight: list[dict[str, Any]], *, show_
     for item in shown:
         worktree = terminal_markup(item["worktree"]) if item["worktree"] else "[dim](main tree)[/dim]"
         row = [terminal_markup(item["id"]), _styled(item["status"]), worktree]
+        if nodes:
+            row.append(terminal_markup(item.get("node") or "(here)"))
         if waiting:
             row.append(terminal_markup(item.get("waiting") or ""))
         if progress:

@@ -47,6 +47,7 @@ __all__ = [
     "PolicySettings",
     "ProviderSettings",
     "QAGatesSettings",
+    "RayExecutorSettings",
     "RoleName",
     "RoleSettings",
     "RouterMode",
@@ -446,6 +447,32 @@ class EnvironmentSettings(_Settings):
         gt=0,
         description="Seconds a project tool (uv, poetry, pdm, hatch) may take to name its "
         "environment's interpreter; the first `uv run` of a project may create the environment.",
+    )
+
+
+class RayExecutorSettings(_Settings):
+    """Where ``executor = "ray"`` runs each task's flow, and what one task asks of a node."""
+
+    address: str = Field(
+        default="local",
+        description="The Ray cluster: local (a cluster of this machine, started for the run), auto (the "
+        "cluster this machine belongs to, as `ray start` left it), or ray://host:port (Ray Client).",
+    )
+    num_cpus: float = Field(default=1.0, ge=0, description="CPUs one task's flow reserves on its node.")
+    memory_mb: int | None = Field(
+        default=None, ge=1, description="Memory one task's flow reserves on its node, in MiB; unset: none."
+    )
+    resources: dict[str, float] = Field(
+        default_factory=dict,
+        examples=[{"claude": 1}],
+        description='Custom resources one task reserves, such as {"claude" = 1}: a node started with '
+        "`ray start --resources '{\"claude\": 4}'` then runs at most four tasks at once.",
+    )
+    max_retries: int = Field(
+        default=3,
+        ge=0,
+        description="Times Ray runs a task's flow again after its worker process or node died; the ledger "
+        "decides where the flow continues.",
     )
 
 
@@ -860,6 +887,15 @@ class AutodevConfig(_Settings):
     worktree_setup: WorktreeSetupSettings = Field(
         default_factory=WorktreeSetupSettings,
         description="What every new task worktree gets before a task works in it.",
+    )
+    executor: Literal["local", "ray"] = Field(
+        default="local",
+        description="Where each task's flow runs: local (this process, in worktrees of this checkout) or "
+        "ray (Ray tasks on a cluster's nodes, each in a clone of its base commit; this machine keeps the "
+        "ledger and lands every change). Ray comes with `pip install 'autodev[ray]'`.",
+    )
+    ray: RayExecutorSettings = Field(
+        default_factory=RayExecutorSettings, description="The Ray cluster of executor = ray."
     )
     tournaments: TournamentsSettings = Field(
         default_factory=TournamentsSettings,

@@ -78,7 +78,8 @@ def format_toml_key(parts: Sequence[str]) -> str:
 
 
 def format_toml_value(value: object) -> str:
-    """``value`` (a str, int, float, bool, or a list of them) written as a TOML value."""
+    """``value`` (a str, int, float, bool, or a list or string-keyed mapping of them) written as a TOML
+    value."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -93,6 +94,9 @@ def format_toml_value(value: object) -> str:
         return _quote(value)
     if isinstance(value, list | tuple):
         return "[" + ", ".join(format_toml_value(item) for item in value) + "]"
+    if isinstance(value, dict):
+        pairs = (f"{format_toml_key([key])} = {format_toml_value(item)}" for key, item in value.items())
+        return "{" + ", ".join(pairs) + "}"
     raise TypeError(f"cannot write a {type(value).__name__} as a TOML value")
 
 
@@ -115,7 +119,7 @@ def _render_table(lines: list[str], model: BaseModel, path: tuple[str, ...]) -> 
     subtables: list[tuple[str, FieldInfo, Any]] = []
     for name, info in type(model).model_fields.items():
         value = getattr(model, name)
-        if isinstance(value, BaseModel | dict):
+        if isinstance(value, BaseModel) or (isinstance(value, dict) and _holds_tables(info)):
             subtables.append((name, info, value))
             continue
         lines.append("")
@@ -130,6 +134,12 @@ def _render_table(lines: list[str], model: BaseModel, path: tuple[str, ...]) -> 
             _render_table(lines, value, here)
         else:
             _render_mapping(lines, value, info, here)
+
+
+def _holds_tables(info: FieldInfo) -> bool:
+    """Whether a mapping setting's values are tables of their own (else it is written inline)."""
+    args = get_args(info.annotation)
+    return len(args) == 2 and isinstance(args[1], type) and issubclass(args[1], BaseModel)
 
 
 def _render_mapping(
@@ -172,7 +182,7 @@ def _describe(info: FieldInfo) -> list[str]:
 
 
 def _setting_line(name: str, value: Any, info: FieldInfo, path: tuple[str, ...]) -> str:
-    if value is not None:
+    if value is not None and value != {}:
         return f"# {name} = {format_toml_value(value)}"
     line = f"# {name}: unset by default"
     example = _EXAMPLE_OVERRIDES.get(path, info.examples[0] if info.examples else None)

@@ -41,6 +41,7 @@ from autodev.orchestrator.execute.adoption import adopt as adopt_change
 from autodev.orchestrator.execute.adoption import discard as discard_change
 from autodev.orchestrator.execute.entry import run_execute_phase
 from autodev.orchestrator.execute.executor import TaskExecutor
+from autodev.orchestrator.execute.ray_executor import RayExecutor, executor_for
 from autodev.orchestrator.execute.results import resolve_selection
 from autodev.orchestrator.execute.task_flow import TaskContext
 from autodev.orchestrator.harnesses import (
@@ -199,7 +200,7 @@ class Orchestrator:
         self.listener = listener
         self.disable_impl_tournament = disable_impl_tournament
         self.delegation_policy: DelegationPolicy = delegation_policy or ExecuteEverything()
-        self.executor = executor
+        self.executor = executor if executor is not None else executor_for(self.config)
         # The scope a script declares for every run and execute call it makes (as --write-scope does).
         self.write_scope = write_scope
         # With nothing left but tasks waiting for an approval, wait for the answer (``--wait``) or pause.
@@ -376,6 +377,10 @@ class Orchestrator:
         Recorded nowhere: nothing was done."""
         if self._agent_checked:
             return
+        if isinstance(self.executor, RayExecutor):
+            # The cluster the tasks' flows will run on is reached first: an unreachable one costs nothing.
+            self.executor.check_platforms(self.adapter, self.read_only_adapter, self.verifier.adapter)
+            await anyio.to_thread.run_sync(self.executor.connect)
         check_sandboxes(self.registry, self.adapter_for)
         verifier = self.verifier.adapter
         for adapter, setting in (

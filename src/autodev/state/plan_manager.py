@@ -251,6 +251,8 @@ class PlanState(BaseModel):
     results: list[ResultRecord] = Field(default_factory=list)
     # Verified changes that wait to be adopted into the main checkout, and how each one ended.
     adoptions: dict[str, AdoptionRecord] = Field(default_factory=dict)
+    # The cluster node each task's flow last ran on (``executor = "ray"``): ``autodev status`` shows it.
+    nodes: dict[str, str] = Field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,6 +359,7 @@ class PlanManager:
             "approval_waiting": self._apply_approval_waiting,
             "base_checked": self._apply_base_checked,
             "adoption_pending": self._apply_adoption_pending,
+            "task_node": self._apply_task_node,
             "check_waived": self._apply_check_waived,
             "tasks_blocked_on_human": self._apply_tasks_blocked_on_human,
             "tasks_released_by_human": self._apply_tasks_released_by_human,
@@ -1222,6 +1225,17 @@ class PlanManager:
             self._append("adoption_pending", payload)
             return True
 
+    def record_node(self, task_id: str, node: str) -> None:
+        """Record that ``task_id``'s flow runs on cluster node ``node`` (once per change of node)."""
+        self._task(task_id)
+        with self._locked():
+            if self._state.nodes.get(task_id) != node:
+                self._append("task_node", {"task_id": task_id, "node": node})
+
+    def node_of(self, task_id: str) -> str | None:
+        """The cluster node ``task_id``'s flow last ran on; None when it ran here."""
+        return self._state.nodes.get(task_id)
+
     def adoption(self, task_id: str) -> AdoptionRecord | None:
         """The adoption record of ``task_id`` (None when its change never waited for adoption)."""
         record = self._state.adoptions.get(task_id)
@@ -1404,6 +1418,20 @@ class PlanManager:
                 payload["to"] = "in_progress"
             self._append("automatic_retry_granted", payload)
             return self._task(task_id).model_copy(deep=True)
+
+    # --- serving a remote worker (``autodev.state.relay``) -------------------------------------------
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Hold the ledger lock (caught up with other writers) across several calls: what a relayed call
+        appends and the entries read back after it belong to one uninterrupted stretch of the ledger."""
+        with self._locked():
+            yield
+
+    def entries_since(self, seq: int) -> list[LedgerEntry]:
+        """The ledger's entries after ``seq`` (a replica's last one), in order."""
+        with self._thread_lock:
+            return list(self._ledger.entries(after_seq=seq))
 
     # --- internals: locking -------------------------------------------------------------------------
 
@@ -1823,6 +1851,9 @@ class PlanManager:
         self._task(payload["task_id"])
         waiver = {key: str(payload[key]) for key in ("check", "revision", "reason")}
         self._state.waivers.setdefault(payload["task_id"], []).append(waiver)
+
+    def _apply_task_node(self, entry: LedgerEntry) -> None:
+        self._state.nodes[entry.payload["task_id"]] = entry.payload["node"]
 
     def _apply_adoption_pending(self, entry: LedgerEntry) -> None:
         payload = entry.payload

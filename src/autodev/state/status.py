@@ -89,6 +89,7 @@ def status_from_state(state: dict[str, Any]) -> dict[str, Any]:
     decisions = state.get("last_decisions") or {}
     evidence = state.get("evidence") or {}
     adoptions = state.get("adoptions") or {}
+    nodes = state.get("nodes") or {}
     for task in tasks:
         status = task["status"]
         totals[status] += 1
@@ -118,6 +119,8 @@ def status_from_state(state: dict[str, Any]) -> dict[str, Any]:
                     "worktree": worktree,
                     # Where its writers work: its own worktree, else the main checkout.
                     "checkout": worktree or ".",
+                    # The cluster node its flow runs on (executor = ray); None: here.
+                    "node": nodes.get(task["id"]),
                     "step": STEP_OF_STATUS.get(status, status),
                     "retry_count": task.get("retry_count", 0),
                     # What the task's agent did last: filled in by ``read_status`` from the transcripts.

@@ -304,7 +304,7 @@ def test_the_delegation_policy_is_asked_before_every_call_and_a_held_call_waits_
     assert [task.status for task in tasks] == ["complete", "complete"]
 
 
-class _CountingExecutor:
+class _CountingExecutor(LocalExecutor):
     """Runs the flow as the local executor does, noting where each task ran and from which base."""
 
     def __init__(self) -> None:
@@ -334,7 +334,7 @@ def test_every_task_flow_runs_through_the_executor_from_its_base_commit(tmp_path
     assert all(root == setup.repo_root or root.is_relative_to(task_trees) for _, root, _ in executor.ran)
 
 
-class _CutShortByTheStop:
+class _CutShortByTheStop(LocalExecutor):
     """Task 1.2's flow: a git call the stop of the run cuts short (as a Ctrl-C kills a git being started)."""
 
     def __init__(self) -> None:

@@ -46,6 +46,22 @@ def test_in_flight_tasks_show_their_step_and_worktree(capsys: pytest.CaptureFixt
     assert "3 tasks (2 in flight): 1 pending, 1 in_progress, 1 auto_gated" in out
 
 
+def test_in_flight_tasks_of_a_ray_run_show_their_node(capsys: pytest.CaptureFixture[str]) -> None:
+    plan = make_plan(1)
+    plan.phases[0].tasks = [
+        _task("1.1", "coded", files=["a.py"], worktree=WORKTREE),
+        _task("1.2", "in_progress", files=["b.py"]),
+    ]
+    state = {"plan": plan.model_dump(mode="json"), "nodes": {"1.1": "worker-7/3fa2c1d0"}}
+    data = status_from_state(state)
+    assert [item["node"] for item in data["in_flight"]] == ["worker-7/3fa2c1d0", None]
+    out = _printed(data, capsys)
+    in_flight = out[out.index("In flight") :]
+    assert "Node" in in_flight and "worker-7/3fa2c1d0" in in_flight and "(here)" in in_flight
+    # Without a node anywhere (the local executor) there is no such column.
+    assert "Node" not in _printed(_status([_task("1.1", "coded", files=["a.py"])]), capsys)
+
+
 def test_pending_tasks_say_what_they_wait_on(capsys: pytest.CaptureFixture[str]) -> None:
     data = _status(
         [

@@ -12,7 +12,7 @@ from autodev.orchestrator.delegate import landed_commits
 from autodev.orchestrator.delegation_policy import DelegationHeldError
 from autodev.orchestrator.events import ProgressEvent
 from autodev.orchestrator.execute.dispatcher import Dispatcher
-from autodev.orchestrator.execute.executor import TaskExecutor
+from autodev.orchestrator.execute.executor import LocalExecutor, TaskExecutor
 from autodev.orchestrator.execute.task_flow import PlanNotApprovedError, block_task, check_working_tree
 from autodev.orchestrator.run_context import RunContext
 from autodev.orchestrator.run_policy import approval_wait_message
@@ -67,10 +67,12 @@ async def run_execute_phase(
     session.agent_watch.rescan_main_checkout()
     if session.config.change_tracking_enabled:
         await _watch_main_checkout(session)
+    executor = executor or LocalExecutor()
     try:
-        processed = await Dispatcher(
-            session, only_task=task_id, executor=executor, awaiting_approval=awaiting, evidence=evidence
-        ).run()
+        async with executor.serving(session):
+            processed = await Dispatcher(
+                session, only_task=task_id, executor=executor, awaiting_approval=awaiting, evidence=evidence
+            ).run()
     finally:
         session.git.unwatch()
         await session.close_checks()

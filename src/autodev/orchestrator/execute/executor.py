@@ -4,13 +4,16 @@ The dispatcher decides *which* tasks run and hands each, with its workspace at t
 ``TaskExecutor``: "run this task's flow (developer → gates → reviewer → test engineer → tournament →
 commit) there, and hand back the task as it ended". The flow records its change and every piece of
 evidence in the ledger as it goes, so the task the executor returns is the ledger's. ``LocalExecutor``, the
-one implementation today, runs the flow in this process, in the workspace the dispatcher opened (the main
-checkout, or the task's own worktree). An executor that runs the flow elsewhere plugs in here, without a
-change to the dispatcher or to the flow.
+local one runs the flow in this process, in the workspace the dispatcher opened (the main checkout, or the
+task's own worktree); ``autodev.orchestrator.execute.ray_executor`` runs its steps on a Ray cluster's nodes
+and lands the change here. ``serving`` spans the dispatcher's whole run: what an executor needs while tasks
+are in flight (a connection, a relay for the workers' ledger changes) lives that long.
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Protocol
 
 from autodev.orchestrator.execute.task_flow import TaskContext, execute_task
@@ -30,6 +33,10 @@ class TaskExecutor(Protocol):
         """Run ``task_id`` from its recorded step in ``context.workspace``; the task as it ended."""
         ...
 
+    def serving(self, session: RunContext) -> AbstractAsyncContextManager[None]:
+        """Held while the dispatcher runs tasks through this executor."""
+        ...
+
 
 class LocalExecutor:
     """The flow in this process, in the workspace the dispatcher opened."""
@@ -37,3 +44,8 @@ class LocalExecutor:
     async def run_task(self, session: RunContext, task_id: str, context: TaskContext) -> Task:
         await execute_task(session, task_id, context)
         return session.plan_manager.get_task(task_id)
+
+    @asynccontextmanager
+    async def serving(self, session: RunContext) -> AsyncIterator[None]:
+        """Nothing to hold: the flow runs in this process."""
+        yield

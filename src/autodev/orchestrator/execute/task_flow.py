@@ -242,8 +242,11 @@ async def _only_a_merge_cut_short(session: RunContext) -> bool:
 # --- one task --------------------------------------------------------------------------------------------
 
 
-async def execute_task(session: RunContext, task_id: str, ctx: TaskContext) -> None:
-    """Run one started task (status past pending) from its recorded step until it is terminal."""
+async def execute_task(
+    session: RunContext, task_id: str, ctx: TaskContext, *, until: Callable[[Task], bool] | None = None
+) -> None:
+    """Run one started task (status past pending) from its recorded step until it is terminal, or until
+    ``until`` holds for it (an executor that runs the steps on one machine and the merge on another)."""
     pm = session.plan_manager
     steps: dict[str, Callable[[RunContext, Task, TaskContext], Awaitable[StepFailure | None]]] = {
         "in_progress": _developer_step,
@@ -256,7 +259,7 @@ async def execute_task(session: RunContext, task_id: str, ctx: TaskContext) -> N
     limit = session.config.qa_retry_limit
     while True:
         task = pm.get_task(task_id)
-        if task.status in TERMINAL_STATUSES:
+        if task.status in TERMINAL_STATUSES or (until is not None and until(task)):
             return
         if task.retry_count >= limit + task.automatic_retries:
             if await _automatic_retry(session, task):

@@ -1,0 +1,640 @@
+"""``executor = "ray"``: each task's steps run as a Ray task on a cluster's node; this process keeps the
+ledger and lands every change.
+
+**On the node.** The Ray task makes a clone of the task's base commit from a bundle of the head's
+repository, restores the task's working state when the head holds one (a resumed or retried task), and runs
+the task's flow from its recorded step (developer → gates → reviewer → test engineer → tournament) with
+the node's own agent CLIs, credentials and QA tools, until the task is ready to merge or terminal. Its plan
+state is a ``RelayedPlanManager`` (``autodev.state.relay``): every change the flow makes is a call the head
+runs on the run's ledger, under its lock, in order; each status change carries the task's working state as
+a bundle (``autodev.workspace.bundles``), so the head holds the files of every step it recorded.
+
+**On the head.** Workers reach the head through a mailbox actor: they ask (a ledger call, their seed) and
+wait; the head takes the requests and answers them. When a task's flow is ready to merge, the head restores
+its working state in the worktree the dispatcher opened for it and runs the merge step exactly as the local
+executor does (the same fast-forward, conflict handling and commit). A conflict sends the task back to the
+developer on a new base, and the next Ray task continues from there.
+
+**Faults.** A worker process or node that dies mid-task: Ray runs the task again (``ray.max_retries``);
+the new worker seeds from the ledger and continues from the last step it recorded, with that step's files.
+The head killed: the workers' calls fail and they stop; ``autodev resume`` starts afresh on the cluster,
+and the ledger says what is left (a change recorded ready to merge is landed once). A cluster that cannot
+be reached stops the run before any agent call (``ExecutorUnreachableError``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import tempfile
+import time
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from autodev.adapters.base import PlatformAdapter
+from autodev.adapters.registry import create_adapter
+from autodev.agents.spec import AgentSpec
+from autodev.config.schema import AutodevConfig, RayExecutorSettings
+from autodev.errors import AutodevError, ConfigError
+from autodev.guardrails import GuardrailEnforcer, LoopDetector
+from autodev.logging import get_logger
+from autodev.orchestrator.delegation_policy import DelegationPolicy
+from autodev.orchestrator.events import ProgressEvent
+from autodev.orchestrator.execute.task_flow import TaskContext, execute_task
+from autodev.orchestrator.harnesses import Verifier
+from autodev.orchestrator.integrity import AgentWatch
+from autodev.orchestrator.provider_guard import ProviderGuard
+from autodev.orchestrator.run_context import RunContext
+from autodev.state.knowledge import KnowledgeStore
+from autodev.state.paths import AutodevPaths, ensure_state_dir
+from autodev.state.plan_manager import PlanState
+from autodev.state.relay import LedgerCall, LedgerReply, RelayedPlanManager, serve_call
+from autodev.state.schemas import Task
+from autodev.state.vocabulary import TERMINAL_STATUSES
+from autodev.workspace.bundles import (
+    bundle_refs,
+    clone_from_bundle,
+    restore_working_state,
+    unbundle,
+    working_ref,
+    working_state,
+)
+from autodev.workspace.git import GitRepo
+from autodev.workspace.integration import TaskWorkspace
+
+if TYPE_CHECKING:
+    from autodev.config.schema import Platform
+
+__all__ = ["ExecutorUnreachableError", "RayExecutor", "RemoteFlowError"]
+
+_log = get_logger("autodev.ray_executor")
+
+_INSTALL_HINT = "pip install 'autodev[ray]'"
+_PROBE_TIMEOUT_S = 5.0
+_BASE_BUNDLES_KEPT = 8
+# The status a node's flow stops at: the merge is the head's.
+_READY_TO_MERGE = "tournamented"
+
+
+class ExecutorUnreachableError(AutodevError):
+    """The Ray cluster of ``executor = "ray"`` cannot be reached (exit 2, before any agent call)."""
+
+
+class RemoteFlowError(AutodevError):
+    """A task's flow failed on its node for a reason that is not the task's (its worker died more often
+    than ``ray.max_retries`` allows, AutoDev failed there): the task is blocked with this message."""
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError as exc:
+        raise ConfigError(
+            f"executor = ray needs Ray, which is not installed: {_INSTALL_HINT}", key="executor"
+        ) from exc
+    return ray
+
+
+# --- what travels -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _AdapterRecipe:
+    """How a node gets one of the run's platforms: the agent CLIs are built there, from the node's own
+    installation and credentials; a scripted platform travels as it is (its script is its agent)."""
+
+    platform: str
+    shipped: PlatformAdapter | None = None
+
+    @classmethod
+    def of(cls, adapter: PlatformAdapter) -> _AdapterRecipe:
+        if adapter.name == "inline":
+            raise ConfigError(
+                "executor = ray cannot run the inline platform (its answers are written on this machine); "
+                "choose an agent CLI or set executor = local",
+                key="executor",
+            )
+        return cls(adapter.name, adapter if adapter.name == "scripted" else None)
+
+    def build(self, root: Path, config: AutodevConfig) -> PlatformAdapter:
+        if self.shipped is not None:
+            return self.shipped
+        return create_adapter(self.platform, repo_root=root, config=config)
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    """One task's flow as a Ray task: what the node needs besides the base bundle."""
+
+    task_id: str
+    base_commit: str
+    config: AutodevConfig
+    session_id: str
+    platform: Platform
+    adapter: _AdapterRecipe
+    read_only: _AdapterRecipe | None
+    verifier: _AdapterRecipe | None
+    verifier_reason: str
+    registry: Mapping[str, AgentSpec]
+    disable_impl_tournament: bool
+    delegation_policy: DelegationPolicy
+    project_block: str
+    results_block: str
+    resumed: bool
+    mailbox: Any
+
+
+@dataclass(frozen=True, slots=True)
+class _SeedRequest:
+    task_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Seed:
+    """The head's state as of ledger entry ``seq``, the task's working state (a bundle and its commit),
+    and the task's evidence files by their recorded paths."""
+
+    state: PlanState
+    seq: int
+    working: bytes | None = None
+    working_commit: str | None = None
+    evidence: Mapping[str, bytes] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class _Failure:
+    """What a node's flow ended with instead of an outcome: the head blocks the task with it."""
+
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    node: str
+    status: str
+    relayed: int
+    failure: str | None = None
+
+
+# --- the mailbox: workers ask, the head answers ------------------------------------------------------
+
+
+class _Mailbox:
+    """A Ray actor between the workers and the head (the head is Ray's driver, which workers cannot call).
+    A worker's ``ask`` waits until the head ``answer``s it; ``tell`` expects no answer (progress events)."""
+
+    def __init__(self) -> None:
+        self._queue: asyncio.Queue[tuple[int, Any]] = asyncio.Queue()
+        self._waiting: dict[int, asyncio.Future[Any]] = {}
+        self._asked = 0
+
+    async def ask(self, request: Any) -> Any:
+        self._asked += 1
+        key = self._asked
+        answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._waiting[key] = answer
+        await self._queue.put((key, request))
+        try:
+            return await answer
+        finally:
+            self._waiting.pop(key, None)
+
+    async def tell(self, request: Any) -> None:
+        await self._queue.put((0, request))
+
+    async def take(self) -> list[tuple[int, Any]]:
+        """The requests waiting, in the order they came; at least one."""
+        taken = [await self._queue.get()]
+        while not self._queue.empty():
+            taken.append(self._queue.get_nowait())
+        return taken
+
+    async def answer(self, key: int, reply: Any) -> None:
+        waiting = self._waiting.get(key)
+        if waiting is not None and not waiting.done():
+            waiting.set_result(reply)
+
+
+# --- on the node ---------------------------------------------------------------------------------------
+
+
+class _WorkingStateSender:
+    """The task's working state as a bundle for the head, or None when its files did not change since the
+    last one sent (asked before every status change the replica relays)."""
+
+    def __init__(self, root: Path, base: str, task_id: str, sent_tree: str | None) -> None:
+        self.root, self.base, self.task_id, self.sent_tree = root, base, task_id, sent_tree
+
+    def __call__(self) -> bytes | None:
+        tree, _ = working_state(self.root, self.base, self.task_id)
+        if tree == self.sent_tree:
+            return None
+        self.sent_tree = tree
+        return bundle_refs(self.root, [working_ref(self.task_id)], exclude=[self.base])
+
+
+def _inside_state_dir(recorded: str) -> bool:
+    path = PurePosixPath(recorded)
+    return not path.is_absolute() and ".." not in path.parts and path.parts[:1] == (".autodev",)
+
+
+def _worker_context(job: _Job, root: Path, manager: RelayedPlanManager, mailbox: Any) -> RunContext:
+    """The run's context on a node: the head's settings and platforms, the clone as the repository, the
+    replica as the plan state; progress goes to the head's display."""
+    paths = AutodevPaths(root)
+    git = GitRepo(root)
+    config = job.config
+    verifier_adapter = job.verifier.build(root, config) if job.verifier is not None else None
+
+    def listener(event: ProgressEvent) -> None:
+        mailbox.tell.remote(event)
+
+    return RunContext(
+        repo_root=root,
+        paths=paths,
+        config=config,
+        git=git,
+        session_id=job.session_id,
+        platform_name=job.platform,
+        adapter=job.adapter.build(root, config),
+        read_only_adapter=job.read_only.build(root, config) if job.read_only is not None else None,
+        verifier=Verifier(verifier_adapter, job.verifier_reason),
+        registry=job.registry,
+        plan_manager=manager,
+        guardrails=GuardrailEnforcer(config.guardrails, manager),
+        knowledge=KnowledgeStore(paths),
+        agent_watch=AgentWatch(git, paths.config, calls_dir=paths.calls_dir),
+        loop_detector=LoopDetector(config.guardrails.loop_detection_threshold),
+        listener=listener,
+        disable_impl_tournament=job.disable_impl_tournament,
+        delegation_policy=job.delegation_policy,
+        agent_slots=anyio.CapacityLimiter(config.max_concurrent_agents),
+        provider_guard=ProviderGuard(config.provider),
+    )
+
+
+def _ready_to_merge(task: Task) -> bool:
+    return task.status == _READY_TO_MERGE
+
+
+async def _flow_on_node(job: _Job, root: Path, node: str) -> _Outcome:
+    ray = _ray()
+    mailbox = job.mailbox
+    seed: _Seed | _Failure = ray.get(mailbox.ask.remote(_SeedRequest(job.task_id)))
+    if isinstance(seed, _Failure):
+        return _Outcome(node, "unknown", 0, seed.message)
+    plan = seed.state.plan
+    task = next((task for task in plan.iter_tasks() if task.id == job.task_id), None) if plan else None
+    if task is None or task.base_commit != job.base_commit:
+        return _Outcome(node, "unknown", 0, f"task {job.task_id} is no longer at base {job.base_commit[:10]}")
+    sent_tree: str | None = None
+    if seed.working is not None and seed.working_commit is not None:
+        await anyio.to_thread.run_sync(unbundle, root, seed.working)
+        await anyio.to_thread.run_sync(restore_working_state, root, job.base_commit, seed.working_commit)
+        sent_tree = (await GitRepo(root).tree_of(seed.working_commit)) or None
+    for recorded, data in seed.evidence.items():
+        if _inside_state_dir(recorded):
+            target = root / recorded
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+
+    def relay(call: LedgerCall) -> LedgerReply:
+        reply: LedgerReply = ray.get(mailbox.ask.remote(call))
+        return reply
+
+    manager = RelayedPlanManager(
+        root, job.task_id, relay, attach=_WorkingStateSender(root, job.base_commit, job.task_id, sent_tree)
+    )
+    manager.seed(seed.state, seed.seq)
+    manager.record_node(job.task_id, node)
+    session = _worker_context(job, root, manager, mailbox)
+    session.emit(ProgressEvent("note", f"on node {node}", job.task_id))
+    context = TaskContext(
+        workspace=TaskWorkspace(root, session.git, isolated=True),
+        resumed=job.resumed or seed.working is not None,
+        project_block=job.project_block,
+        results_block=job.results_block,
+    )
+    try:
+        await execute_task(session, job.task_id, context, until=_ready_to_merge)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await session.close_checks()
+    return _Outcome(node, manager.get_task(job.task_id).status, manager.relayed_calls)
+
+
+def _run_on_node(job: _Job, base_bundle: bytes) -> _Outcome:
+    """The Ray task: a clone of the base in a scratch directory, the flow in it, the directory removed."""
+    ray = _ray()
+    # The host's name to read, the node's id to tell two nodes of one host apart.
+    node = f"{socket.gethostname()}/{ray.get_runtime_context().get_node_id()[:8]}"
+    with tempfile.TemporaryDirectory(prefix=f"autodev-{job.task_id}-") as scratch:
+        root = Path(scratch) / "repo"
+        clone_from_bundle(root, base_bundle, job.base_commit)
+        ensure_state_dir(AutodevPaths(root))
+        try:
+            return anyio.run(_flow_on_node, job, root, node)
+        except AutodevError as exc:
+            return _Outcome(node, "unknown", 0, exc.message)
+
+
+# --- on the head ---------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Serving:
+    mailbox: Any
+    # The newest base bundles by base commit (Ray objects), oldest first; a few are kept, since each
+    # landing makes a new base and older ones are asked for only by tasks started before it.
+    bundles: dict[str, Any] = field(default_factory=dict)
+    bundling: dict[str, anyio.Lock] = field(default_factory=dict)
+    # The context of each task in flight here: the dispatcher is told at once when a node's attempt fails.
+    contexts: dict[str, TaskContext] = field(default_factory=dict)
+
+
+class RayExecutor:
+    """Runs each task's steps on a Ray cluster and lands its change here (see the module docstring)."""
+
+    def __init__(self, settings: RayExecutorSettings) -> None:
+        self.settings = settings
+        # Which node ran each task's flow last (``autodev status`` and the live view show it).
+        self.nodes: dict[str, str] = {}
+        # The workers' ledger calls this head answered, and the seconds it spent running them.
+        self.calls_served = 0
+        self.ledger_seconds = 0.0
+        # The base bundles this head made (one per distinct base commit), in bytes.
+        self.bundle_bytes: list[int] = []
+        self._serving: _Serving | None = None
+        self._started_here = False
+
+    def check_platforms(self, *adapters: PlatformAdapter | None) -> None:
+        """Refuse, before anything starts, a platform a node cannot run (the inline one)."""
+        for adapter in adapters:
+            if adapter is not None:
+                _AdapterRecipe.of(adapter)
+
+    def connect(self) -> None:
+        """Join the cluster (or start a local one) now: an unreachable cluster stops the run before any
+        agent call."""
+        ray = _ray()
+        if ray.is_initialized():
+            return
+        address = self.settings.address
+        options: dict[str, Any] = {"log_to_driver": False, "configure_logging": False}
+        if address == "local":
+            options |= {"address": "local", "include_dashboard": False}
+        else:
+            options["address"] = address
+            _probe(address if address != "auto" else os.environ.get("RAY_ADDRESS", ""))
+        try:
+            ray.init(**options)
+        except Exception as exc:  # Ray raises ConnectionError, RuntimeError, ValueError... for one cause
+            raise _unreachable(address, " ".join(str(exc).split())[:300] or type(exc).__name__) from exc
+        self._started_here = True
+
+    @asynccontextmanager
+    async def serving(self, session: RunContext) -> AsyncIterator[None]:
+        """Connected, with the mailbox up and its requests answered, while the dispatcher runs."""
+        ray = _ray()
+        self.connect()
+        mailbox = ray.remote(num_cpus=0)(_Mailbox).remote()
+        self._serving = _Serving(mailbox)
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(self._answer_requests, session, mailbox)
+                try:
+                    yield
+                finally:
+                    group.cancel_scope.cancel()
+        finally:
+            self._serving = None
+            ray.kill(mailbox)
+            if self._started_here:
+                ray.shutdown()
+                self._started_here = False
+
+    async def run_task(self, session: RunContext, task_id: str, context: TaskContext) -> Task:
+        serving = self._require_serving()
+        serving.contexts[task_id] = context
+        try:
+            return await self._run_until_done(session, task_id, context)
+        finally:
+            serving.contexts.pop(task_id, None)
+
+    async def _run_until_done(self, session: RunContext, task_id: str, context: TaskContext) -> Task:
+        manager = session.plan_manager
+        while True:
+            task = manager.get_task(task_id)
+            if task.status in TERMINAL_STATUSES or manager.adoption_pending(task_id):
+                return task
+            if task.status == _READY_TO_MERGE:
+                await self._merge(session, task, context)
+            else:
+                await self._run_remotely(session, task, context)
+                after = manager.get_task(task_id)
+                if (after.status, after.retry_count, after.base_commit) == (
+                    task.status,
+                    task.retry_count,
+                    task.base_commit,
+                ):
+                    raise RemoteFlowError(f"task {task_id}'s flow on its node recorded no step")
+
+    # --- one task ----------------------------------------------------------------------------------
+
+    async def _run_remotely(self, session: RunContext, task: Task, context: TaskContext) -> None:
+        ray = _ray()
+        serving = self._require_serving()
+        assert task.base_commit is not None
+        job = _Job(
+            task_id=task.id,
+            base_commit=task.base_commit,
+            config=session.config,
+            session_id=session.session_id,
+            platform=session.platform_name,
+            adapter=_AdapterRecipe.of(session.adapter),
+            read_only=_AdapterRecipe.of(session.read_only_adapter) if session.read_only_adapter else None,
+            verifier=_AdapterRecipe.of(session.verifier.adapter) if session.verifier.adapter else None,
+            verifier_reason=session.verifier.reason,
+            registry=dict(session.registry),
+            disable_impl_tournament=session.disable_impl_tournament,
+            delegation_policy=session.delegation_policy,
+            project_block=context.project_block,
+            results_block=context.results_block,
+            resumed=context.resumed,
+            mailbox=serving.mailbox,
+        )
+        settings = self.settings
+        options: dict[str, Any] = {
+            "num_cpus": settings.num_cpus,
+            "max_retries": settings.max_retries,
+            "retry_exceptions": False,
+        }
+        if settings.resources:
+            options["resources"] = dict(settings.resources)
+        if settings.memory_mb is not None:
+            options["memory"] = settings.memory_mb * 1024 * 1024
+        bundle = await self._base_bundle(session, serving, task.base_commit)
+        pending = ray.remote(_run_on_node).options(**options).remote(job, bundle)
+        try:
+            outcome: _Outcome = await pending
+        except ray.exceptions.RayError as exc:
+            detail = " ".join(str(exc).split())[:300]
+            raise RemoteFlowError(f"task {task.id}'s flow failed on the cluster: {detail}") from exc
+        finally:
+            if not _finished(ray, pending):
+                ray.cancel(pending, force=True)
+        self.nodes[task.id] = outcome.node
+        _log.info("ray_executor.flow_done", task_id=task.id, node=outcome.node, status=outcome.status)
+        if outcome.failure is not None:
+            raise RemoteFlowError(f"task {task.id} on node {outcome.node[:12]}: {outcome.failure}")
+
+    async def _merge(self, session: RunContext, task: Task, context: TaskContext) -> None:
+        """The merge step here, in the task's worktree, from the working state its node recorded."""
+        assert task.base_commit is not None
+        commit = await session.git.resolve(working_ref(task.id))
+        if commit is None:
+            raise RemoteFlowError(f"task {task.id} is ready to merge but its node's files never arrived")
+        root = context.workspace.root
+        await anyio.to_thread.run_sync(restore_working_state, root, task.base_commit, commit)
+        context.workspace.git.unwatch()
+        await execute_task(session, task.id, context, until=lambda now: now.status != _READY_TO_MERGE)
+        after = session.plan_manager.get_task(task.id)
+        if after.status not in TERMINAL_STATUSES and after.base_commit is not None:
+            # Sent back (a conflict): the next node starts from the files as the merge left them.
+            _, moved = await anyio.to_thread.run_sync(working_state, root, after.base_commit, task.id)
+            await session.git.set_ref(working_ref(task.id), moved)
+
+    async def _base_bundle(self, session: RunContext, serving: _Serving, base: str) -> Any:
+        """The base commit's history as one Ray object, made once per base and shared by its tasks."""
+        lock = serving.bundling.setdefault(base, anyio.Lock())
+        async with lock:
+            if base not in serving.bundles:
+                ref = f"refs/autodev/ray/{base}"
+                await session.git.set_ref(ref, base)
+                try:
+                    data = await anyio.to_thread.run_sync(partial(bundle_refs, session.repo_root, [ref]))
+                finally:
+                    await session.git.delete_ref(ref)
+                serving.bundles[base] = _ray().put(data)
+                self.bundle_bytes.append(len(data))
+                while len(serving.bundles) > _BASE_BUNDLES_KEPT:
+                    del serving.bundles[next(iter(serving.bundles))]
+        return serving.bundles[base]
+
+    def _require_serving(self) -> _Serving:
+        if self._serving is None:
+            raise RemoteFlowError("the Ray executor ran a task outside its serving() block")
+        return self._serving
+
+    # --- answering the workers ---------------------------------------------------------------------
+
+    async def _answer_requests(self, session: RunContext, mailbox: Any) -> None:
+        async with anyio.create_task_group() as group:
+            while True:
+                taken: list[tuple[int, Any]] = await mailbox.take.remote()
+                for key, request in taken:
+                    if isinstance(request, ProgressEvent):
+                        session.emit(request)
+                    else:
+                        group.start_soon(self._answer, session, mailbox, key, request)
+
+    async def _answer(self, session: RunContext, mailbox: Any, key: int, request: Any) -> None:
+        reply: Any
+        try:
+            if isinstance(request, _SeedRequest):
+                reply = await self._seed(session, request.task_id)
+            elif isinstance(request, LedgerCall):
+                if request.attachment is not None:
+                    await self._keep_working_state(session, request.task_id, request.attachment)
+                reply = self._serve(session, request)
+            else:
+                reply = _Failure(f"unknown request {type(request).__name__}")
+        except Exception as exc:  # the worker waits for an answer: it gets the failure, the run goes on
+            _log.exception("ray_executor.request_failed", request=type(request).__name__)
+            message = exc.message if isinstance(exc, AutodevError) else f"{type(exc).__name__}: {exc}"
+            reply = (
+                LedgerReply(None, (), (type(exc).__name__, message))
+                if isinstance(request, LedgerCall)
+                else _Failure(message)
+            )
+        await mailbox.answer.remote(key, reply)
+
+    def _serve(self, session: RunContext, call: LedgerCall) -> LedgerReply:
+        manager = session.plan_manager
+        before = manager.get_task(call.task_id)
+        started = time.perf_counter()
+        reply = serve_call(manager, call)
+        self.ledger_seconds += time.perf_counter() - started
+        self.calls_served += 1
+        after = manager.get_task(call.task_id)
+        blocked = after.status == "blocked" and before.status != "blocked"
+        failed = blocked or after.retry_count > before.retry_count
+        context = self._serving.contexts.get(call.task_id) if self._serving is not None else None
+        if failed and context is not None:
+            context.on_change(call.task_id)  # a speculative child of this task may have to be rolled back
+        return reply
+
+    async def _keep_working_state(self, session: RunContext, task_id: str, data: bytes) -> None:
+        refs = await anyio.to_thread.run_sync(unbundle, session.repo_root, data)
+        commit = refs.get(working_ref(task_id))
+        if commit is None:
+            raise RemoteFlowError(f"task {task_id}'s node sent a working state without its ref")
+        await session.git.set_ref(working_ref(task_id), commit)
+
+    async def _seed(self, session: RunContext, task_id: str) -> _Seed:
+        manager = session.plan_manager
+        with manager.transaction():
+            state, seq = manager.state_copy(), manager.ledger_head.seq
+        task = manager.get_task(task_id)
+        working: bytes | None = None
+        commit = await session.git.resolve(working_ref(task_id))
+        base = task.base_commit
+        if commit is not None and base is not None:
+            if await session.git.resolve(f"{commit}^") == base:
+                bundle = partial(bundle_refs, session.repo_root, [working_ref(task_id)], exclude=[base])
+                working = await anyio.to_thread.run_sync(bundle)
+            else:
+                commit = None
+        evidence: dict[str, bytes] = {}
+        for recorded in manager.evidence_for(task_id):
+            path = session.repo_root / recorded.path
+            if _inside_state_dir(recorded.path) and await anyio.Path(path).is_file():
+                evidence[recorded.path] = await anyio.Path(path).read_bytes()
+        return _Seed(state, seq, working, commit if working is not None else None, evidence)
+
+
+def _unreachable(address: str, detail: str) -> ExecutorUnreachableError:
+    return ExecutorUnreachableError(
+        f"cannot reach the Ray cluster at {address!r}: {detail}; start it (`ray start --head`) or fix "
+        "ray.address in .autodev/config.toml"
+    )
+
+
+def _probe(address: str) -> None:
+    """Knock at a ``host:port`` address first: Ray itself retries an address nobody listens at for many
+    minutes before it gives up."""
+    host, colon, port = address.removeprefix("ray://").rpartition(":")
+    if not colon or not port.isdigit():
+        return
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=_PROBE_TIMEOUT_S):
+            pass
+    except OSError as exc:
+        raise _unreachable(address, exc.strerror or str(exc) or type(exc).__name__) from exc
+
+
+def _finished(ray: Any, pending: Any) -> bool:
+    ready, _ = ray.wait([pending], timeout=0)
+    return bool(ready)
+
+
+def executor_for(config: AutodevConfig) -> RayExecutor | None:
+    """The executor ``config`` asks for, when it is not the local one."""
+    return RayExecutor(config.ray) if config.executor == "ray" else None

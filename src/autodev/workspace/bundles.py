@@ -1,0 +1,120 @@
+"""A task's commits and working state carried between machines as git bundles.
+
+A remote worker (``autodev.orchestrator.execute.ray_executor``) starts from a bundle of the task's base
+commit and its history, and sends back the task's *working state*: a commit of every file of its working
+copy (tracked and untracked; ignored files and ``.autodev/`` excepted) on top of the base, under
+``refs/autodev/working/<task>``, in a bundle holding only what the base lacks. The head keeps the newest one
+per task, so a worker that dies is replaced by one that continues from the files of the last recorded step,
+and the head lands the change from the same files.
+
+These functions are synchronous: the worker's replica calls them from inside a plan-manager method, and the
+head calls them in a worker thread.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from autodev.gitsafety import HARDENED_CONFIG
+from autodev.workspace.git import GitError
+
+__all__ = [
+    "WORKING_REF_PREFIX",
+    "bundle_refs",
+    "clone_from_bundle",
+    "restore_working_state",
+    "unbundle",
+    "working_ref",
+    "working_state",
+]
+
+WORKING_REF_PREFIX = "refs/autodev/working/"
+# Working-state commits never land (the landing makes the task's own commit): any identity will do, and
+# one of ours works where the node's git has none.
+_IDENTITY = ("-c", "user.name=AutoDev", "-c", "user.email=autodev@localhost")
+_TIMEOUT_S = 600.0
+
+
+def working_ref(task_id: str) -> str:
+    """Where a task's newest working state is kept."""
+    return f"{WORKING_REF_PREFIX}{task_id}"
+
+
+def _git(root: Path, *args: str, stdin: bytes | None = None, env: Mapping[str, str] | None = None) -> bytes:
+    command = ["git", *HARDENED_CONFIG, "-c", "maintenance.auto=false", *args]
+    full_env = {**os.environ, **(env or {}), "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+    try:
+        result = subprocess.run(
+            command,
+            cwd=root,
+            env=full_env,
+            input=stdin,
+            stdin=None if stdin is not None else subprocess.DEVNULL,
+            capture_output=True,
+            timeout=_TIMEOUT_S,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise GitError(f"git {' '.join(args[:2])} did not finish within {_TIMEOUT_S:.0f}s in {root}") from exc
+    if result.returncode != 0:
+        detail = " ".join(result.stderr.decode("utf-8", errors="replace").split())[:300]
+        raise GitError(f"git {' '.join(args[:2])} failed in {root}: {detail or result.returncode}")
+    return result.stdout
+
+
+def bundle_refs(root: Path, refs: Sequence[str], *, exclude: Sequence[str] = ()) -> bytes:
+    """A bundle of ``refs`` and what they need, less what ``exclude`` (commits the receiver has) holds."""
+    return _git(root, "bundle", "create", "-q", "-", *refs, *(f"^{commit}" for commit in exclude))
+
+
+def unbundle(root: Path, data: bytes) -> dict[str, str]:
+    """Write a bundle's objects into ``root``'s repository; its refs as ``{ref: commit}`` (none moved)."""
+    with tempfile.NamedTemporaryFile(prefix="autodev-", suffix=".bundle") as file:
+        file.write(data)
+        file.flush()
+        listed = _git(root, "bundle", "unbundle", file.name).decode("utf-8", errors="replace")
+    refs: dict[str, str] = {}
+    for line in listed.splitlines():
+        commit, _, ref = line.partition(" ")
+        if ref:
+            refs[ref] = commit
+    return refs
+
+
+def clone_from_bundle(root: Path, data: bytes, commit: str) -> None:
+    """A new repository at ``root`` holding the bundle's history, its working copy at ``commit``
+    (detached)."""
+    root.mkdir(parents=True, exist_ok=True)
+    _git(root, "init", "-q")
+    unbundle(root, data)
+    _git(root, "checkout", "-q", "--detach", commit)
+
+
+def working_state(root: Path, base: str, task_id: str) -> tuple[str, str]:
+    """Commit every file of ``root``'s working copy on top of ``base`` (the index and HEAD untouched) and
+    keep it under ``working_ref(task_id)``; its ``(tree, commit)``."""
+    git_dir = Path(_git(root, "rev-parse", "--absolute-git-dir").decode().strip())
+    index = git_dir / f"autodev-working-{os.getpid()}.index"
+    try:
+        env = {"GIT_INDEX_FILE": str(index)}
+        _git(root, "read-tree", base, env=env)
+        _git(root, "add", "-A", env=env)
+        tree = _git(root, "write-tree", env=env).decode().strip()
+    finally:
+        index.unlink(missing_ok=True)
+    message = f"AutoDev working state of {task_id}"
+    made = _git(root, *_IDENTITY, "commit-tree", tree, "-p", base, "-m", message).decode().strip()
+    _git(root, "update-ref", working_ref(task_id), made)
+    return tree, made
+
+
+def restore_working_state(root: Path, base: str, commit: str) -> None:
+    """Make ``root``'s working copy the files of ``commit`` with HEAD and the index at ``base``, as an
+    agent's edits leave them. Untracked files that are not ignored go; ignored ones (build outputs) stay."""
+    _git(root, "clean", "-fdq", "-e", ".autodev")
+    _git(root, "checkout", "-q", "--detach", "--force", commit)
+    _git(root, "reset", "-q", base)

@@ -1,0 +1,284 @@
+"""``executor = "ray"`` on a real local Ray cluster (``conftest.py``), with the scripted platform and real
+git and QA tools: the same commits as the local executor, a killed worker continues from the ledger, a
+killed head lands a finished change once, an unreachable cluster stops the run before any agent call.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from support.orchestration import Recorder, config_for, demo_project, run, script_with
+from support.ray_cluster import RayCluster, free_port
+
+from autodev.adapters.scripted import ScriptedAdapter
+from autodev.cli.demo import DemoSetup
+from autodev.orchestrator import Orchestrator, ProgressEvent
+from autodev.orchestrator.execute.ray_executor import ExecutorUnreachableError, RayExecutor
+from autodev.state.plan_manager import PlanManager
+from autodev.state.verify import verify_state
+
+pytestmark = pytest.mark.slow
+
+FAST_GATES = {"qa_gates.secretscan.enabled": False, "qa_gates.build.enabled": False}
+TESTS = Path(__file__).resolve().parents[2]
+
+
+def _git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout
+
+
+def _history(root: Path) -> list[tuple[str, str, int]]:
+    """Each commit of the branch, oldest first: its subject, its tree and how many parents it has."""
+    log = _git(root, "log", "--reverse", "--format=%s%x00%T%x00%P")
+    return [
+        (subject, tree, len(parents.split()))
+        for subject, tree, parents in (line.split("\x00") for line in log.splitlines())
+    ]
+
+
+def _ray_config(setup: DemoSetup, address: str, **overrides: Any) -> Any:
+    return config_for(setup.repo_root, executor="ray", **{"ray.address": address, **FAST_GATES, **overrides})
+
+
+def test_the_demo_plan_lands_the_same_commits_as_the_local_executor(
+    ray_cluster: RayCluster, tmp_path: Path
+) -> None:
+    local = demo_project(tmp_path / "local")
+    run(
+        Orchestrator(
+            local.repo_root,
+            config=config_for(local.repo_root, **FAST_GATES),
+            adapter=ScriptedAdapter(script=local.script),
+        ),
+        local.intent,
+    )
+    remote = demo_project(tmp_path / "remote")
+    listener = Recorder()
+    orchestrator = Orchestrator(
+        remote.repo_root,
+        config=_ray_config(remote, ray_cluster.address),
+        adapter=ScriptedAdapter(script=remote.script),
+        listener=listener,
+    )
+
+    outcome = run(orchestrator, remote.intent)
+
+    assert [(task.id, task.status) for task in outcome.tasks] == [("1.1", "complete"), ("1.2", "complete")]
+    # The same commits, by subject and tree, on a linear history.
+    assert _history(remote.repo_root) == _history(local.repo_root)
+    assert all(parents <= 1 for _, _, parents in _history(remote.repo_root))
+    assert isinstance(orchestrator.executor, RayExecutor)
+    assert set(orchestrator.executor.nodes) == {"1.1", "1.2"}
+    # The reviewer's request and the second attempt happened on the node and reached the head's display.
+    steps = [(event.task_id, event.step) for event in listener.events if event.kind == "step_started"]
+    assert steps.count(("1.1", "develop")) == 2
+    # Which node ran each task: in the ledger (``autodev status``) and in the live view.
+    with PlanManager(remote.repo_root, readonly=True) as manager:
+        assert {manager.node_of(task_id) for task_id in ("1.1", "1.2")} == set(
+            orchestrator.executor.nodes.values()
+        )
+    notes = [event.message for event in listener.events if event.kind == "note" and event.task_id == "1.1"]
+    assert f"on node {orchestrator.executor.nodes['1.1']}" in notes
+    assert verify_state(remote.repo_root).ok
+    assert _git(remote.repo_root, "status", "--porcelain") == ""
+
+
+def test_a_worker_killed_in_a_developer_call_continues_from_the_ledger_and_lands_once(
+    ray_cluster: RayCluster, tmp_path: Path
+) -> None:
+    setup = demo_project(tmp_path)
+    # The second developer attempt of 1.1 (after the reviewer's request) is slow enough to be killed in.
+    second = next(
+        entry.model_dump(exclude_defaults=True)
+        for entry in setup.script.entries
+        if entry.role == "developer" and entry.task_id == "1.1" and entry.attempt == 2
+    )
+    # A scripted reviewer's answers in sequence count per process (a new worker would start the sequence
+    # again): keyed by attempt, they are the same wherever the call runs.
+    reviews = next(
+        entry.model_dump(exclude_defaults=True)["responses"]
+        for entry in setup.script.entries
+        if entry.role == "reviewer" and entry.task_id == "1.1"
+    )
+    script = script_with(
+        setup,
+        {**second, "latency_s": 6.0},
+        *(
+            {"role": "reviewer", "task_id": "1.1", "attempt": n, **answer}
+            for n, answer in enumerate(reviews, 1)
+        ),
+        drop_roles=(),
+    )
+    script = script.model_validate(
+        {
+            "entries": [
+                entry.model_dump(exclude_defaults=True)
+                for entry in script.entries
+                if not (entry.role == "reviewer" and entry.task_id == "1.1" and entry.attempt is None)
+            ]
+        }
+    )
+    killed: list[int] = []
+
+    def kill_the_worker() -> None:
+        for pid in ray_cluster.worker_pids():
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    def listener(event: ProgressEvent) -> None:
+        started = (event.kind, event.task_id, event.step, event.attempt)
+        if started == ("step_started", "1.1", "develop", 2) and not killed:
+            threading.Timer(1.5, kill_the_worker).start()
+
+    orchestrator = Orchestrator(
+        setup.repo_root,
+        config=_ray_config(setup, ray_cluster.address),
+        adapter=ScriptedAdapter(script=script),
+        listener=listener,
+    )
+    outcome = run(orchestrator, setup.intent)
+
+    assert killed, "no worker was running the flow"
+    assert [(task.id, task.status) for task in outcome.tasks] == [("1.1", "complete"), ("1.2", "complete")]
+    subjects = [subject for subject, _, _ in _history(setup.repo_root)]
+    assert subjects.count("autodev: 1.1 Implement slugify") == 1
+    with PlanManager(setup.repo_root, readonly=True) as manager:
+        task = manager.get_task("1.1")
+        # The new worker took over at attempt 2: nothing before it was done again.
+        assert task.retry_count == 1
+        recorded = [(ref.kind, ref.attempt) for ref in manager.evidence_for("1.1")]
+    assert recorded.count(("review", 1)) == 1
+    assert recorded.count(("developer", 1)) == 1
+    assert recorded.count(("developer", 2)) == 1
+    assert verify_state(setup.repo_root).ok
+
+
+_HEAD_DIES_BEFORE_LANDING = """
+import os, signal, sys
+from pathlib import Path
+
+import anyio
+
+sys.path.insert(0, sys.argv[3])
+from support.orchestration import config_for
+
+from autodev.adapters.scripted import ScriptedAdapter
+from autodev.orchestrator import Orchestrator
+from autodev.orchestrator.execute.ray_executor import RayExecutor
+
+root, address = Path(sys.argv[1]), sys.argv[2]
+
+
+class DiesBeforeLanding(RayExecutor):
+    async def _merge(self, session, task, context):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+config = config_for(root, executor="ray", **{
+    "ray.address": address, "qa_gates.secretscan.enabled": False, "qa_gates.build.enabled": False,
+})
+adapter = ScriptedAdapter.from_file(root.parent / "script.json")
+orchestrator = Orchestrator(root, config=config, adapter=adapter, executor=DiesBeforeLanding(config.ray))
+anyio.run(lambda: orchestrator.run(sys.argv[4]))
+"""
+
+
+def test_the_head_killed_before_landing_a_finished_flow_lands_it_once_on_resume(
+    ray_cluster: RayCluster, tmp_path: Path
+) -> None:
+    setup = demo_project(tmp_path)
+    (setup.repo_root.parent / "script.json").write_text(setup.script.model_dump_json())
+    killed = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _HEAD_DIES_BEFORE_LANDING,
+            str(setup.repo_root),
+            ray_cluster.address,
+            str(TESTS),
+            setup.intent,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+    with PlanManager(setup.repo_root, readonly=True) as manager:
+        assert manager.get_task("1.1").status == "tournamented"  # its node finished; nothing landed
+    assert [subject for subject, _, _ in _history(setup.repo_root)] == ["textutils: initial version"]
+
+    resumed = Orchestrator(
+        setup.repo_root,
+        config=_ray_config(setup, ray_cluster.address),
+        adapter=ScriptedAdapter(script=setup.script),
+    )
+    tasks = anyio.run(resumed.resume)
+
+    assert [(task.id, task.status) for task in tasks] == [("1.1", "complete"), ("1.2", "complete")]
+    assert [subject for subject, _, _ in _history(setup.repo_root)] == [
+        "textutils: initial version",
+        "autodev: 1.1 Implement slugify",
+        "autodev: 1.2 Export slugify from the package",
+    ]
+    assert verify_state(setup.repo_root).ok
+
+
+def test_an_unreachable_cluster_stops_the_run_before_any_agent_call(tmp_path: Path) -> None:
+    setup = demo_project(tmp_path)
+    address = f"127.0.0.1:{free_port()}"  # nobody listens there
+    adapter = ScriptedAdapter(script=setup.script)
+    orchestrator = Orchestrator(setup.repo_root, config=_ray_config(setup, address), adapter=adapter)
+
+    with pytest.raises(ExecutorUnreachableError, match=rf"cannot reach the Ray cluster at '{address}'"):
+        run(orchestrator, setup.intent)
+
+    assert adapter.calls == []
+    assert not (setup.repo_root / ".autodev" / "ledger.jsonl").exists()
+
+
+def test_the_cli_says_which_cluster_it_could_not_reach_and_exits_2(tmp_path: Path) -> None:
+    setup = demo_project(tmp_path)
+    (setup.repo_root.parent / "script.json").write_text(setup.script.model_dump_json())
+    address = f"127.0.0.1:{free_port()}"  # nobody listens there
+    (setup.repo_root / ".autodev").mkdir(exist_ok=True)
+    (setup.repo_root / ".autodev" / "config.toml").write_text(f'[ray]\naddress = "{address}"\n')
+    autodev = Path(sys.executable).with_name("autodev")
+    result = subprocess.run(
+        [
+            str(autodev),
+            "-C",
+            str(setup.repo_root),
+            "run",
+            setup.intent,
+            "--executor",
+            "ray",
+            "--platform",
+            "scripted",
+            "--script",
+            str(setup.repo_root.parent / "script.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2, result.stderr
+    assert f"cannot reach the Ray cluster at '{address}'" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (setup.repo_root / ".autodev" / "ledger.jsonl").exists()
+
+
+def test_the_inline_platform_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    setup = demo_project(tmp_path)
+    config = _ray_config(setup, "127.0.0.1:1", platform="inline")
+    orchestrator = Orchestrator(setup.repo_root, config=config)
+    with pytest.raises(Exception, match="cannot run the inline platform"):
+        anyio.run(lambda: orchestrator.run(setup.intent))
+    assert not (setup.repo_root / ".autodev" / "ledger.jsonl").exists()

@@ -1,0 +1,110 @@
+"""A task's working state carried between repositories as a bundle (real git, two repositories).
+
+What a remote node sends back must be exactly what its checks saw: every kind of change survives the trip
+(new, deleted, renamed, mode change, binary, untracked in a new directory), ignored files and ``.autodev/``
+stay behind, and restoring over an older state leaves nothing of it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from support.parallel import git, git_repo
+
+from autodev.state.paths import AutodevPaths, ensure_state_dir
+from autodev.workspace.bundles import (
+    bundle_refs,
+    clone_from_bundle,
+    restore_working_state,
+    unbundle,
+    working_ref,
+    working_state,
+)
+
+
+def _files(root: Path) -> dict[str, tuple[bytes, bool]]:
+    """Every file below ``root`` but ``.git`` and ``.autodev``: its content and whether it is executable."""
+    found: dict[str, tuple[bytes, bool]] = {}
+    for path in sorted(root.rglob("*")):
+        relative = path.relative_to(root).as_posix()
+        if path.is_file() and relative != ".git" and not relative.startswith((".git/", ".autodev/")):
+            found[relative] = (path.read_bytes(), os.access(path, os.X_OK))
+    return found
+
+
+def _head_repository(tmp_path: Path) -> tuple[Path, str]:
+    head = git_repo(
+        tmp_path / "head",
+        {
+            "README.md": "project\n",
+            "src/old_name.py": "x = 1\n",
+            "src/gone.py": "y = 2\n",
+            "run.sh": "echo hi\n",
+            ".gitignore": "build/\n",
+        },
+    )
+    return head, git(head, "rev-parse", "HEAD").strip()
+
+
+def test_a_nodes_working_state_reaches_the_head_with_every_kind_of_change(tmp_path: Path) -> None:
+    head, base = _head_repository(tmp_path)
+    git(head, "update-ref", "refs/autodev/ray/base", base)
+    node = tmp_path / "node"
+    clone_from_bundle(node, bundle_refs(head, ["refs/autodev/ray/base"]), base)
+    ensure_state_dir(AutodevPaths(node))
+    assert git(node, "rev-parse", "HEAD").strip() == base
+
+    # What an agent leaves: one change of each kind, plus things that must not travel.
+    (node / "src" / "old_name.py").rename(node / "src" / "new_name.py")
+    (node / "src" / "gone.py").unlink()
+    (node / "run.sh").chmod(0o755)
+    (node / "logo.bin").write_bytes(bytes(range(256)) * 4)
+    (node / "docs" / "deep").mkdir(parents=True)
+    (node / "docs" / "deep" / "notes.md").write_text("new, untracked, in a new directory\n")
+    (node / "README.md").write_text("project, changed\n")
+    (node / "build").mkdir()
+    (node / "build" / "out.o").write_text("ignored build output\n")
+    (node / ".autodev" / "scratch.json").write_text("{}\n")
+    expected = {name: data for name, data in _files(node).items() if not name.startswith("build/")}
+
+    tree, commit = working_state(node, base, "1.1")
+    assert git(node, "rev-parse", working_ref("1.1")).strip() == commit
+    assert git(node, "rev-parse", "HEAD").strip() == base  # HEAD and index untouched
+    assert git(node, "diff", "--cached", "--name-only") == ""
+    data = bundle_refs(node, [working_ref("1.1")], exclude=[base])
+
+    refs = unbundle(head, data)
+    assert refs == {working_ref("1.1"): commit}
+    assert git(head, "rev-parse", f"{commit}^{{tree}}").strip() == tree
+    landing = tmp_path / "landing"
+    git(head, "worktree", "add", "-q", "--detach", str(landing), base)
+    (landing / "stale.txt").write_text("left by an earlier attempt\n")
+    (landing / "build").mkdir()
+    (landing / "build" / "keep.o").write_text("the head's own build output\n")
+
+    restore_working_state(landing, base, commit)
+
+    restored = _files(landing)
+    assert restored.pop("build/keep.o")[0] == b"the head's own build output\n"  # ignored files stay
+    assert restored == {name: data for name, data in expected.items() if not name.startswith(".autodev")}
+    assert git(landing, "rev-parse", "HEAD").strip() == base
+    status = git(landing, "status", "--porcelain", "--untracked-files=all").splitlines()
+    assert " D src/gone.py" in status and "?? docs/deep/notes.md" in status and " M run.sh" in status
+    # What git would commit there is the node's tree, to the byte.
+    git(landing, "add", "-A")
+    assert git(landing, "write-tree").strip() == tree
+
+
+def test_the_bundle_of_a_working_state_holds_only_what_the_base_lacks(tmp_path: Path) -> None:
+    head, _ = _head_repository(tmp_path)
+    (head / "big.bin").write_bytes(os.urandom(50_000))  # does not compress
+    git(head, "add", "big.bin")
+    git(head, "commit", "-qm", "big file")
+    base = git(head, "rev-parse", "HEAD").strip()
+    (head / "small.txt").write_text("the task's change\n")
+    _, commit = working_state(head, base, "2.1")
+    whole = bundle_refs(head, [working_ref("2.1")])
+    thin = bundle_refs(head, [working_ref("2.1")], exclude=[base])
+    assert len(thin) < 2_000 and len(whole) > 50_000
+    assert commit in thin.decode("utf-8", errors="replace")
