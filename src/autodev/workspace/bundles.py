@@ -2,8 +2,10 @@
 
 A remote worker (``autodev.orchestrator.execute.ray_executor``) starts from a bundle of the task's base
 commit and its history, and sends back the task's *working state*: a commit of every file of its working
-copy (tracked and untracked; ignored files and ``.autodev/`` excepted) on top of the base, under
-``refs/autodev/working/<task>``, in a bundle holding only what the base lacks. The head keeps the newest one
+copy (tracked and untracked; ignored files and ``.autodev/`` excepted) whose first parent is the base and
+whose second is the task's previous working state, under ``refs/autodev/working/<task>``, in a bundle
+holding only what the base lacks (so every earlier state's tree travels too: later steps diff against
+them). The head keeps the newest one
 per task, so a worker that dies is replaced by one that continues from the files of the last recorded step,
 and the head lands the change from the same files.
 
@@ -44,7 +46,13 @@ def working_ref(task_id: str) -> str:
     return f"{WORKING_REF_PREFIX}{task_id}"
 
 
-def _git(root: Path, *args: str, stdin: bytes | None = None, env: Mapping[str, str] | None = None) -> bytes:
+def _git(
+    root: Path,
+    *args: str,
+    stdin: bytes | None = None,
+    env: Mapping[str, str] | None = None,
+    check: bool = True,
+) -> bytes:
     command = ["git", *HARDENED_CONFIG, "-c", "maintenance.auto=false", *args]
     full_env = {**os.environ, **(env or {}), "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
     try:
@@ -60,7 +68,7 @@ def _git(root: Path, *args: str, stdin: bytes | None = None, env: Mapping[str, s
         )
     except subprocess.TimeoutExpired as exc:
         raise GitError(f"git {' '.join(args[:2])} did not finish within {_TIMEOUT_S:.0f}s in {root}") from exc
-    if result.returncode != 0:
+    if check and result.returncode != 0:
         detail = " ".join(result.stderr.decode("utf-8", errors="replace").split())[:300]
         raise GitError(f"git {' '.join(args[:2])} failed in {root}: {detail or result.returncode}")
     return result.stdout
@@ -107,14 +115,22 @@ def working_state(root: Path, base: str, task_id: str) -> tuple[str, str]:
     finally:
         index.unlink(missing_ok=True)
     message = f"AutoDev working state of {task_id}"
-    made = _git(root, *_IDENTITY, "commit-tree", tree, "-p", base, "-m", message).decode().strip()
+    parents = ["-p", base]
+    previous = _git(root, "rev-parse", "-q", "--verify", f"{working_ref(task_id)}^{{commit}}", check=False)
+    if previous.strip():
+        # The task's earlier states stay reachable (second parent): later steps diff against the trees
+        # earlier ones recorded (what the reviewer saw), wherever the task continues.
+        parents += ["-p", previous.decode().strip()]
+    made = _git(root, *_IDENTITY, "commit-tree", tree, *parents, "-m", message).decode().strip()
     _git(root, "update-ref", working_ref(task_id), made)
     return tree, made
 
 
-def restore_working_state(root: Path, base: str, commit: str) -> None:
+def restore_working_state(root: Path, base: str, commit: str, task_id: str) -> None:
     """Make ``root``'s working copy the files of ``commit`` with HEAD and the index at ``base``, as an
-    agent's edits leave them. Untracked files that are not ignored go; ignored ones (build outputs) stay."""
+    agent's edits leave them, and ``commit`` the task's newest working state there. Untracked files that
+    are not ignored go; ignored ones (build outputs) stay."""
     _git(root, "clean", "-fdq", "-e", ".autodev")
     _git(root, "checkout", "-q", "--detach", "--force", commit)
     _git(root, "reset", "-q", base)
+    _git(root, "update-ref", working_ref(task_id), commit)

@@ -16,6 +16,8 @@ from typing import Any
 import anyio
 import pytest
 from support.orchestration import Recorder, config_for, demo_project, run, script_with
+from support.parallel import Spec, entries_for, git_repo, plan_of, save_plan, script_of
+from support.parallel import config as parallel_config
 from support.ray_cluster import RayCluster, free_port
 
 from autodev.adapters.scripted import ScriptedAdapter
@@ -89,6 +91,51 @@ def test_the_demo_plan_lands_the_same_commits_as_the_local_executor(
     assert f"on node {orchestrator.executor.nodes['1.1']}" in notes
     assert verify_state(remote.repo_root).ok
     assert _git(remote.repo_root, "status", "--porcelain") == ""
+
+
+def test_parallel_tasks_on_nodes_land_in_turn_and_a_conflict_goes_back_to_a_node(
+    ray_cluster: RayCluster, tmp_path: Path
+) -> None:
+    """Tasks start on bases other tasks have since moved past (their nodes' clones lack those commits),
+    and two of them write the same file: the second to land conflicts, goes back to its developer on the
+    new base, and lands after its next attempt on a node."""
+    root = git_repo(tmp_path / "repo")
+    specs = [Spec(f"1.{n}") for n in range(1, 7)]
+    save_plan(root, plan_of(specs))
+    shared = [
+        {"path": "src/t_{task_id}.py", "content": "VALUE = '{task_id}'\n"},
+        {"path": "src/shared.py", "content": "OWNER = '{task_id}'\n"},
+    ]
+    entries = [
+        *(
+            {**entry, "task_id": task_id}
+            for task_id in ("1.5", "1.6")
+            for entry in entries_for(developer_edits=shared)
+            if entry["role"] == "developer"
+        ),
+        *entries_for(),
+    ]
+    adapter = ScriptedAdapter(script=script_of(entries, latency_s=0.3))
+    orchestrator = Orchestrator(
+        root,
+        config=parallel_config(root, 3, executor="ray", **{"ray.address": ray_cluster.address}),
+        adapter=adapter,
+        write_scope="**",
+    )
+
+    tasks = anyio.run(orchestrator.execute)
+
+    reasons = [task.blocked_reason for task in tasks if task.blocked_reason]
+    assert {task.id: task.status for task in tasks} == {spec.task_id: "complete" for spec in specs}, reasons
+    history = _history(root)
+    assert sorted(subject for subject, _, _ in history[1:]) == sorted(
+        f"autodev: {s.task_id} Task {s.task_id}" for s in specs
+    )
+    assert all(parents == 1 for _, _, parents in history[1:])
+    # One of the two that share a file met the other's change and went back to its developer once.
+    assert sorted(task.retry_count for task in tasks if task.id in ("1.5", "1.6")) == [0, 1]
+    assert (root / "src" / "shared.py").read_text() in ("OWNER = '1.5'\n", "OWNER = '1.6'\n")
+    assert verify_state(root).ok
 
 
 def test_a_worker_killed_in_a_developer_call_continues_from_the_ledger_and_lands_once(

@@ -83,7 +83,7 @@ def test_a_nodes_working_state_reaches_the_head_with_every_kind_of_change(tmp_pa
     (landing / "build").mkdir()
     (landing / "build" / "keep.o").write_text("the head's own build output\n")
 
-    restore_working_state(landing, base, commit)
+    restore_working_state(landing, base, commit, "1.1")
 
     restored = _files(landing)
     assert restored.pop("build/keep.o")[0] == b"the head's own build output\n"  # ignored files stay
@@ -94,6 +94,22 @@ def test_a_nodes_working_state_reaches_the_head_with_every_kind_of_change(tmp_pa
     # What git would commit there is the node's tree, to the byte.
     git(landing, "add", "-A")
     assert git(landing, "write-tree").strip() == tree
+
+
+def test_each_working_state_keeps_the_earlier_ones_reachable(tmp_path: Path) -> None:
+    """A later step diffs against the tree an earlier one recorded (what the reviewer saw): a node that
+    continues the task must have it, so each state's second parent is the one before."""
+    head, base = _head_repository(tmp_path)
+    (head / "README.md").write_text("first attempt\n")
+    first_tree, first = working_state(head, base, "3.1")
+    (head / "README.md").write_text("second attempt\n")
+    _, second = working_state(head, base, "3.1")
+    assert git(head, "rev-parse", f"{second}^1", f"{second}^2").split() == [base, first]
+    git(head, "update-ref", "refs/autodev/ray/base", base)
+    node = tmp_path / "node"
+    clone_from_bundle(node, bundle_refs(head, ["refs/autodev/ray/base"]), base)
+    unbundle(node, bundle_refs(head, [working_ref("3.1")], exclude=[base]))
+    assert git(node, "cat-file", "-t", first_tree).strip() == "tree"
 
 
 def test_the_bundle_of_a_working_state_holds_only_what_the_base_lacks(tmp_path: Path) -> None:

@@ -240,6 +240,16 @@ class _WorkingStateSender:
         return bundle_refs(self.root, [working_ref(self.task_id)], exclude=[self.base])
 
 
+class _NodeAgentWatch(AgentWatch):
+    """The checks after each agent call, on a node. The node's clone is the task's base, not the branch:
+    commits other tasks landed since are on the head's branch only, where the head checks them (at every
+    start, and after every agent call it makes). Everything else (refs moved, git's control files, HEAD
+    of the clone) is checked here as it is locally."""
+
+    async def check_landed(self, commits: Mapping[str, str], *, tip: str | None = None) -> None:
+        return None
+
+
 def _inside_state_dir(recorded: str) -> bool:
     path = PurePosixPath(recorded)
     return not path.is_absolute() and ".." not in path.parts and path.parts[:1] == (".autodev",)
@@ -270,7 +280,7 @@ def _worker_context(job: _Job, root: Path, manager: RelayedPlanManager, mailbox:
         plan_manager=manager,
         guardrails=GuardrailEnforcer(config.guardrails, manager),
         knowledge=KnowledgeStore(paths),
-        agent_watch=AgentWatch(git, paths.config, calls_dir=paths.calls_dir),
+        agent_watch=_NodeAgentWatch(git, paths.config, calls_dir=paths.calls_dir),
         loop_detector=LoopDetector(config.guardrails.loop_detection_threshold),
         listener=listener,
         disable_impl_tournament=job.disable_impl_tournament,
@@ -297,7 +307,8 @@ async def _flow_on_node(job: _Job, root: Path, node: str) -> _Outcome:
     sent_tree: str | None = None
     if seed.working is not None and seed.working_commit is not None:
         await anyio.to_thread.run_sync(unbundle, root, seed.working)
-        await anyio.to_thread.run_sync(restore_working_state, root, job.base_commit, seed.working_commit)
+        restore = partial(restore_working_state, root, job.base_commit, seed.working_commit, job.task_id)
+        await anyio.to_thread.run_sync(restore)
         sent_tree = (await GitRepo(root).tree_of(seed.working_commit)) or None
     for recorded, data in seed.evidence.items():
         if _inside_state_dir(recorded):
@@ -502,7 +513,7 @@ class RayExecutor:
         if commit is None:
             raise RemoteFlowError(f"task {task.id} is ready to merge but its node's files never arrived")
         root = context.workspace.root
-        await anyio.to_thread.run_sync(restore_working_state, root, task.base_commit, commit)
+        await anyio.to_thread.run_sync(restore_working_state, root, task.base_commit, commit, task.id)
         context.workspace.git.unwatch()
         await execute_task(session, task.id, context, until=lambda now: now.status != _READY_TO_MERGE)
         after = session.plan_manager.get_task(task.id)
