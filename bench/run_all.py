@@ -33,6 +33,7 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
     "preflight": ([], ["--tests", "100", "--runs", "1"]),
     "proof": ([], ["--tasks", "8"]),
     "report": ([], ["--tasks", "50", "--runs", "1"]),
+    "ray_executor": ([], ["--quick"]),
 }
 
 # Entries that run another benchmark's script with other arguments.

@@ -28,10 +28,12 @@ __all__ = [
     "WORKING_REF_PREFIX",
     "bundle_refs",
     "clone_from_bundle",
+    "keep_working_state",
     "restore_working_state",
     "unbundle",
     "working_ref",
     "working_state",
+    "working_tree",
 ]
 
 WORKING_REF_PREFIX = "refs/autodev/working/"
@@ -102,18 +104,22 @@ def clone_from_bundle(root: Path, data: bytes, commit: str) -> None:
     _git(root, "checkout", "-q", "--detach", commit)
 
 
-def working_state(root: Path, base: str, task_id: str) -> tuple[str, str]:
-    """Commit every file of ``root``'s working copy on top of ``base`` (the index and HEAD untouched) and
-    keep it under ``working_ref(task_id)``; its ``(tree, commit)``."""
+def working_tree(root: Path, base: str) -> str:
+    """The tree of every file of ``root``'s working copy (ignored files and ``.autodev/`` excepted), made
+    with an index of its own: the working copy's index and HEAD stay as they are."""
     git_dir = Path(_git(root, "rev-parse", "--absolute-git-dir").decode().strip())
     index = git_dir / f"autodev-working-{os.getpid()}.index"
     try:
         env = {"GIT_INDEX_FILE": str(index)}
         _git(root, "read-tree", base, env=env)
         _git(root, "add", "-A", env=env)
-        tree = _git(root, "write-tree", env=env).decode().strip()
+        return _git(root, "write-tree", env=env).decode().strip()
     finally:
         index.unlink(missing_ok=True)
+
+
+def keep_working_state(root: Path, base: str, task_id: str, tree: str) -> str:
+    """Commit ``tree`` on top of ``base`` as the task's newest working state, under ``working_ref``."""
     message = f"AutoDev working state of {task_id}"
     parents = ["-p", base]
     previous = _git(root, "rev-parse", "-q", "--verify", f"{working_ref(task_id)}^{{commit}}", check=False)
@@ -123,7 +129,13 @@ def working_state(root: Path, base: str, task_id: str) -> tuple[str, str]:
         parents += ["-p", previous.decode().strip()]
     made = _git(root, *_IDENTITY, "commit-tree", tree, *parents, "-m", message).decode().strip()
     _git(root, "update-ref", working_ref(task_id), made)
-    return tree, made
+    return made
+
+
+def working_state(root: Path, base: str, task_id: str) -> tuple[str, str]:
+    """``working_tree`` kept by ``keep_working_state``: its ``(tree, commit)``."""
+    tree = working_tree(root, base)
+    return tree, keep_working_state(root, base, task_id, tree)
 
 
 def restore_working_state(root: Path, base: str, commit: str, task_id: str) -> None:

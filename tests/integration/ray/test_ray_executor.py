@@ -64,9 +64,17 @@ def test_the_demo_plan_lands_the_same_commits_as_the_local_executor(
     )
     remote = demo_project(tmp_path / "remote")
     listener = Recorder()
+    # The repository's worktree setup runs in each node's clone (it writes where it ran, outside the clone).
+    setups = tmp_path / "setups"
+    setups.mkdir()
+    setup_command = [
+        sys.executable,
+        "-c",
+        f"import os, pathlib, uuid; pathlib.Path({str(setups)!r}, uuid.uuid4().hex).write_text(os.getcwd())",
+    ]
     orchestrator = Orchestrator(
         remote.repo_root,
-        config=_ray_config(remote, ray_cluster.address),
+        config=_ray_config(remote, ray_cluster.address, **{"worktree_setup.command": setup_command}),
         adapter=ScriptedAdapter(script=remote.script),
         listener=listener,
     )
@@ -87,6 +95,10 @@ def test_the_demo_plan_lands_the_same_commits_as_the_local_executor(
         assert {manager.node_of(task_id) for task_id in ("1.1", "1.2")} == set(
             orchestrator.executor.nodes.values()
         )
+    ran_in = [Path(marker.read_text()) for marker in setups.iterdir()]
+    scratch = [path.parent.name for path in ran_in if path.parent.name.startswith("autodev-")]
+    clones = sorted(name.split("-")[1] for name in scratch)
+    assert clones == ["1.1", "1.2"]  # once in each node's clone (the gates' baseline worktrees get it too)
     notes = [event.message for event in listener.events if event.kind == "note" and event.task_id == "1.1"]
     assert f"on node {orchestrator.executor.nodes['1.1']}" in notes
     assert verify_state(remote.repo_root).ok

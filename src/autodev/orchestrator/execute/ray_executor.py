@@ -29,6 +29,7 @@ import os
 import socket
 import tempfile
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -61,13 +62,16 @@ from autodev.state.vocabulary import TERMINAL_STATUSES
 from autodev.workspace.bundles import (
     bundle_refs,
     clone_from_bundle,
+    keep_working_state,
     restore_working_state,
     unbundle,
     working_ref,
     working_state,
+    working_tree,
 )
 from autodev.workspace.git import GitRepo
 from autodev.workspace.integration import TaskWorkspace
+from autodev.workspace.worktree_setup import WorktreePreparer
 
 if TYPE_CHECKING:
     from autodev.config.schema import Platform
@@ -233,9 +237,10 @@ class _WorkingStateSender:
         self.root, self.base, self.task_id, self.sent_tree = root, base, task_id, sent_tree
 
     def __call__(self) -> bytes | None:
-        tree, _ = working_state(self.root, self.base, self.task_id)
+        tree = working_tree(self.root, self.base)
         if tree == self.sent_tree:
             return None
+        keep_working_state(self.root, self.base, self.task_id, tree)
         self.sent_tree = tree
         return bundle_refs(self.root, [working_ref(self.task_id)], exclude=[self.base])
 
@@ -290,6 +295,24 @@ def _worker_context(job: _Job, root: Path, manager: RelayedPlanManager, mailbox:
     )
 
 
+async def _set_up_clone(session: RunContext, root: Path) -> None:
+    """The repository's worktree setup command, in the node's fresh clone and the project's environment
+    there. The ignored files ``copy_ignored`` names live on the head's checkout, out of a node's reach:
+    on a node, the command is what makes them."""
+    setup = session.config.worktree_setup
+    if setup.command is None:
+        return
+    resolution = await session.project_environment()
+    environment = resolution.environment
+    preparer = WorktreePreparer(
+        root,
+        setup.model_copy(update={"copy_ignored": []}),
+        env=environment.env if environment is not None else None,
+        children_dir=session.paths.children_dir,
+    )
+    await preparer.prepare(root, fresh=True)
+
+
 def _ready_to_merge(task: Task) -> bool:
     return task.status == _READY_TO_MERGE
 
@@ -327,6 +350,7 @@ async def _flow_on_node(job: _Job, root: Path, node: str) -> _Outcome:
     manager.record_node(job.task_id, node)
     session = _worker_context(job, root, manager, mailbox)
     session.emit(ProgressEvent("note", f"on node {node}", job.task_id))
+    await _set_up_clone(session, root)
     context = TaskContext(
         workspace=TaskWorkspace(root, session.git, isolated=True),
         resumed=job.resumed or seed.working is not None,
@@ -377,9 +401,11 @@ class RayExecutor:
         self.settings = settings
         # Which node ran each task's flow last (``autodev status`` and the live view show it).
         self.nodes: dict[str, str] = {}
-        # The workers' ledger calls this head answered, and the seconds it spent running them.
-        self.calls_served = 0
+        # The workers' ledger calls this head answered, by method, and the seconds it spent running them.
+        self.calls_served: Counter[str] = Counter()
         self.ledger_seconds = 0.0
+        # The seconds this head spent landing the nodes' changes (restore, merge step, commit).
+        self.merge_seconds = 0.0
         # The base bundles this head made (one per distinct base commit), in bytes.
         self.bundle_bytes: list[int] = []
         self._serving: _Serving | None = None
@@ -446,7 +472,9 @@ class RayExecutor:
             if task.status in TERMINAL_STATUSES or manager.adoption_pending(task_id):
                 return task
             if task.status == _READY_TO_MERGE:
+                started = time.perf_counter()
                 await self._merge(session, task, context)
+                self.merge_seconds += time.perf_counter() - started
             else:
                 await self._run_remotely(session, task, context)
                 after = manager.get_task(task_id)
@@ -583,7 +611,7 @@ class RayExecutor:
         started = time.perf_counter()
         reply = serve_call(manager, call)
         self.ledger_seconds += time.perf_counter() - started
-        self.calls_served += 1
+        self.calls_served[call.method] += 1
         after = manager.get_task(call.task_id)
         blocked = after.status == "blocked" and before.status != "blocked"
         failed = blocked or after.retry_count > before.retry_count
