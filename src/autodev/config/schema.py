@@ -474,6 +474,11 @@ class RayExecutorSettings(_Settings):
         description="Times Ray runs a task's flow again after its worker process or node died; the ledger "
         "decides where the flow continues.",
     )
+    clone_cache_dir: str | None = Field(
+        default=None,
+        description="A directory on each node where the tasks' clones keep the repository's objects, so "
+        "a node fetches only the commits it lacks; unset: autodev-clone-cache in the node's temp directory.",
+    )
 
 
 class WorktreeSetupSettings(_Settings):

@@ -1,13 +1,13 @@
 """A task's commits and working state carried between machines as git bundles.
 
-A remote worker (``autodev.orchestrator.execute.ray_executor``) starts from a bundle of the task's base
-commit and its history, and sends back the task's *working state*: a commit of every file of its working
-copy (tracked and untracked; ignored files and ``.autodev/`` excepted) whose first parent is the base and
-whose second is the task's previous working state, under ``refs/autodev/working/<task>``, in a bundle
-holding only what the base lacks (so every earlier state's tree travels too: later steps diff against
-them). The head keeps the newest one
-per task, so a worker that dies is replaced by one that continues from the files of the last recorded step,
-and the head lands the change from the same files.
+A remote worker (``autodev.orchestrator.execute.ray_executor``) clones the task's base commit from its
+node's ``CloneCache``, which receives from the head a bundle of only the commits it lacks, and sends back
+the task's *working state*: a commit of every file of its working copy (tracked and untracked; ignored files
+and ``.autodev/`` excepted) whose first parent is the base and whose second is the task's previous working
+state, under ``refs/autodev/working/<task>``, in a bundle holding only what the base lacks (so every earlier
+state's tree travels too: later steps diff against them). The head keeps the newest one per task, so a
+worker that dies is replaced by one that continues from the files of the last recorded step, and the head
+lands the change from the same files.
 
 These functions are synchronous: the worker's replica calls them from inside a plan-manager method, and the
 head calls them in a worker thread.
@@ -16,18 +16,22 @@ head calls them in a worker thread.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+from filelock import FileLock
 
 from autodev.gitsafety import HARDENED_CONFIG
 from autodev.workspace.git import GitError
 
 __all__ = [
     "WORKING_REF_PREFIX",
+    "CloneCache",
     "bundle_refs",
-    "clone_from_bundle",
+    "existing_commits",
     "keep_working_state",
     "restore_working_state",
     "unbundle",
@@ -95,13 +99,71 @@ def unbundle(root: Path, data: bytes) -> dict[str, str]:
     return refs
 
 
-def clone_from_bundle(root: Path, data: bytes, commit: str) -> None:
-    """A new repository at ``root`` holding the bundle's history, its working copy at ``commit``
-    (detached)."""
-    root.mkdir(parents=True, exist_ok=True)
-    _git(root, "init", "-q")
-    unbundle(root, data)
-    _git(root, "checkout", "-q", "--detach", commit)
+class CloneCache:
+    """A node's store of one repository's objects, shared by the clones of every task that runs there.
+
+    A bare repository (``<directory>/<key>.git``, ``key`` naming the repository by its first commit)
+    that keeps each base commit it received under ``refs/autodev/have/``: a task whose base the node has
+    clones at once, and one whose base is new asks for a bundle of only the commits the node lacks
+    (``bundle_refs(..., exclude=cache.haves())``). Clones borrow the objects (``git clone --shared``), so
+    nothing here is ever pruned: the cache runs git with automatic maintenance off. Several tasks on a node
+    write to it at once; git writes objects and refs safely, and a lock keeps two from creating it.
+    """
+
+    HAVES_SENT = 32
+
+    def __init__(self, directory: Path, key: str) -> None:
+        self.root = directory / f"{key}.git"
+
+    def ensure(self) -> None:
+        """Create the bare repository unless it exists (under a lock: tasks start side by side)."""
+        self.root.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(self.root) + ".lock", timeout=_TIMEOUT_S):
+            if not (self.root / "HEAD").exists():
+                staging = self.root.with_name(f"{self.root.name}.{os.getpid()}.new")
+                shutil.rmtree(staging, ignore_errors=True)
+                staging.mkdir()
+                _git(staging, "init", "-q", "--bare")
+                _git(staging, "config", "gc.auto", "0")
+                _git(staging, "config", "maintenance.auto", "false")
+                staging.rename(self.root)
+
+    def has(self, commit: str) -> bool:
+        """Whether the cache holds ``commit`` (a base it received, or one such a base reaches)."""
+        found = _git(self.root, "rev-parse", "-q", "--verify", f"{commit}^{{commit}}", check=False)
+        return found.decode().strip() == commit
+
+    def haves(self) -> list[str]:
+        """The newest base commits the cache holds (the head excludes what they reach from a bundle)."""
+        listed = _git(
+            self.root,
+            "for-each-ref",
+            "--sort=-committerdate",
+            f"--count={self.HAVES_SENT}",
+            "--format=%(objectname)",
+            "refs/autodev/have/",
+        )
+        return listed.decode().split()
+
+    def receive(self, data: bytes, base: str) -> None:
+        """Store a bundle holding ``base``, and remember ``base`` as had."""
+        unbundle(self.root, data)
+        _git(self.root, "update-ref", f"refs/autodev/have/{base}", base)
+
+    def clone(self, root: Path, commit: str) -> None:
+        """A working copy at ``root`` checked out at ``commit`` (detached), borrowing the cache's objects."""
+        _git(self.root.parent, "clone", "-q", "--shared", "--no-checkout", str(self.root), str(root))
+        _git(root, "checkout", "-q", "--detach", commit)
+
+
+def existing_commits(root: Path, commits: Sequence[str]) -> list[str]:
+    """Those of ``commits`` that ``root``'s repository holds as commits (one git call)."""
+    if not commits:
+        return []
+    listed = _git(
+        root, "cat-file", "--batch-check=%(objectname) %(objecttype)", stdin="\n".join(commits).encode()
+    )
+    return [line.split()[0] for line in listed.decode().splitlines() if line.endswith(" commit")]
 
 
 def working_tree(root: Path, base: str) -> str:

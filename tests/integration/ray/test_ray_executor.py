@@ -47,7 +47,12 @@ def _history(root: Path) -> list[tuple[str, str, int]]:
 
 
 def _ray_config(setup: DemoSetup, address: str, **overrides: Any) -> Any:
-    return config_for(setup.repo_root, executor="ray", **{"ray.address": address, **FAST_GATES, **overrides})
+    cache = str(setup.repo_root.parent / "clone-cache")  # the nodes' clone cache, the test's own
+    return config_for(
+        setup.repo_root,
+        executor="ray",
+        **{"ray.address": address, "ray.clone_cache_dir": cache, **FAST_GATES, **overrides},
+    )
 
 
 def test_the_demo_plan_lands_the_same_commits_as_the_local_executor(
@@ -130,7 +135,12 @@ def test_parallel_tasks_on_nodes_land_in_turn_and_a_conflict_goes_back_to_a_node
     adapter = ScriptedAdapter(script=script_of(entries, latency_s=0.3))
     orchestrator = Orchestrator(
         root,
-        config=parallel_config(root, 3, executor="ray", **{"ray.address": ray_cluster.address}),
+        config=parallel_config(
+            root,
+            3,
+            executor="ray",
+            **{"ray.address": ray_cluster.address, "ray.clone_cache_dir": str(tmp_path / "clone-cache")},
+        ),
         adapter=adapter,
         write_scope="**",
     )
@@ -243,6 +253,7 @@ class DiesBeforeLanding(RayExecutor):
 
 config = config_for(root, executor="ray", **{
     "ray.address": address, "qa_gates.secretscan.enabled": False, "qa_gates.build.enabled": False,
+    "ray.clone_cache_dir": str(root.parent / "clone-cache"),
 })
 adapter = ScriptedAdapter.from_file(root.parent / "script.json")
 orchestrator = Orchestrator(root, config=config, adapter=adapter, executor=DiesBeforeLanding(config.ray))

@@ -14,8 +14,9 @@ from support.parallel import git, git_repo
 
 from autodev.state.paths import AutodevPaths, ensure_state_dir
 from autodev.workspace.bundles import (
+    CloneCache,
     bundle_refs,
-    clone_from_bundle,
+    existing_commits,
     restore_working_state,
     unbundle,
     working_ref,
@@ -47,11 +48,22 @@ def _head_repository(tmp_path: Path) -> tuple[Path, str]:
     return head, git(head, "rev-parse", "HEAD").strip()
 
 
+def _node_clone(tmp_path: Path, head: Path, base: str, node: Path) -> CloneCache:
+    """What a node does for a task: its clone cache receives the base, the task's clone borrows from it."""
+    git(head, "update-ref", "refs/autodev/ray/base", base)
+    cache = CloneCache(tmp_path / "cache", "repository")
+    cache.ensure()
+    if not cache.has(base):
+        known = existing_commits(head, cache.haves())
+        cache.receive(bundle_refs(head, ["refs/autodev/ray/base"], exclude=known), base)
+    cache.clone(node, base)
+    return cache
+
+
 def test_a_nodes_working_state_reaches_the_head_with_every_kind_of_change(tmp_path: Path) -> None:
     head, base = _head_repository(tmp_path)
-    git(head, "update-ref", "refs/autodev/ray/base", base)
     node = tmp_path / "node"
-    clone_from_bundle(node, bundle_refs(head, ["refs/autodev/ray/base"]), base)
+    _node_clone(tmp_path, head, base, node)
     ensure_state_dir(AutodevPaths(node))
     assert git(node, "rev-parse", "HEAD").strip() == base
 
@@ -105,9 +117,8 @@ def test_each_working_state_keeps_the_earlier_ones_reachable(tmp_path: Path) -> 
     (head / "README.md").write_text("second attempt\n")
     _, second = working_state(head, base, "3.1")
     assert git(head, "rev-parse", f"{second}^1", f"{second}^2").split() == [base, first]
-    git(head, "update-ref", "refs/autodev/ray/base", base)
     node = tmp_path / "node"
-    clone_from_bundle(node, bundle_refs(head, ["refs/autodev/ray/base"]), base)
+    _node_clone(tmp_path, head, base, node)
     unbundle(node, bundle_refs(head, [working_ref("3.1")], exclude=[base]))
     assert git(node, "cat-file", "-t", first_tree).strip() == "tree"
 
@@ -124,3 +135,30 @@ def test_the_bundle_of_a_working_state_holds_only_what_the_base_lacks(tmp_path: 
     thin = bundle_refs(head, [working_ref("2.1")], exclude=[base])
     assert len(thin) < 2_000 and len(whole) > 50_000
     assert commit in thin.decode("utf-8", errors="replace")
+
+
+def test_a_nodes_clone_cache_fetches_only_the_commits_it_lacks(tmp_path: Path) -> None:
+    head, first = _head_repository(tmp_path)
+    (head / "big.bin").write_bytes(os.urandom(50_000))
+    git(head, "add", "big.bin")
+    git(head, "commit", "-qm", "big file")
+    second = git(head, "rev-parse", "HEAD").strip()
+    cache = _node_clone(tmp_path, head, second, tmp_path / "task-1")
+    assert cache.has(second) and cache.has(first)  # the first commit is reached from the second
+    assert existing_commits(head, [*cache.haves(), "0" * 40]) == [second]
+
+    (head / "small.txt").write_text("the next task's base\n")
+    git(head, "add", "small.txt")
+    git(head, "commit", "-qm", "small file")
+    third = git(head, "rev-parse", "HEAD").strip()
+    git(head, "update-ref", "refs/autodev/ray/base", third)
+    thin = bundle_refs(head, ["refs/autodev/ray/base"], exclude=existing_commits(head, cache.haves()))
+    assert len(thin) < 2_000  # the big file is not sent again
+    cache.receive(thin, third)
+    cache.clone(tmp_path / "task-2", third)
+
+    # Each task's clone borrows the cache's objects instead of copying them.
+    assert (tmp_path / "task-2" / ".git" / "objects" / "info" / "alternates").exists()
+    assert (tmp_path / "task-2" / "small.txt").read_text() == "the next task's base\n"
+    assert (tmp_path / "task-2" / "big.bin").stat().st_size == 50_000
+    assert git(tmp_path / "task-2", "rev-parse", "HEAD").strip() == third

@@ -1,13 +1,14 @@
 """``executor = "ray"``: each task's steps run as a Ray task on a cluster's node; this process keeps the
 ledger and lands every change.
 
-**On the node.** The Ray task makes a clone of the task's base commit from a bundle of the head's
-repository, restores the task's working state when the head holds one (a resumed or retried task), and runs
-the task's flow from its recorded step (developer → gates → reviewer → test engineer → tournament) with
-the node's own agent CLIs, credentials and QA tools, until the task is ready to merge or terminal. Its plan
-state is a ``RelayedPlanManager`` (``autodev.state.relay``): every change the flow makes is a call the head
-runs on the run's ledger, under its lock, in order; each status change carries the task's working state as
-a bundle (``autodev.workspace.bundles``), so the head holds the files of every step it recorded.
+**On the node.** The Ray task clones the task's base commit from the node's clone cache (a bare repository
+the node's tasks share, which asks the head for a bundle of only the commits it lacks), restores the task's
+working state when the head holds one (a resumed or retried task), and runs the task's flow from its
+recorded step (developer → gates → reviewer → test engineer → tournament) with the node's own agent CLIs,
+credentials and QA tools, until the task is ready to merge or terminal. Its plan state is a
+``RelayedPlanManager`` (``autodev.state.relay``): every change the flow makes is a call the head runs on the
+run's ledger, under its lock, in order; each status change carries the task's working state as a bundle
+(``autodev.workspace.bundles``), so the head holds the files of every step it recorded.
 
 **On the head.** Workers reach the head through a mailbox actor: they ask (a ledger call, their seed) and
 wait; the head takes the requests and answers them. When a task's flow is ready to merge, the head restores
@@ -60,8 +61,9 @@ from autodev.state.relay import LedgerCall, LedgerReply, RelayedPlanManager, ser
 from autodev.state.schemas import Task
 from autodev.state.vocabulary import TERMINAL_STATUSES
 from autodev.workspace.bundles import (
+    CloneCache,
     bundle_refs,
-    clone_from_bundle,
+    existing_commits,
     keep_working_state,
     restore_working_state,
     unbundle,
@@ -82,7 +84,6 @@ _log = get_logger("autodev.ray_executor")
 
 _INSTALL_HINT = "pip install 'autodev[ray]'"
 _PROBE_TIMEOUT_S = 5.0
-_BASE_BUNDLES_KEPT = 8
 # The status a node's flow stops at: the merge is the head's.
 _READY_TO_MERGE = "tournamented"
 
@@ -139,6 +140,8 @@ class _Job:
 
     task_id: str
     base_commit: str
+    # The repository's name for the nodes' clone caches: its first commit.
+    repository: str
     config: AutodevConfig
     session_id: str
     platform: Platform
@@ -158,6 +161,16 @@ class _Job:
 @dataclass(frozen=True, slots=True)
 class _SeedRequest:
     task_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class _BaseRequest:
+    """A node's clone cache lacks ``base``: the commits it lacks, less what ``haves`` (commits it holds)
+    reach."""
+
+    task_id: str
+    base: str
+    haves: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -365,19 +378,34 @@ async def _flow_on_node(job: _Job, root: Path, node: str) -> _Outcome:
     return _Outcome(node, manager.get_task(job.task_id).status, manager.relayed_calls)
 
 
-def _run_on_node(job: _Job, base_bundle: bytes) -> _Outcome:
-    """The Ray task: a clone of the base in a scratch directory, the flow in it, the directory removed."""
+def _run_on_node(job: _Job) -> _Outcome:
+    """The Ray task: a clone of the base in a scratch directory (its objects borrowed from the node's
+    clone cache, which asks the head for the commits it lacks), the flow in it, the directory removed."""
     ray = _ray()
     # The host's name to read, the node's id to tell two nodes of one host apart.
     node = f"{socket.gethostname()}/{ray.get_runtime_context().get_node_id()[:8]}"
-    with tempfile.TemporaryDirectory(prefix=f"autodev-{job.task_id}-") as scratch:
-        root = Path(scratch) / "repo"
-        clone_from_bundle(root, base_bundle, job.base_commit)
-        ensure_state_dir(AutodevPaths(root))
-        try:
+    try:
+        cache = CloneCache(_cache_directory(job.config.ray), job.repository)
+        cache.ensure()
+        if not cache.has(job.base_commit):
+            asked = _BaseRequest(job.task_id, job.base_commit, tuple(cache.haves()))
+            bundle: bytes | _Failure = ray.get(job.mailbox.ask.remote(asked))
+            if isinstance(bundle, _Failure):
+                return _Outcome(node, "unknown", 0, bundle.message)
+            cache.receive(bundle, job.base_commit)
+        with tempfile.TemporaryDirectory(prefix=f"autodev-{job.task_id}-") as scratch:
+            root = Path(scratch) / "repo"
+            cache.clone(root, job.base_commit)
+            ensure_state_dir(AutodevPaths(root))
             return anyio.run(_flow_on_node, job, root, node)
-        except AutodevError as exc:
-            return _Outcome(node, "unknown", 0, exc.message)
+    except AutodevError as exc:
+        return _Outcome(node, "unknown", 0, exc.message)
+
+
+def _cache_directory(settings: RayExecutorSettings) -> Path:
+    if settings.clone_cache_dir is not None:
+        return Path(settings.clone_cache_dir).expanduser()
+    return Path(tempfile.gettempdir()) / "autodev-clone-cache"
 
 
 # --- on the head ---------------------------------------------------------------------------------------
@@ -386,10 +414,8 @@ def _run_on_node(job: _Job, base_bundle: bytes) -> _Outcome:
 @dataclass(slots=True)
 class _Serving:
     mailbox: Any
-    # The newest base bundles by base commit (Ray objects), oldest first; a few are kept, since each
-    # landing makes a new base and older ones are asked for only by tasks started before it.
-    bundles: dict[str, Any] = field(default_factory=dict)
-    bundling: dict[str, anyio.Lock] = field(default_factory=dict)
+    # The repository's name for the nodes' clone caches (``_repository_key``).
+    repository: str | None = None
     # The context of each task in flight here: the dispatcher is told at once when a node's attempt fails.
     contexts: dict[str, TaskContext] = field(default_factory=dict)
 
@@ -406,7 +432,7 @@ class RayExecutor:
         self.ledger_seconds = 0.0
         # The seconds this head spent landing the nodes' changes (restore, merge step, commit).
         self.merge_seconds = 0.0
-        # The base bundles this head made (one per distinct base commit), in bytes.
+        # The bundles this head sent to the nodes' clone caches, in bytes.
         self.bundle_bytes: list[int] = []
         self._serving: _Serving | None = None
         self._started_here = False
@@ -494,6 +520,7 @@ class RayExecutor:
         job = _Job(
             task_id=task.id,
             base_commit=task.base_commit,
+            repository=await self._repository_key(session, serving),
             config=session.config,
             session_id=session.session_id,
             platform=session.platform_name,
@@ -519,8 +546,7 @@ class RayExecutor:
             options["resources"] = dict(settings.resources)
         if settings.memory_mb is not None:
             options["memory"] = settings.memory_mb * 1024 * 1024
-        bundle = await self._base_bundle(session, serving, task.base_commit)
-        pending = ray.remote(_run_on_node).options(**options).remote(job, bundle)
+        pending = ray.remote(_run_on_node).options(**options).remote(job)
         try:
             outcome: _Outcome = await pending
         except ray.exceptions.RayError as exc:
@@ -550,22 +576,25 @@ class RayExecutor:
             _, moved = await anyio.to_thread.run_sync(working_state, root, after.base_commit, task.id)
             await session.git.set_ref(working_ref(task.id), moved)
 
-    async def _base_bundle(self, session: RunContext, serving: _Serving, base: str) -> Any:
-        """The base commit's history as one Ray object, made once per base and shared by its tasks."""
-        lock = serving.bundling.setdefault(base, anyio.Lock())
-        async with lock:
-            if base not in serving.bundles:
-                ref = f"refs/autodev/ray/{base}"
-                await session.git.set_ref(ref, base)
-                try:
-                    data = await anyio.to_thread.run_sync(partial(bundle_refs, session.repo_root, [ref]))
-                finally:
-                    await session.git.delete_ref(ref)
-                serving.bundles[base] = _ray().put(data)
-                self.bundle_bytes.append(len(data))
-                while len(serving.bundles) > _BASE_BUNDLES_KEPT:
-                    del serving.bundles[next(iter(serving.bundles))]
-        return serving.bundles[base]
+    async def _base_bundle(self, session: RunContext, request: _BaseRequest) -> bytes:
+        """The commits a node's clone cache lacks to hold ``request.base``: a bundle of the base less
+        what the commits it has (those this repository knows) reach."""
+        root = session.repo_root
+        known = await anyio.to_thread.run_sync(existing_commits, root, request.haves)
+        ref = f"refs/autodev/ray/{request.task_id}"
+        await session.git.set_ref(ref, request.base)
+        try:
+            data = await anyio.to_thread.run_sync(partial(bundle_refs, root, [ref], exclude=known))
+        finally:
+            await session.git.delete_ref(ref)
+        self.bundle_bytes.append(len(data))
+        return data
+
+    async def _repository_key(self, session: RunContext, serving: _Serving) -> str:
+        if serving.repository is None:
+            roots = await session.git.query("rev-list", "--max-parents=0", "HEAD")
+            serving.repository = min((roots or "unborn").split())
+        return serving.repository
 
     def _require_serving(self) -> _Serving:
         if self._serving is None:
@@ -589,6 +618,8 @@ class RayExecutor:
         try:
             if isinstance(request, _SeedRequest):
                 reply = await self._seed(session, request.task_id)
+            elif isinstance(request, _BaseRequest):
+                reply = await self._base_bundle(session, request)
             elif isinstance(request, LedgerCall):
                 if request.attachment is not None:
                     await self._keep_working_state(session, request.task_id, request.attachment)
