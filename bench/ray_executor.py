@@ -40,7 +40,11 @@ def _run(root: Path, tasks: int, latency_s: float, workers: int, executor: str) 
     git_repo(root)
     with PlanManager(root) as manager:
         manager.init_plan(independent_plan(tasks, per_phase=tasks))
-    config = bench_config(root, executor=executor, **{"tournaments.execute_max_parallel_tasks": workers})
+    settings = {
+        "tournaments.execute_max_parallel_tasks": workers,
+        "ray.clone_cache_dir": str(root.parent / "cache"),
+    }
+    config = bench_config(root, executor=executor, **settings)
     adapter = ScriptedAdapter(script=succeeding_script(latency_s))
     orchestrator = Orchestrator(root, config=config, adapter=adapter, write_scope=WRITE_SCOPE)
     started = time.perf_counter()
@@ -61,8 +65,9 @@ def _run(root: Path, tasks: int, latency_s: float, workers: int, executor: str) 
         result["head_ledger_ms_per_task"] = round(ray_run.ledger_seconds / tasks * 1000, 2)
         result["head_merge_ms_per_task"] = round(ray_run.merge_seconds / tasks * 1000, 1)
         result["nodes"] = len(set(ray_run.nodes.values()))
+        # The bundles the nodes' clone caches asked for (the first holds the whole history).
         result["base_bundles"] = len(ray_run.bundle_bytes)
-        result["base_bundle_kb_median"] = round(statistics.median(ray_run.bundle_bytes) / 1024, 1)
+        result["base_bundle_kb_median"] = round(statistics.median(ray_run.bundle_bytes or [0]) / 1024, 1)
     return result
 
 

@@ -379,7 +379,9 @@ class Orchestrator:
             return
         if isinstance(self.executor, RayExecutor):
             # The cluster the tasks' flows will run on is reached first: an unreachable one costs nothing.
-            self.executor.check_platforms(self.adapter, self.read_only_adapter, self.verifier.adapter)
+            self.executor.check_platforms(
+                self.config, self.adapter, self.read_only_adapter, self.verifier.adapter
+            )
             await anyio.to_thread.run_sync(self.executor.connect)
         check_sandboxes(self.registry, self.adapter_for)
         verifier = self.verifier.adapter

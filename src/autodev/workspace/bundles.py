@@ -166,18 +166,27 @@ def existing_commits(root: Path, commits: Sequence[str]) -> list[str]:
     return [line.split()[0] for line in listed.decode().splitlines() if line.endswith(" commit")]
 
 
-def working_tree(root: Path, base: str) -> str:
+def working_tree(root: Path, base: str, *, index: Path | None = None) -> str:
     """The tree of every file of ``root``'s working copy (ignored files and ``.autodev/`` excepted), made
-    with an index of its own: the working copy's index and HEAD stay as they are."""
+    with an index of its own: the working copy's index and HEAD stay as they are. ``index``: keep that
+    index file between calls (started from ``base`` when missing), so each later call only looks at what
+    changed since the last; without it a temporary one is used."""
+    if index is not None:
+        return _tree_with_index(root, base, index)
     git_dir = Path(_git(root, "rev-parse", "--absolute-git-dir").decode().strip())
-    index = git_dir / f"autodev-working-{os.getpid()}.index"
+    temporary = git_dir / f"autodev-working-{os.getpid()}.index"
     try:
-        env = {"GIT_INDEX_FILE": str(index)}
-        _git(root, "read-tree", base, env=env)
-        _git(root, "add", "-A", env=env)
-        return _git(root, "write-tree", env=env).decode().strip()
+        return _tree_with_index(root, base, temporary)
     finally:
-        index.unlink(missing_ok=True)
+        temporary.unlink(missing_ok=True)
+
+
+def _tree_with_index(root: Path, base: str, index: Path) -> str:
+    env = {"GIT_INDEX_FILE": str(index)}
+    if not index.exists():
+        _git(root, "read-tree", base, env=env)
+    _git(root, "add", "-A", env=env)
+    return _git(root, "write-tree", env=env).decode().strip()
 
 
 def keep_working_state(root: Path, base: str, task_id: str, tree: str) -> str:

@@ -352,3 +352,30 @@ def test_the_inline_platform_is_refused_before_anything_starts(tmp_path: Path) -
     with pytest.raises(Exception, match="cannot run the inline platform"):
         anyio.run(lambda: orchestrator.run(setup.intent))
     assert not (setup.repo_root / ".autodev" / "ledger.jsonl").exists()
+
+
+def test_one_task_at_a_time_still_lands_from_a_worktree_never_in_the_main_checkout(
+    ray_cluster: RayCluster, tmp_path: Path
+) -> None:
+    setup = demo_project(tmp_path)
+    config = _ray_config(setup, ray_cluster.address, **{"tournaments.execute_max_parallel_tasks": 1})
+    listener = Recorder()
+    adapter = ScriptedAdapter(script=setup.script)
+    orchestrator = Orchestrator(setup.repo_root, config=config, adapter=adapter, listener=listener)
+
+    outcome = run(orchestrator, setup.intent)
+
+    assert [(task.id, task.status) for task in outcome.tasks] == [("1.1", "complete"), ("1.2", "complete")]
+    # Each task was given a worktree of its own: a node's files are restored there, not over your checkout.
+    started = [event.details for event in listener.events if event.kind == "task_started"]
+    assert [details[0].startswith(".autodev/task-worktrees/") for details in started] == [True, True]
+
+
+def test_changes_that_would_not_land_as_commits_are_refused_before_anything_starts(tmp_path: Path) -> None:
+    setup = demo_project(tmp_path)
+    adapter = ScriptedAdapter(script=setup.script)
+    config = _ray_config(setup, "127.0.0.1:1", auto_commit=False)
+    orchestrator = Orchestrator(setup.repo_root, config=config, adapter=adapter)
+    with pytest.raises(Exception, match="executor = ray lands each task's change as a commit"):
+        run(orchestrator, setup.intent)
+    assert adapter.calls == []

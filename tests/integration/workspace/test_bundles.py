@@ -21,6 +21,7 @@ from autodev.workspace.bundles import (
     unbundle,
     working_ref,
     working_state,
+    working_tree,
 )
 
 
@@ -162,3 +163,29 @@ def test_a_nodes_clone_cache_fetches_only_the_commits_it_lacks(tmp_path: Path) -
     assert (tmp_path / "task-2" / "small.txt").read_text() == "the next task's base\n"
     assert (tmp_path / "task-2" / "big.bin").stat().st_size == 50_000
     assert git(tmp_path / "task-2", "rev-parse", "HEAD").strip() == third
+
+
+def test_a_kept_index_gives_the_same_tree_as_a_fresh_one_after_every_change(tmp_path: Path) -> None:
+    head, base = _head_repository(tmp_path)
+    kept = tmp_path / "kept.index"
+
+    def new() -> None:
+        (head / "new.py").write_text("new\n")
+
+    def delete() -> None:
+        (head / "src" / "gone.py").unlink()
+
+    def mode() -> None:
+        (head / "run.sh").chmod(0o755)
+
+    def rename() -> None:
+        (head / "new.py").rename(head / "renamed.py")
+
+    def back_to_the_base() -> None:
+        (head / "README.md").write_text("project\n")
+
+    for step in (new, delete, mode, rename, back_to_the_base):
+        step()
+        assert working_tree(head, base, index=kept) == working_tree(head, base), step.__name__
+    assert git(head, "status", "--porcelain", "--untracked-files=all")  # the user's index untouched
+    assert git(head, "diff", "--cached", "--name-only") == ""

@@ -93,5 +93,6 @@ def resolve_parallelism(
 
 def isolated_writes(config: AutodevConfig) -> bool:
     """Whether even a lone task works in a worktree of its own (its change lands as a commit, so only
-    with ``auto_commit``)."""
-    return config.write_mode == "isolated" and config.auto_commit
+    with ``auto_commit``): ``write_mode = isolated``, or a Ray executor, whose nodes' changes land here
+    into the task's worktree."""
+    return (config.write_mode == "isolated" or config.executor == "ray") and config.auto_commit

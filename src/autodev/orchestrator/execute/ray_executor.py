@@ -248,9 +248,11 @@ class _WorkingStateSender:
 
     def __init__(self, root: Path, base: str, task_id: str, sent_tree: str | None) -> None:
         self.root, self.base, self.task_id, self.sent_tree = root, base, task_id, sent_tree
+        # Kept between status changes (the clone is the task's alone): git looks only at what changed.
+        self.index = root / ".git" / "autodev-working.index"
 
     def __call__(self) -> bytes | None:
-        tree = working_tree(self.root, self.base)
+        tree = working_tree(self.root, self.base, index=self.index)
         if tree == self.sent_tree:
             return None
         keep_working_state(self.root, self.base, self.task_id, tree)
@@ -437,8 +439,15 @@ class RayExecutor:
         self._serving: _Serving | None = None
         self._started_here = False
 
-    def check_platforms(self, *adapters: PlatformAdapter | None) -> None:
-        """Refuse, before anything starts, a platform a node cannot run (the inline one)."""
+    def check_platforms(self, config: AutodevConfig, *adapters: PlatformAdapter | None) -> None:
+        """Refuse, before anything starts, what nodes cannot do: the inline platform, and changes that do
+        not land as commits (``auto_commit = false``)."""
+        if not config.auto_commit:
+            raise ConfigError(
+                "executor = ray lands each task's change as a commit; set auto_commit = true or "
+                "executor = local",
+                key="executor",
+            )
         for adapter in adapters:
             if adapter is not None:
                 _AdapterRecipe.of(adapter)
@@ -484,6 +493,11 @@ class RayExecutor:
                 self._started_here = False
 
     async def run_task(self, session: RunContext, task_id: str, context: TaskContext) -> Task:
+        if not context.workspace.isolated:
+            # A task a local run left mid-flight in the main checkout finishes there, here: its work is in
+            # that checkout, which a node's working state must never be restored over.
+            await execute_task(session, task_id, context)
+            return session.plan_manager.get_task(task_id)
         serving = self._require_serving()
         serving.contexts[task_id] = context
         try:
@@ -556,7 +570,13 @@ class RayExecutor:
             if not _finished(ray, pending):
                 ray.cancel(pending, force=True)
         self.nodes[task.id] = outcome.node
-        _log.info("ray_executor.flow_done", task_id=task.id, node=outcome.node, status=outcome.status)
+        _log.info(
+            "ray_executor.flow_done",
+            task_id=task.id,
+            node=outcome.node,
+            status=outcome.status,
+            relayed_calls=outcome.relayed,
+        )
         if outcome.failure is not None:
             raise RemoteFlowError(f"task {task.id} on node {outcome.node[:12]}: {outcome.failure}")
 
