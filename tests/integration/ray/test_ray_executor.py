@@ -48,11 +48,8 @@ def _history(root: Path) -> list[tuple[str, str, int]]:
 
 def _ray_config(setup: DemoSetup, address: str, **overrides: Any) -> Any:
     cache = str(setup.repo_root.parent / "clone-cache")  # the nodes' clone cache, the test's own
-    return config_for(
-        setup.repo_root,
-        executor="ray",
-        **{"ray.address": address, "ray.clone_cache_dir": cache, **FAST_GATES, **overrides},
-    )
+    settings = {"executor": "ray", "ray.address": address, "ray.clone_cache_dir": cache, **FAST_GATES}
+    return config_for(setup.repo_root, **{**settings, **overrides})
 
 
 def test_the_demo_plan_lands_the_same_commits_as_the_local_executor(
@@ -108,6 +105,8 @@ def test_the_demo_plan_lands_the_same_commits_as_the_local_executor(
     assert f"on node {orchestrator.executor.nodes['1.1']}" in notes
     assert verify_state(remote.repo_root).ok
     assert _git(remote.repo_root, "status", "--porcelain") == ""
+    # A landed task's working state is dropped with it.
+    assert _git(remote.repo_root, "for-each-ref", "refs/autodev/working/") == ""
 
 
 def test_parallel_tasks_on_nodes_land_in_turn_and_a_conflict_goes_back_to_a_node(
@@ -261,9 +260,12 @@ anyio.run(lambda: orchestrator.run(sys.argv[4]))
 """
 
 
+@pytest.mark.parametrize("resumed_with", ["ray", "local"])
 def test_the_head_killed_before_landing_a_finished_flow_lands_it_once_on_resume(
-    ray_cluster: RayCluster, tmp_path: Path
+    ray_cluster: RayCluster, tmp_path: Path, resumed_with: str
 ) -> None:
+    """Resumed on the cluster, or here with the local executor: either way the change the node finished
+    is landed once, from the files the head kept for it."""
     setup = demo_project(tmp_path)
     (setup.repo_root.parent / "script.json").write_text(setup.script.model_dump_json())
     killed = subprocess.run(
@@ -285,11 +287,9 @@ def test_the_head_killed_before_landing_a_finished_flow_lands_it_once_on_resume(
         assert manager.get_task("1.1").status == "tournamented"  # its node finished; nothing landed
     assert [subject for subject, _, _ in _history(setup.repo_root)] == ["textutils: initial version"]
 
-    resumed = Orchestrator(
-        setup.repo_root,
-        config=_ray_config(setup, ray_cluster.address),
-        adapter=ScriptedAdapter(script=setup.script),
-    )
+    config = _ray_config(setup, ray_cluster.address, executor=resumed_with)
+    adapter = ScriptedAdapter(script=setup.script)
+    resumed = Orchestrator(setup.repo_root, config=config, adapter=adapter)
     tasks = anyio.run(resumed.resume)
 
     assert [(task.id, task.status) for task in tasks] == [("1.1", "complete"), ("1.2", "complete")]
@@ -298,6 +298,11 @@ def test_the_head_killed_before_landing_a_finished_flow_lands_it_once_on_resume(
         "autodev: 1.1 Implement slugify",
         "autodev: 1.2 Export slugify from the package",
     ]
+    # 1.1 was landed as its node left it, with no agent asked again (a scripted run here keeps its calls).
+    assert not [call for call in adapter.calls if call.task_id == "1.1"]
+    # What landed is what the node's developer wrote (its second attempt, after the review).
+    landed = _git(setup.repo_root, "show", "HEAD~1:textutils/slug.py")
+    assert landed.startswith('"""Turning arbitrary text into URL-friendly slugs."""')
     assert verify_state(setup.repo_root).ok
 
 

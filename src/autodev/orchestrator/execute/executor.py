@@ -16,8 +16,12 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Protocol
 
+import anyio
+
 from autodev.orchestrator.execute.task_flow import TaskContext, execute_task
 from autodev.state.schemas import Task
+from autodev.workspace.bundles import restore_working_state, working_ref
+from autodev.workspace.integration import TaskWorkspace
 
 if TYPE_CHECKING:
     from autodev.orchestrator.run_context import RunContext
@@ -42,6 +46,8 @@ class LocalExecutor:
     """The flow in this process, in the workspace the dispatcher opened."""
 
     async def run_task(self, session: RunContext, task_id: str, context: TaskContext) -> Task:
+        if context.resumed and context.workspace.isolated:
+            await _continue_from_a_node(session, task_id, context.workspace)
         await execute_task(session, task_id, context)
         return session.plan_manager.get_task(task_id)
 
@@ -49,3 +55,17 @@ class LocalExecutor:
     async def serving(self, session: RunContext) -> AsyncIterator[None]:
         """Nothing to hold: the flow runs in this process."""
         yield
+
+
+async def _continue_from_a_node(session: RunContext, task_id: str, workspace: TaskWorkspace) -> None:
+    """A task a Ray node was working on, resumed here (the run continues with ``executor = local``): its
+    files are the working state the head kept for the step the ledger recorded
+    (``autodev.workspace.bundles``), not the untouched worktree the head had opened for its landing."""
+    task = session.plan_manager.get_task(task_id)
+    commit = await session.git.resolve(working_ref(task_id))
+    if commit is None or task.base_commit is None:
+        return
+    if await session.git.resolve(f"{commit}^") != task.base_commit or not await workspace.git.is_clean():
+        return  # a state of an older base, or a worktree that holds work of its own
+    await anyio.to_thread.run_sync(restore_working_state, workspace.root, task.base_commit, commit, task_id)
+    workspace.git.unwatch()

@@ -591,7 +591,9 @@ class RayExecutor:
         context.workspace.git.unwatch()
         await execute_task(session, task.id, context, until=lambda now: now.status != _READY_TO_MERGE)
         after = session.plan_manager.get_task(task.id)
-        if after.status not in TERMINAL_STATUSES and after.base_commit is not None:
+        if after.status == "complete":
+            await session.git.delete_ref(working_ref(task.id))  # landed: nothing continues from it
+        elif after.status not in TERMINAL_STATUSES and after.base_commit is not None:
             # Sent back (a conflict): the next node starts from the files as the merge left them.
             _, moved = await anyio.to_thread.run_sync(working_state, root, after.base_commit, task.id)
             await session.git.set_ref(working_ref(task.id), moved)
