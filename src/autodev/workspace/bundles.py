@@ -17,15 +17,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from filelock import FileLock
 
-from autodev.gitsafety import HARDENED_CONFIG
-from autodev.workspace.git import GitError
+from autodev.workspace.git import GitError, run_git_now
 
 __all__ = [
     "WORKING_REF_PREFIX",
@@ -59,21 +57,8 @@ def _git(
     env: Mapping[str, str] | None = None,
     check: bool = True,
 ) -> bytes:
-    command = ["git", *HARDENED_CONFIG, "-c", "maintenance.auto=false", *args]
     full_env = {**os.environ, **(env or {}), "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
-    try:
-        result = subprocess.run(
-            command,
-            cwd=root,
-            env=full_env,
-            input=stdin,
-            stdin=None if stdin is not None else subprocess.DEVNULL,
-            capture_output=True,
-            timeout=_TIMEOUT_S,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as exc:
-        raise GitError(f"git {' '.join(args[:2])} did not finish within {_TIMEOUT_S:.0f}s in {root}") from exc
+    result = run_git_now(args, cwd=root, env=full_env, timeout_s=_TIMEOUT_S, stdin=stdin)
     if check and result.returncode != 0:
         detail = " ".join(result.stderr.decode("utf-8", errors="replace").split())[:300]
         raise GitError(f"git {' '.join(args[:2])} failed in {root}: {detail or result.returncode}")

@@ -8,6 +8,7 @@ files without touching the user's index: they are computed through a throw-away 
 from __future__ import annotations
 
 import atexit
+import functools
 import itertools
 import os
 import re
@@ -71,6 +72,35 @@ _NO_AUTO_MAINTENANCE = ("-c", "maintenance.auto=false")
 _UNNOTED = "<not moved by AutoDev>"  # no ref has this value: git refuses such a name
 
 
+def run_git_now(
+    args: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout_s: float,
+    stdin: bytes | None = None,
+) -> subprocess.CompletedProcess[bytes]:
+    """Run one git command to completion in this thread (``run_git`` says why in a process group of its
+    own); for callers that cannot await, such as a plan manager's method on a Ray node."""
+    command = ["git", *HARDENED_CONFIG, *_NO_AUTO_MAINTENANCE, *_without_drivers(args)]
+    try:
+        return subprocess.run(
+            command,
+            cwd=cwd,
+            env=dict(env),
+            input=stdin,
+            stdin=None if stdin is not None else subprocess.DEVNULL,
+            capture_output=True,
+            timeout=timeout_s,
+            check=False,
+            process_group=0,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise GitError(f"git {' '.join(args[:3])} did not finish within {timeout_s:.0f}s") from exc
+    except FileNotFoundError as exc:
+        raise GitError("git is not installed or not on PATH; install git and try again") from exc
+
+
 async def run_git(
     args: Sequence[str],
     *,
@@ -88,27 +118,9 @@ async def run_git(
     reaches AutoDev, which stops in order, and not git half way through a write (it died of the SIGINT, and
     the task it worked for was blocked for "git failed").
     """
-    command = ["git", *HARDENED_CONFIG, *_NO_AUTO_MAINTENANCE, *_without_drivers(args)]
-
-    def run() -> subprocess.CompletedProcess[bytes]:
-        return subprocess.run(
-            command,
-            cwd=cwd,
-            env=dict(env),
-            input=stdin,
-            stdin=None if stdin is not None else subprocess.DEVNULL,
-            capture_output=True,
-            timeout=timeout_s,
-            check=False,
-            process_group=0,
-        )
-
-    try:
-        return await anyio.to_thread.run_sync(run)
-    except subprocess.TimeoutExpired as exc:
-        raise GitError(f"git {' '.join(args[:3])} did not finish within {timeout_s:.0f}s") from exc
-    except FileNotFoundError as exc:
-        raise GitError("git is not installed or not on PATH; install git and try again") from exc
+    return await anyio.to_thread.run_sync(
+        functools.partial(run_git_now, args, cwd=cwd, env=env, timeout_s=timeout_s, stdin=stdin)
+    )
 
 
 _SCRATCH_NUMBERS = itertools.count()
