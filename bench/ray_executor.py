@@ -61,6 +61,8 @@ def _run(root: Path, tasks: int, latency_s: float, workers: int, executor: str) 
     if isinstance(orchestrator.executor, RayExecutor):
         ray_run = orchestrator.executor
         result["relayed_calls_per_task"] = round(ray_run.calls_served.total() / tasks, 1)
+        # Round trips the workers waited for: deferred records travel with the next one.
+        result["round_trips_per_task"] = round(ray_run.round_trips / tasks, 1)
         result["relayed_calls_by_method"] = dict(ray_run.calls_served.most_common())
         result["head_ledger_ms_per_task"] = round(ray_run.ledger_seconds / tasks * 1000, 2)
         result["head_merge_ms_per_task"] = round(ray_run.merge_seconds / tasks * 1000, 1)

@@ -108,8 +108,90 @@ def test_a_worker_cannot_touch_another_task_or_the_plan(repo: Path, tmp_path: Pa
         with pytest.raises(LedgerRelayError, match="'plan_approved'"):
             replica.approve_plan()
         refused = serve_call(head, LedgerCall("1.1", "skip_task", ("1.2",), {}, 0))
-        assert refused.error is not None and "not a change" in refused.error[1]
+        assert refused.error is not None and "not a change" in refused.error[2]
         assert head.ledger_head == before
+
+
+def _ops_after(manager: PlanManager, seq: int) -> list[str]:
+    return [entry.op for entry in manager.entries_since(seq)]
+
+
+def test_records_wait_for_the_next_change_and_reach_the_ledger_in_the_order_made(
+    repo: Path, tmp_path: Path
+) -> None:
+    with PlanManager(repo) as head:
+        head.init_plan(make_plan(2))
+        head.update_task_status("1.1", "in_progress", base_commit="a" * 40)
+        replica = _replica(head, tmp_path / "worker", "1.1")
+        wire: _Wire = replica._relay  # type: ignore[assignment]
+        start = head.ledger_head.seq
+
+        replica.record_node("1.1", "host/node")
+        path = replica.record_evidence(ReviewEvidence(task_id="1.1", attempt=1, verdict="APPROVED"))
+        replica.record_patch("1.1", "diff --git a/x b/x\n", attempt=1)
+        # Not sent yet: the head has nothing, the evidence file is already where the flow reads it.
+        assert head.ledger_head.seq == start and not wire.calls
+        assert path.is_file()
+        replica.update_task_status("1.1", "coded")
+        replica.record_usage("1.1", "developer", tool_calls=1, seconds=0.5, cost_usd=0.1)
+
+        # Two round trips; the records went first, in the order the flow made them.
+        assert [call.method for call in wire.calls] == ["update_task_status", "record_usage"]
+        assert [record.method for record in wire.calls[0].before] == [
+            "record_node",
+            "record_evidence",
+            "record_patch",
+        ]
+        assert _ops_after(head, start) == [
+            "task_node",
+            "evidence_recorded",
+            "evidence_recorded",
+            "task_status",
+            "usage_recorded",
+        ]
+        assert replica.state_copy() == head.state_copy()
+        assert head.node_of("1.1") == "host/node"
+    assert verify_state(repo).ok
+
+
+def test_reading_what_a_record_changes_sends_it_first(repo: Path, tmp_path: Path) -> None:
+    with PlanManager(repo) as head:
+        head.init_plan(make_plan(2))
+        head.update_task_status("1.1", "in_progress", base_commit="a" * 40)
+        replica = _replica(head, tmp_path / "worker", "1.1")
+        replica.record_evidence(ReviewEvidence(task_id="1.1", attempt=1, verdict="APPROVED"))
+        assert [ref.kind for ref in replica.evidence_for("1.1")] == ["review"]
+        assert [ref.kind for ref in head.evidence_for("1.1")] == ["review"]
+        replica.record_node("1.1", "host/node")
+        assert replica.node_of("1.1") == "host/node" == head.node_of("1.1")
+        replica.flush()  # nothing left: no call
+        assert len(replica._relay.calls) == 2  # type: ignore[attr-defined]
+
+
+def test_a_record_the_head_refuses_stops_the_call_that_carried_it(repo: Path, tmp_path: Path) -> None:
+    with PlanManager(repo) as head:
+        head.init_plan(make_plan(2))
+        head.update_task_status("1.1", "in_progress", base_commit="a" * 40)
+        replica = _replica(head, tmp_path / "worker", "1.1")
+        # The replica refuses another task's record at once, before it waits anywhere.
+        with pytest.raises(LedgerRelayError, match=r"without evidence of task 1\.1"):
+            replica.record_evidence(ReviewEvidence(task_id="1.2", attempt=1, verdict="APPROVED"))
+        start = head.ledger_head.seq
+        # A worker that sends one anyway: what came before it stands, it and the call do not happen.
+        node = LedgerCall("1.1", "record_node", ("1.1", "host/node"), {}, start)
+        foreign = LedgerCall("1.1", "record_node", ("1.2", "host/node"), {}, start)
+        status = LedgerCall("1.1", "update_task_status", ("1.1", "coded"), {}, start, before=(node, foreign))
+        reply = serve_call(head, status)
+        assert reply.error is not None and reply.error[0] == "record_node"
+        assert "another task" in reply.error[2]
+        assert _ops_after(head, start) == ["task_node"]
+        assert head.get_task("1.1").status == "in_progress"
+        # A change that waits for the head cannot be smuggled in as a record.
+        smuggled = LedgerCall("1.1", "update_task_status", ("1.1", "coded"), {}, start)
+        usage = LedgerCall("1.1", "record_usage", ("1.1", "developer"), {}, start, before=(smuggled,))
+        reply = serve_call(head, usage)
+        assert reply.error is not None and "cannot travel ahead" in reply.error[2]
+        assert head.get_task("1.1").status == "in_progress"
 
 
 def test_every_state_changing_method_is_relayed_or_refused() -> None:

@@ -374,6 +374,16 @@ async def _flow_on_node(job: _Job, root: Path, node: str) -> _Outcome:
     )
     try:
         await execute_task(session, job.task_id, context, until=_ready_to_merge)
+    except BaseException:
+        # The records a failing flow made still belong in the ledger; the flow's own error is the one
+        # that counts.
+        try:
+            manager.flush()
+        except Exception:
+            _log.warning("ray_executor.records_lost", task_id=job.task_id, exc_info=True)
+        raise
+    else:
+        manager.flush()
     finally:
         with anyio.CancelScope(shield=True):
             await session.close_checks()
@@ -431,6 +441,8 @@ class RayExecutor:
         self.nodes: dict[str, str] = {}
         # The workers' ledger calls this head answered, by method, and the seconds it spent running them.
         self.calls_served: Counter[str] = Counter()
+        # The ledger calls the workers waited for: each carried the records deferred before it.
+        self.round_trips = 0
         self.ledger_seconds = 0.0
         # The seconds this head spent landing the nodes' changes (restore, merge step, commit).
         self.merge_seconds = 0.0
@@ -652,7 +664,7 @@ class RayExecutor:
             _log.exception("ray_executor.request_failed", request=type(request).__name__)
             message = exc.message if isinstance(exc, AutodevError) else f"{type(exc).__name__}: {exc}"
             reply = (
-                LedgerReply(None, (), (type(exc).__name__, message))
+                LedgerReply(None, (), (request.method, type(exc).__name__, message))
                 if isinstance(request, LedgerCall)
                 else _Failure(message)
             )
@@ -664,7 +676,8 @@ class RayExecutor:
         started = time.perf_counter()
         reply = serve_call(manager, call)
         self.ledger_seconds += time.perf_counter() - started
-        self.calls_served[call.method] += 1
+        self.round_trips += 1
+        self.calls_served.update(step.method for step in (*call.before, call))
         after = manager.get_task(call.task_id)
         blocked = after.status == "blocked" and before.status != "blocked"
         failed = blocked or after.retry_count > before.retry_count
