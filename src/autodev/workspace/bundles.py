@@ -71,17 +71,47 @@ def bundle_refs(root: Path, refs: Sequence[str], *, exclude: Sequence[str] = ())
 
 
 def unbundle(root: Path, data: bytes) -> dict[str, str]:
-    """Write a bundle's objects into ``root``'s repository; its refs as ``{ref: commit}`` (none moved)."""
-    with tempfile.NamedTemporaryFile(prefix="autodev-", suffix=".bundle") as file:
-        file.write(data)
-        file.flush()
-        listed = _git(root, "bundle", "unbundle", file.name).decode("utf-8", errors="replace")
+    """Write a bundle's objects into ``root``'s repository; its refs as ``{ref: commit}`` (none moved).
+
+    A small bundle's objects are written loose, as ``git fetch`` does below ``transfer.unpackLimit``: a
+    run receives a few such bundles per task, and as many packs would soon pass ``gc.autoPackLimit`` and
+    set git repacking the whole repository. A large one is kept as the pack it is."""
+    header, pack = _split_bundle(data)
+    if pack is not None and len(pack) >= _PACK_HEADER and _object_count(pack) <= _UNPACK_LIMIT:
+        prerequisites = [line[1:].split()[0] for line in header if line.startswith("-")]
+        missing = set(prerequisites) - set(existing_commits(root, prerequisites))
+        if missing:
+            raise GitError(f"a bundle needs commits {root} lacks: {', '.join(sorted(missing))[:300]}")
+        _git(root, "unpack-objects", "-q", stdin=pack)
+    else:
+        with tempfile.NamedTemporaryFile(prefix="autodev-", suffix=".bundle") as file:
+            file.write(data)
+            file.flush()
+            _git(root, "bundle", "unbundle", file.name)  # checks the prerequisites itself
     refs: dict[str, str] = {}
-    for line in listed.splitlines():
-        commit, _, ref = line.partition(" ")
-        if ref:
-            refs[ref] = commit
+    for line in header:
+        if line[:1] not in ("#", "-", "@", ""):
+            commit, _, ref = line.partition(" ")
+            if ref:
+                refs[ref] = commit
     return refs
+
+
+# Git's default ``transfer.unpackLimit``, and the size of a pack's header (signature, version, count).
+_UNPACK_LIMIT = 100
+_PACK_HEADER = 12
+
+
+def _split_bundle(data: bytes) -> tuple[list[str], bytes | None]:
+    """A bundle's header lines (version, capabilities, prerequisites, refs) and its pack."""
+    end = data.find(b"\n\n")
+    if end < 0 or not data.startswith(b"# v"):
+        return [], None
+    return data[:end].decode("utf-8", errors="replace").splitlines(), data[end + 2 :]
+
+
+def _object_count(pack: bytes) -> int:
+    return int.from_bytes(pack[8:_PACK_HEADER], "big")
 
 
 class CloneCache:

@@ -8,8 +8,10 @@ stay behind, and restoring over an older state leaves nothing of it.
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
+import pytest
 from support.parallel import git, git_repo
 
 from autodev.state.paths import AutodevPaths, ensure_state_dir
@@ -23,6 +25,7 @@ from autodev.workspace.bundles import (
     working_state,
     working_tree,
 )
+from autodev.workspace.git import GitError
 
 
 def _files(root: Path) -> dict[str, tuple[bytes, bool]]:
@@ -189,3 +192,43 @@ def test_a_kept_index_gives_the_same_tree_as_a_fresh_one_after_every_change(tmp_
         assert working_tree(head, base, index=kept) == working_tree(head, base), step.__name__
     assert git(head, "status", "--porcelain", "--untracked-files=all")  # the user's index untouched
     assert git(head, "diff", "--cached", "--name-only") == ""
+
+
+def _packs(root: Path) -> list[str]:
+    return sorted(path.name for path in (root / ".git" / "objects" / "pack").glob("*.pack"))
+
+
+def test_small_bundles_arrive_as_loose_objects_and_large_ones_as_a_pack(tmp_path: Path) -> None:
+    """A run receives a few bundles per task: as packs they would soon set git repacking the repository
+    (``gc.autoPackLimit``), so those below git's own unpack limit are written loose, as a fetch does."""
+    head, base = _head_repository(tmp_path)
+    node = tmp_path / "node"
+    _node_clone(tmp_path, head, base, node)
+    (node / "README.md").write_text("a one-file change\n")
+    _, small = working_state(node, base, "1.1")
+    packs = _packs(head)
+    assert unbundle(head, bundle_refs(node, [working_ref("1.1")], exclude=[base])) == {
+        working_ref("1.1"): small
+    }
+    assert _packs(head) == packs
+    assert git(head, "cat-file", "-t", small).strip() == "commit"
+
+    for number in range(150):
+        (node / f"generated_{number}.txt").write_text(f"file {number}\n")
+    _, large = working_state(node, base, "1.2")
+    refs = unbundle(head, bundle_refs(node, [working_ref("1.2")], exclude=[base]))
+    assert refs == {working_ref("1.2"): large}
+    assert len(_packs(head)) == len(packs) + 1
+    git(head, "update-ref", "refs/test/large", large)
+    git(head, "fsck", "--no-dangling")
+
+
+def test_a_small_bundle_whose_base_the_receiver_lacks_is_refused(tmp_path: Path) -> None:
+    head, base = _head_repository(tmp_path)
+    (head / "README.md").write_text("on top of a commit the stranger lacks\n")
+    _, commit = working_state(head, base, "1.1")
+    stranger = tmp_path / "stranger"
+    git(tmp_path, "init", "-q", str(stranger))
+    with pytest.raises(GitError, match="lacks"):
+        unbundle(stranger, bundle_refs(head, [working_ref("1.1")], exclude=[base]))
+    assert subprocess.run(["git", "cat-file", "-e", commit], cwd=stranger).returncode != 0
