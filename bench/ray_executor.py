@@ -58,6 +58,11 @@ def _run(root: Path, tasks: int, latency_s: float, workers: int, executor: str) 
         "complete": sum(task.status == "complete" for task in done),
         "commits": int(commits) - 1,
     }
+    unfinished = {
+        task.id: f"{task.status}: {task.blocked_reason}" for task in done if task.status != "complete"
+    }
+    if unfinished:
+        result["not_complete"] = unfinished
     if isinstance(orchestrator.executor, RayExecutor):
         ray_run = orchestrator.executor
         result["relayed_calls_per_task"] = round(ray_run.calls_served.total() / tasks, 1)
@@ -90,7 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     # A cluster of this machine with one CPU per worker: each task's flow reserves one.
     ray.init(address="local", num_cpus=args.workers, include_dashboard=False, log_to_driver=False)
     try:
-        with tempfile.TemporaryDirectory(prefix="autodev-bench-ray-") as scratch:
+        # git may still be repacking a repository in the background (its own housekeeping after the run)
+        # when the directory goes.
+        with tempfile.TemporaryDirectory(prefix="autodev-bench-ray-", ignore_cleanup_errors=True) as scratch:
             local = _run(Path(scratch) / "local", tasks, latency, args.workers, "local")
             remote = _run(Path(scratch) / "ray", tasks, latency, args.workers, "ray")
     finally:
