@@ -477,7 +477,8 @@ class RayExecutorSettings(_Settings):
     clone_cache_dir: str | None = Field(
         default=None,
         description="A directory on each node where the tasks' clones keep the repository's objects, so "
-        "a node fetches only the commits it lacks; unset: autodev-clone-cache in the node's temp directory.",
+        "a node fetches only the commits it lacks, and where the clones themselves live while their task "
+        "runs (scratch/); unset: autodev-clone-cache in the node's temp directory.",
     )
 
 

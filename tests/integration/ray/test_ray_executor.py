@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -98,8 +99,8 @@ def test_the_demo_plan_lands_the_same_commits_as_the_local_executor(
             orchestrator.executor.nodes.values()
         )
     ran_in = [Path(marker.read_text()) for marker in setups.iterdir()]
-    scratch = [path.parent.name for path in ran_in if path.parent.name.startswith("autodev-")]
-    clones = sorted(name.split("-")[1] for name in scratch)
+    scratch_root = remote.repo_root.parent / "clone-cache" / "scratch"  # <owner>-<task>-<random>/repo
+    clones = sorted(path.parent.name.split("-")[1] for path in ran_in if path.parent.parent == scratch_root)
     assert clones == ["1.1", "1.2"]  # once in each node's clone (the gates' baseline worktrees get it too)
     notes = [event.message for event in listener.events if event.kind == "note" and event.task_id == "1.1"]
     assert f"on node {orchestrator.executor.nodes['1.1']}" in notes
@@ -227,6 +228,64 @@ def test_a_worker_killed_in_a_developer_call_continues_from_the_ledger_and_lands
     assert recorded.count(("developer", 1)) == 1
     assert recorded.count(("developer", 2)) == 1
     assert verify_state(setup.repo_root).ok
+
+
+def _running(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"  # a zombie is dead, only not yet reaped by its new parent
+
+
+_SLOW_FIRST_SETUP = """
+import os, pathlib, subprocess, sys
+marker = pathlib.Path(sys.argv[1])
+# Slow the first time it runs in a node's clone (the head's worktrees run it too, for the landing).
+if "scratch" in pathlib.Path.cwd().parts and not marker.exists():
+    marker.write_text("")
+    # A tool the setup starts in a session of its own, as agent CLIs and QA tools are started.
+    tool = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    pathlib.Path(sys.argv[2]).write_text(str(tool.pid))
+    tool.wait()
+"""
+
+
+def test_what_a_killed_worker_left_running_is_stopped_and_its_clone_removed(
+    ray_cluster: RayCluster, tmp_path: Path
+) -> None:
+    setup = demo_project(tmp_path / "project")
+    marker, tool_pid = tmp_path / "first-setup-ran", tmp_path / "tool.pid"
+    command = [sys.executable, "-c", _SLOW_FIRST_SETUP, str(marker), str(tool_pid)]
+    killed: list[int] = []
+
+    def kill_the_worker_once_the_tool_runs() -> None:
+        deadline = time.monotonic() + 60
+        while not tool_pid.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        for pid in ray_cluster.worker_pids():
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    killer = threading.Thread(target=kill_the_worker_once_the_tool_runs)
+    killer.start()
+    config = _ray_config(setup, ray_cluster.address, **{"worktree_setup.command": command})
+    outcome = run(
+        Orchestrator(setup.repo_root, config=config, adapter=ScriptedAdapter(script=setup.script)),
+        setup.intent,
+    )
+    killer.join()
+
+    assert killed, "no worker was running the flow"
+    assert [(task.id, task.status) for task in outcome.tasks] == [("1.1", "complete"), ("1.2", "complete")]
+    # The tool outlived the worker that started it; the node's next task stopped it.
+    pid = int(tool_pid.read_text())
+    deadline = time.monotonic() + 10
+    while _running(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _running(pid), "the killed worker's tool still runs"
+    # No scratch clone is left on the node: the killed worker's was removed, the others' removed by them.
+    assert list((Path(config.ray.clone_cache_dir) / "scratch").iterdir()) == []
 
 
 _HEAD_DIES_BEFORE_LANDING = """

@@ -49,6 +49,7 @@ from autodev.guardrails import GuardrailEnforcer, LoopDetector
 from autodev.logging import get_logger
 from autodev.orchestrator.delegation_policy import DelegationPolicy
 from autodev.orchestrator.events import ProgressEvent
+from autodev.orchestrator.execute.node_scratch import scratch_clone, sweep
 from autodev.orchestrator.execute.task_flow import TaskContext, execute_task
 from autodev.orchestrator.harnesses import Verifier
 from autodev.orchestrator.integrity import AgentWatch
@@ -84,6 +85,8 @@ _log = get_logger("autodev.ray_executor")
 
 _INSTALL_HINT = "pip install 'autodev[ray]'"
 _PROBE_TIMEOUT_S = 5.0
+# How long the end of a run waits for the nodes' sweeps (a node that does not answer is left to its next).
+_SWEEP_WAIT_S = 30.0
 # The status a node's flow stops at: the merge is the head's.
 _READY_TO_MERGE = "tournamented"
 
@@ -405,8 +408,9 @@ def _run_on_node(job: _Job) -> _Outcome:
             if isinstance(bundle, _Failure):
                 return _Outcome(node, "unknown", 0, bundle.message)
             cache.receive(bundle, job.base_commit)
-        with tempfile.TemporaryDirectory(prefix=f"autodev-{job.task_id}-") as scratch:
-            root = Path(scratch) / "repo"
+        scratch_root = _scratch_root(job.config.ray)
+        sweep(scratch_root)  # what a worker Ray killed on this node left running (a retry of this task's)
+        with scratch_clone(scratch_root, job.task_id) as root:
             cache.clone(root, job.base_commit)
             ensure_state_dir(AutodevPaths(root))
             return anyio.run(_flow_on_node, job, root, node)
@@ -418,6 +422,15 @@ def _cache_directory(settings: RayExecutorSettings) -> Path:
     if settings.clone_cache_dir is not None:
         return Path(settings.clone_cache_dir).expanduser()
     return Path(tempfile.gettempdir()) / "autodev-clone-cache"
+
+
+def _scratch_root(settings: RayExecutorSettings) -> Path:
+    return _cache_directory(settings) / "scratch"
+
+
+def _sweep_node(settings: RayExecutorSettings) -> tuple[str, list[int]]:
+    """A Ray task pinned to one node: ``sweep`` its scratch root; the node and the pids stopped."""
+    return socket.gethostname(), sweep(_scratch_root(settings))
 
 
 # --- on the head ---------------------------------------------------------------------------------------
@@ -448,6 +461,9 @@ class RayExecutor:
         self.merge_seconds = 0.0
         # The bundles this head sent to the nodes' clone caches, in bytes.
         self.bundle_bytes: list[int] = []
+        # Processes killed workers left running on the nodes, stopped by the sweeps at the run's start and
+        # end (those stopped before a task on its node are in the node's log).
+        self.orphans_stopped: list[int] = []
         self._serving: _Serving | None = None
         self._started_here = False
 
@@ -490,6 +506,8 @@ class RayExecutor:
         self.connect()
         mailbox = ray.remote(num_cpus=0)(_Mailbox).remote()
         self._serving = _Serving(mailbox)
+        # What killed workers of an earlier run left on the nodes stops now, alongside this run's start.
+        starting = self._sweep_nodes()
         try:
             async with anyio.create_task_group() as group:
                 group.start_soon(self._answer_requests, session, mailbox)
@@ -499,6 +517,9 @@ class RayExecutor:
                     group.cancel_scope.cancel()
         finally:
             self._serving = None
+            with anyio.CancelScope(shield=True), anyio.move_on_after(_SWEEP_WAIT_S):
+                for sweeping in [*starting, *self._sweep_nodes()]:
+                    await self._note_swept(sweeping)
             ray.kill(mailbox)
             if self._started_here:
                 ray.shutdown()
@@ -629,6 +650,29 @@ class RayExecutor:
             roots = await session.git.query("rev-list", "--max-parents=0", "HEAD")
             serving.repository = min((roots or "unborn").split())
         return serving.repository
+
+    def _sweep_nodes(self) -> list[Any]:
+        """A sweep of its scratch root on every live node (``node_scratch``); their pending results."""
+        ray = _ray()
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        sweeping = []
+        for node in ray.nodes():
+            if node.get("Alive"):
+                strategy = NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)
+                task = ray.remote(_sweep_node).options(num_cpus=0, scheduling_strategy=strategy)
+                sweeping.append(task.remote(self.settings))
+        return sweeping
+
+    async def _note_swept(self, sweeping: Any) -> None:
+        try:
+            host, stopped = await sweeping
+        except Exception as exc:  # a node lost meanwhile: its processes are beyond reach anyway
+            _log.warning("ray_executor.sweep_failed", error=" ".join(str(exc).split())[:300])
+            return
+        if stopped:
+            self.orphans_stopped += stopped
+            _log.warning("ray_executor.orphans_stopped", node=host, pids=stopped)
 
     def _require_serving(self) -> _Serving:
         if self._serving is None:
