@@ -21,10 +21,12 @@ from support.parallel import Spec, entries_for, git_repo, plan_of, save_plan, sc
 from support.parallel import config as parallel_config
 from support.ray_cluster import RayCluster, free_port
 
-from autodev.adapters.scripted import ScriptedAdapter
+from autodev.adapters.scripted import Script, ScriptedAdapter
 from autodev.cli.demo import DemoSetup
 from autodev.orchestrator import Orchestrator, ProgressEvent
 from autodev.orchestrator.execute.ray_executor import ExecutorUnreachableError, RayExecutor
+from autodev.state.knowledge import KnowledgeStore
+from autodev.state.paths import AutodevPaths, ensure_state_dir
 from autodev.state.plan_manager import PlanManager
 from autodev.state.verify import verify_state
 
@@ -230,6 +232,127 @@ def test_a_worker_killed_in_a_developer_call_continues_from_the_ledger_and_lands
     assert verify_state(setup.repo_root).ok
 
 
+def test_a_task_blocked_on_a_node_keeps_its_change_here_and_a_retry_continues_from_it(
+    ray_cluster: RayCluster, tmp_path: Path
+) -> None:
+    setup = demo_project(tmp_path)
+    root = setup.repo_root
+    rejecting = [entry.model_dump(exclude_defaults=True) for entry in setup.script.entries]
+    for entry in rejecting:
+        if entry["role"] == "reviewer" and entry.get("task_id") == "1.1":
+            entry.pop("responses", None)
+            entry["text"] = "VERDICT: NEEDS_CHANGES\nISSUES:\n- not yet\n"
+    config = _ray_config(setup, ray_cluster.address, qa_retry_limit=2)
+    script = Script.model_validate({"entries": rejecting})
+    run(Orchestrator(root, config=config, adapter=ScriptedAdapter(script=script)), setup.intent)
+
+    with PlanManager(root, readonly=True) as manager:
+        assert manager.get_task("1.1").status == "blocked"
+    # The node's last change is kept here, as a local task's is, and only there.
+    parked = _git(root, "show", "refs/autodev/blocked/1.1:textutils/slug.py")
+    assert "def slugify" in parked
+    assert _git(root, "status", "--porcelain") == ""
+
+    # Retried, with a developer that writes nothing this time: what lands is the kept change, which no
+    # node has any more.
+    approving = [
+        {**entry, "text": "VERDICT: APPROVED\nISSUES:\n"}
+        if entry["role"] == "reviewer"
+        else {**entry, "edits": []}
+        if entry["role"] == "developer" and entry.get("task_id") == "1.1"
+        else entry
+        for entry in rejecting
+    ]
+    again = Orchestrator(
+        root, config=config, adapter=ScriptedAdapter(script=Script.model_validate({"entries": approving}))
+    )
+    assert again.retry("1.1").status == "in_progress"
+    tasks = anyio.run(again.resume)
+
+    assert [task.status for task in tasks] == ["complete", "complete"], [t.blocked_reason for t in tasks]
+    landed = _git(root, "log", "--format=%H", "--grep", "autodev: 1.1 ").split()
+    assert len(landed) == 1
+    assert _git(root, "show", f"{landed[0]}:textutils/slug.py") == parked
+    assert _git(root, "for-each-ref", "refs/autodev/blocked/", "refs/autodev/working/") == ""
+    assert verify_state(root).ok
+
+
+def test_a_task_retried_after_others_landed_continues_from_its_kept_change_on_the_new_base(
+    ray_cluster: RayCluster, tmp_path: Path
+) -> None:
+    root = git_repo(tmp_path / "repo")
+    save_plan(root, plan_of([Spec("1.1"), Spec("1.2")]))
+    rejected = {"role": "reviewer", "task_id": "1.1", "text": "VERDICT: NEEDS_CHANGES\nISSUES:\n- not yet\n"}
+    settings = {"ray.address": ray_cluster.address, "ray.clone_cache_dir": str(tmp_path / "clone-cache")}
+    config = parallel_config(root, 1, executor="ray", qa_retry_limit=2, **settings)
+    first = ScriptedAdapter(script=script_of([rejected, *entries_for()]))
+    anyio.run(Orchestrator(root, config=config, adapter=first, write_scope="**").execute)
+    with PlanManager(root, readonly=True) as manager:
+        assert [manager.get_task(task_id).status for task_id in ("1.1", "1.2")] == ["blocked", "complete"]
+    base_then = _git(root, "rev-parse", "refs/autodev/blocked/1.1^").strip()
+    assert base_then != _git(root, "rev-parse", "HEAD").strip()  # 1.2 landed since
+
+    # Retried on the new base, with a developer that writes nothing: the kept change, put back into the
+    # task's worktree here, is what its node starts from and what lands.
+    silent = {"role": "developer", "task_id": "1.1", "text": "continued"}
+    again = Orchestrator(
+        root,
+        config=config,
+        adapter=ScriptedAdapter(script=script_of([silent, *entries_for()])),
+        write_scope="**",
+    )
+    assert again.retry("1.1").status == "in_progress"
+    tasks = anyio.run(again.resume)
+
+    assert [(task.id, task.status) for task in tasks] == [("1.1", "complete")], tasks[0].blocked_reason
+    assert _git(root, "show", "HEAD:src/t_1.1.py") == "VALUE = '1.1'\n"
+    assert _git(root, "log", "-1", "--format=%s") == "autodev: 1.1 Task 1.1\n"
+    assert verify_state(root).ok
+
+
+_COPY_KNOWLEDGE = """
+import pathlib, sys, uuid
+known = pathlib.Path(".autodev", "knowledge.json")
+if pathlib.Path.cwd().parent.parent.name == "scratch":  # a node's clone, not a baseline worktree
+    pathlib.Path(sys.argv[1], uuid.uuid4().hex).write_text(known.read_text() if known.exists() else "")
+"""
+
+
+def test_lessons_travel_both_ways_between_the_head_and_its_nodes(
+    ray_cluster: RayCluster, tmp_path: Path
+) -> None:
+    setup = demo_project(tmp_path)
+    root = setup.repo_root
+    ensure_state_dir(AutodevPaths(root))
+    KnowledgeStore(AutodevPaths(root)).add_from_text(
+        "LESSON: keep slugs lowercase", role="developer", task_id="0.1"
+    )
+    teaching = next(
+        entry.model_dump(exclude_defaults=True)
+        for entry in setup.script.entries
+        if entry.role == "developer" and entry.task_id == "1.1" and entry.attempt == 2
+    )
+    teaching["text"] += "\nLESSON: slugify strips punctuation before joining words\n"
+    script = script_with(setup, teaching, drop_roles=())
+    seen = tmp_path / "seen"
+    seen.mkdir()
+    command = [sys.executable, "-c", _COPY_KNOWLEDGE, str(seen)]
+    config = _ray_config(setup, ray_cluster.address, **{"worktree_setup.command": command})
+
+    outcome = run(Orchestrator(root, config=config, adapter=ScriptedAdapter(script=script)), setup.intent)
+
+    assert [(task.id, task.status) for task in outcome.tasks] == [("1.1", "complete"), ("1.2", "complete")]
+    # What an agent taught on a node is the head's...
+    lessons = {lesson.text: lesson.task_id for lesson in KnowledgeStore(AutodevPaths(root)).lessons()}
+    assert lessons["keep slugs lowercase"] == "0.1"
+    assert lessons["slugify strips punctuation before joining words"] == "1.1"
+    # ...and every node starts from the head's lessons: 1.2's node knew both.
+    copies = [path.read_text() for path in seen.iterdir()]
+    assert len(copies) == 2
+    assert all("keep slugs lowercase" in copy for copy in copies)
+    assert any("slugify strips punctuation" in copy for copy in copies)
+
+
 def _running(pid: int) -> bool:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -297,7 +420,7 @@ import anyio
 sys.path.insert(0, sys.argv[3])
 from support.orchestration import config_for
 
-from autodev.adapters.scripted import ScriptedAdapter
+from autodev.adapters.scripted import Script, ScriptedAdapter
 from autodev.orchestrator import Orchestrator
 from autodev.orchestrator.execute.ray_executor import RayExecutor
 

@@ -55,7 +55,7 @@ from autodev.orchestrator.harnesses import Verifier
 from autodev.orchestrator.integrity import AgentWatch
 from autodev.orchestrator.provider_guard import ProviderGuard
 from autodev.orchestrator.run_context import RunContext
-from autodev.state.knowledge import KnowledgeStore
+from autodev.state.knowledge import KNOWLEDGE_FILE_NAME, KnowledgeStore, Lesson
 from autodev.state.paths import AutodevPaths, ensure_state_dir
 from autodev.state.plan_manager import PlanState
 from autodev.state.relay import LedgerCall, LedgerReply, RelayedPlanManager, serve_call
@@ -73,7 +73,7 @@ from autodev.workspace.bundles import (
     working_tree,
 )
 from autodev.workspace.git import GitRepo
-from autodev.workspace.integration import TaskWorkspace
+from autodev.workspace.integration import TaskWorkspace, park_change
 from autodev.workspace.worktree_setup import WorktreePreparer
 
 if TYPE_CHECKING:
@@ -179,13 +179,23 @@ class _BaseRequest:
 @dataclass(frozen=True, slots=True)
 class _Seed:
     """The head's state as of ledger entry ``seq``, the task's working state (a bundle and its commit),
-    and the task's evidence files by their recorded paths."""
+    the task's evidence files by their recorded paths, and the head's knowledge store (its file)."""
 
     state: PlanState
     seq: int
     working: bytes | None = None
     working_commit: str | None = None
     evidence: Mapping[str, bytes] = field(default_factory=dict)
+    knowledge: bytes | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Learned:
+    """Lessons an agent taught on a node (``LESSON:`` lines), for the head's knowledge store."""
+
+    text: str
+    role: str
+    task_id: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,6 +273,22 @@ class _WorkingStateSender:
         return bundle_refs(self.root, [working_ref(self.task_id)], exclude=[self.base])
 
 
+class _SharedKnowledge(KnowledgeStore):
+    """A node's knowledge store: it starts from the head's lessons (the seed), and what an agent teaches
+    here goes to the head's store as well, for every later task wherever it runs."""
+
+    def __init__(self, paths: AutodevPaths, mailbox: Any) -> None:
+        super().__init__(paths)
+        self._mailbox = mailbox
+
+    def add_from_text(self, text: str, *, role: str, task_id: str) -> list[Lesson]:
+        learned = super().add_from_text(text, role=role, task_id=task_id)
+        if learned:
+            lines = "\n".join(f"LESSON: {lesson.text}" for lesson in learned)
+            self._mailbox.tell.remote(_Learned(lines, role, task_id))
+        return learned
+
+
 class _NodeAgentWatch(AgentWatch):
     """The checks after each agent call, on a node. The node's clone is the task's base, not the branch:
     commits other tasks landed since are on the head's branch only, where the head checks them (at every
@@ -302,7 +328,7 @@ def _worker_context(job: _Job, root: Path, manager: RelayedPlanManager, mailbox:
         registry=job.registry,
         plan_manager=manager,
         guardrails=GuardrailEnforcer(config.guardrails, manager),
-        knowledge=KnowledgeStore(paths),
+        knowledge=_SharedKnowledge(paths, mailbox),
         agent_watch=_NodeAgentWatch(git, paths.config, calls_dir=paths.calls_dir),
         loop_detector=LoopDetector(config.guardrails.loop_detection_threshold),
         listener=listener,
@@ -356,6 +382,8 @@ async def _flow_on_node(job: _Job, root: Path, node: str) -> _Outcome:
             target = root / recorded
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
+    if seed.knowledge is not None:
+        (AutodevPaths(root).state_dir / KNOWLEDGE_FILE_NAME).write_bytes(seed.knowledge)
 
     def relay(call: LedgerCall) -> LedgerReply:
         reply: LedgerReply = ray.get(mailbox.ask.remote(call))
@@ -534,6 +562,7 @@ class RayExecutor:
         serving = self._require_serving()
         serving.contexts[task_id] = context
         try:
+            await self._continue_from_the_worktree(session, session.plan_manager.get_task(task_id), context)
             return await self._run_until_done(session, task_id, context)
         finally:
             serving.contexts.pop(task_id, None)
@@ -551,6 +580,8 @@ class RayExecutor:
             else:
                 await self._run_remotely(session, task, context)
                 after = manager.get_task(task_id)
+                if after.status == "blocked":
+                    await self._park(session, after, context)
                 if (after.status, after.retry_count, after.base_commit) == (
                     task.status,
                     task.retry_count,
@@ -631,6 +662,45 @@ class RayExecutor:
             _, moved = await anyio.to_thread.run_sync(working_state, root, after.base_commit, task.id)
             await session.git.set_ref(working_ref(task.id), moved)
 
+    async def _continue_from_the_worktree(
+        self, session: RunContext, task: Task, context: TaskContext
+    ) -> None:
+        """A task whose worktree here holds a change its node has not got (a blocked task's parked change,
+        put back by ``autodev retry``) starts its node from that change: it becomes the working state."""
+        base = task.base_commit
+        if base is None or task.status in TERMINAL_STATUSES or task.status == _READY_TO_MERGE:
+            return
+        if await self._working_state_on(session, task.id, base) is not None:
+            return  # a node's work on this base, newer than anything here
+        if await context.workspace.git.is_clean():
+            return
+        _, kept = await anyio.to_thread.run_sync(working_state, context.workspace.root, base, task.id)
+        await session.git.set_ref(working_ref(task.id), kept)
+
+    async def _park(self, session: RunContext, task: Task, context: TaskContext) -> None:
+        """A task blocked on its node keeps its last change here, as a local one does (``park_change``:
+        ``autodev retry`` continues from it): the node's last working state, put into the task's worktree
+        and parked from there."""
+        base = task.base_commit
+        commit = await self._working_state_on(session, task.id, base) if base is not None else None
+        if base is None or commit is None:
+            return
+        await anyio.to_thread.run_sync(restore_working_state, context.workspace.root, base, commit, task.id)
+        context.workspace.git.unwatch()
+        # The working state stays too: the retry's node continues from it when the base is the same, and
+        # its earlier states hold the trees the task's recorded steps refer to.
+        kept = await park_change(context.workspace, task, session.git)
+        if kept is not None:
+            note = f"its last change on node {self.nodes.get(task.id, '?')} is kept: git show {kept[:10]}"
+            session.emit(ProgressEvent("note", f"{note} (autodev retry {task.id})", task.id))
+
+    async def _working_state_on(self, session: RunContext, task_id: str, base: str) -> str | None:
+        """The task's working state kept here, when it was made on ``base``."""
+        commit = await session.git.resolve(working_ref(task_id))
+        if commit is None or await session.git.resolve(f"{commit}^") != base:
+            return None
+        return commit
+
     async def _base_bundle(self, session: RunContext, request: _BaseRequest) -> bytes:
         """The commits a node's clone cache lacks to hold ``request.base``: a bundle of the base less
         what the commits it has (those this repository knows) reach."""
@@ -688,6 +758,10 @@ class RayExecutor:
                 for key, request in taken:
                     if isinstance(request, ProgressEvent):
                         session.emit(request)
+                    elif isinstance(request, _Learned):
+                        session.knowledge.add_from_text(
+                            request.text, role=request.role, task_id=request.task_id
+                        )
                     else:
                         group.start_soon(self._answer, session, mailbox, key, request)
 
@@ -743,20 +817,19 @@ class RayExecutor:
             state, seq = manager.state_copy(), manager.ledger_head.seq
         task = manager.get_task(task_id)
         working: bytes | None = None
-        commit = await session.git.resolve(working_ref(task_id))
         base = task.base_commit
+        commit = await self._working_state_on(session, task_id, base) if base is not None else None
         if commit is not None and base is not None:
-            if await session.git.resolve(f"{commit}^") == base:
-                bundle = partial(bundle_refs, session.repo_root, [working_ref(task_id)], exclude=[base])
-                working = await anyio.to_thread.run_sync(bundle)
-            else:
-                commit = None
+            bundle = partial(bundle_refs, session.repo_root, [working_ref(task_id)], exclude=[base])
+            working = await anyio.to_thread.run_sync(bundle)
         evidence: dict[str, bytes] = {}
         for recorded in manager.evidence_for(task_id):
             path = session.repo_root / recorded.path
             if _inside_state_dir(recorded.path) and await anyio.Path(path).is_file():
                 evidence[recorded.path] = await anyio.Path(path).read_bytes()
-        return _Seed(state, seq, working, commit if working is not None else None, evidence)
+        knowledge_file = anyio.Path(session.knowledge.path)
+        knowledge = await knowledge_file.read_bytes() if await knowledge_file.is_file() else None
+        return _Seed(state, seq, working, commit if working is not None else None, evidence, knowledge)
 
 
 def _unreachable(address: str, detail: str) -> ExecutorUnreachableError:
