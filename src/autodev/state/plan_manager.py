@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+import pickle
 import threading
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
@@ -457,6 +458,11 @@ class PlanManager:
     def state_copy(self) -> PlanState:
         """A deep copy of everything the ledger replays into (for verification and tests)."""
         return self._state.model_copy(deep=True)
+
+    def pickled_state(self) -> bytes:
+        """``state_copy`` as ``pickle`` bytes, for another process (a remote worker's replica): the
+        pickling is the copy, at about a third of what a deep copy and then pickling it cost."""
+        return pickle.dumps(self._state, protocol=pickle.HIGHEST_PROTOCOL)
 
     def get_task(self, task_id: str) -> Task:
         return self._task(task_id).model_copy(deep=True)

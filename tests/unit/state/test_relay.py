@@ -46,8 +46,8 @@ class _Wire:
 def _replica(head: PlanManager, worker_root: Path, task_id: str, **kwargs: object) -> RelayedPlanManager:
     wire = _Wire(head)
     replica = RelayedPlanManager(worker_root, task_id, wire, **kwargs)  # type: ignore[arg-type]
-    with head.transaction():
-        replica.seed(head.state_copy(), head.ledger_head.seq)
+    with head.transaction():  # as the Ray executor seeds a node
+        replica.seed(pickle.loads(head.pickled_state()), head.ledger_head.seq)
     return replica
 
 

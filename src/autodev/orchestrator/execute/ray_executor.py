@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pickle
 import socket
 import tempfile
 import time
@@ -181,7 +182,7 @@ class _Seed:
     """The head's state as of ledger entry ``seq``, the task's working state (a bundle and its commit),
     the task's evidence files by their recorded paths, and the head's knowledge store (its file)."""
 
-    state: PlanState
+    state: bytes  # ``PlanManager.pickled_state``
     seq: int
     working: bytes | None = None
     working_commit: str | None = None
@@ -367,7 +368,8 @@ async def _flow_on_node(job: _Job, root: Path, node: str) -> _Outcome:
     seed: _Seed | _Failure = ray.get(mailbox.ask.remote(_SeedRequest(job.task_id)))
     if isinstance(seed, _Failure):
         return _Outcome(node, "unknown", 0, seed.message)
-    plan = seed.state.plan
+    state: PlanState = pickle.loads(seed.state)  # the head's, through Ray, which unpickles it anyway
+    plan = state.plan
     task = next((task for task in plan.iter_tasks() if task.id == job.task_id), None) if plan else None
     if task is None or task.base_commit != job.base_commit:
         return _Outcome(node, "unknown", 0, f"task {job.task_id} is no longer at base {job.base_commit[:10]}")
@@ -392,7 +394,7 @@ async def _flow_on_node(job: _Job, root: Path, node: str) -> _Outcome:
     manager = RelayedPlanManager(
         root, job.task_id, relay, attach=_WorkingStateSender(root, job.base_commit, job.task_id, sent_tree)
     )
-    manager.seed(seed.state, seed.seq)
+    manager.seed(state, seed.seq)
     manager.record_node(job.task_id, node)
     session = _worker_context(job, root, manager, mailbox)
     session.emit(ProgressEvent("note", f"on node {node}", job.task_id))
@@ -814,7 +816,7 @@ class RayExecutor:
     async def _seed(self, session: RunContext, task_id: str) -> _Seed:
         manager = session.plan_manager
         with manager.transaction():
-            state, seq = manager.state_copy(), manager.ledger_head.seq
+            state, seq = manager.pickled_state(), manager.ledger_head.seq
         task = manager.get_task(task_id)
         working: bytes | None = None
         base = task.base_commit
