@@ -120,7 +120,7 @@ class CloneCache:
     A bare repository (``<directory>/<key>.git``, ``key`` naming the repository by its first commit)
     that keeps each base commit it received under ``refs/autodev/have/``: a task whose base the node has
     clones at once, and one whose base is new asks for a bundle of only the commits the node lacks
-    (``bundle_refs(..., exclude=cache.haves())``). Clones borrow the objects (``git clone --shared``), so
+    (``bundle_refs(..., exclude=cache.haves())``). Clones borrow the objects (``objects/info/alternates``), so
     nothing here is ever pruned: the cache runs git with automatic maintenance off. Several tasks on a node
     write to it at once; git writes objects and refs safely, and a lock keeps two from creating it.
     """
