@@ -34,28 +34,30 @@ class WrittenFile:
     size: int
 
 
-def _write(path: Path, data: bytes) -> WrittenFile:
+def _write(path: Path, data: bytes, *, durable: bool = True) -> WrittenFile:
     try:
-        atomic_write_bytes(path, data)
+        atomic_write_bytes(path, data, durable=durable)
     except OSError as exc:
         raise EvidenceError(f"cannot write evidence {path}: {exc.strerror or exc}") from exc
     return WrittenFile(path, sha256_hex(data), len(data))
 
 
-def write_evidence(paths: AutodevPaths, evidence: Evidence) -> WrittenFile:
-    """Write ``evidence`` to ``evidence/<task>-<kind>-<attempt>.json``; fills ``created_at`` if empty."""
+def write_evidence(paths: AutodevPaths, evidence: Evidence, *, durable: bool = True) -> WrittenFile:
+    """Write ``evidence`` to ``evidence/<task>-<kind>-<attempt>.json``; fills ``created_at`` if empty.
+    ``durable=False``: no fsync, for a copy whose durable original is elsewhere (a remote worker's)."""
     if not evidence.created_at:
         evidence = evidence.model_copy(update={"created_at": datetime.now(UTC).isoformat(timespec="seconds")})
     target = paths.evidence_file(evidence.task_id, evidence.kind, evidence.attempt)
     data = evidence.model_dump_json(indent=2).encode("utf-8") + b"\n"
-    return _write(target, data)
+    return _write(target, data, durable=durable)
 
 
-def write_patch(paths: AutodevPaths, task_id: str, diff: str, *, developer: bool = False) -> WrittenFile:
+def write_patch(
+    paths: AutodevPaths, task_id: str, diff: str, *, developer: bool = False, durable: bool = True
+) -> WrittenFile:
     """Write the task's current change as ``evidence/<task>.patch`` (the latest attempt's diff)."""
-    return _write(
-        paths.patch_file(task_id, developer=developer), diff.encode("utf-8", errors="surrogateescape")
-    )
+    data = diff.encode("utf-8", errors="surrogateescape")
+    return _write(paths.patch_file(task_id, developer=developer), data, durable=durable)
 
 
 def read_evidence(path: Path) -> Evidence:

@@ -275,12 +275,14 @@ class RelayedPlanManager(PlanManager):
         return super().state_copy()
 
     def _mirror(self, method: str, args: tuple[Any, ...], kwargs: Mapping[str, Any], result: Any) -> Any:
-        """Evidence the head wrote is written here too, at the same relative path: the flow reads its
-        own earlier evidence back from the working copy's state directory."""
+        """Evidence the head writes is written here too, at the same relative path: the flow reads its
+        own earlier evidence back from the working copy's state directory. Without fsync: the head's
+        copy is the durable one, and a new worker is seeded with it."""
         if method == "record_evidence":
-            return write_evidence(self.paths, args[0]).path
+            return write_evidence(self.paths, args[0], durable=False).path
         if method == "record_patch":
-            return write_patch(self.paths, args[0], args[1], developer=bool(kwargs.get("developer"))).path
+            developer = bool(kwargs.get("developer"))
+            return write_patch(self.paths, args[0], args[1], developer=developer, durable=False).path
         return result
 
 
