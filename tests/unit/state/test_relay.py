@@ -51,13 +51,18 @@ def _replica(head: PlanManager, worker_root: Path, task_id: str, **kwargs: objec
     return replica
 
 
+def _started(head: PlanManager, tmp_path: Path) -> RelayedPlanManager:
+    """A two-task plan whose 1.1 the head started, and a worker's replica working on 1.1."""
+    head.init_plan(make_plan(2))
+    head.update_task_status("1.1", "in_progress", base_commit="a" * 40)
+    return _replica(head, tmp_path / "worker", "1.1")
+
+
 def test_a_relayed_flow_changes_the_heads_ledger_in_order_and_the_replica_follows(
     repo: Path, tmp_path: Path
 ) -> None:
     with PlanManager(repo) as head:
-        head.init_plan(make_plan(2))
-        head.update_task_status("1.1", "in_progress", base_commit="a" * 40)
-        replica = _replica(head, tmp_path / "worker", "1.1")
+        replica = _started(head, tmp_path)
 
         # Another task moves on the head meanwhile; the replica learns it with its next change.
         head.update_task_status("1.2", "in_progress", base_commit="b" * 40)
@@ -82,9 +87,7 @@ def test_a_relayed_flow_changes_the_heads_ledger_in_order_and_the_replica_follow
 
 def test_the_head_checks_each_change_against_its_own_state(repo: Path, tmp_path: Path) -> None:
     with PlanManager(repo) as head:
-        head.init_plan(make_plan(2))
-        head.update_task_status("1.1", "in_progress", base_commit="a" * 40)
-        replica = _replica(head, tmp_path / "worker", "1.1")
+        replica = _started(head, tmp_path)
         # The head moved the task on (the replica's view is stale): the head's state decides.
         head.update_task_status("1.1", "blocked", reason="stopped by the user")
         before = head.ledger_head
@@ -96,9 +99,7 @@ def test_the_head_checks_each_change_against_its_own_state(repo: Path, tmp_path:
 
 def test_a_worker_cannot_touch_another_task_or_the_plan(repo: Path, tmp_path: Path) -> None:
     with PlanManager(repo) as head:
-        head.init_plan(make_plan(2))
-        head.update_task_status("1.1", "in_progress", base_commit="a" * 40)
-        replica = _replica(head, tmp_path / "worker", "1.1")
+        replica = _started(head, tmp_path)
         before = head.ledger_head
         with pytest.raises(LedgerRelayError, match=r"another task than 1\.1"):
             replica.update_task_status("1.2", "in_progress")
@@ -120,9 +121,7 @@ def test_records_wait_for_the_next_change_and_reach_the_ledger_in_the_order_made
     repo: Path, tmp_path: Path
 ) -> None:
     with PlanManager(repo) as head:
-        head.init_plan(make_plan(2))
-        head.update_task_status("1.1", "in_progress", base_commit="a" * 40)
-        replica = _replica(head, tmp_path / "worker", "1.1")
+        replica = _started(head, tmp_path)
         wire: _Wire = replica._relay  # type: ignore[assignment]
         start = head.ledger_head.seq
 
@@ -156,9 +155,7 @@ def test_records_wait_for_the_next_change_and_reach_the_ledger_in_the_order_made
 
 def test_reading_what_a_record_changes_sends_it_first(repo: Path, tmp_path: Path) -> None:
     with PlanManager(repo) as head:
-        head.init_plan(make_plan(2))
-        head.update_task_status("1.1", "in_progress", base_commit="a" * 40)
-        replica = _replica(head, tmp_path / "worker", "1.1")
+        replica = _started(head, tmp_path)
         replica.record_evidence(ReviewEvidence(task_id="1.1", attempt=1, verdict="APPROVED"))
         assert [ref.kind for ref in replica.evidence_for("1.1")] == ["review"]
         assert [ref.kind for ref in head.evidence_for("1.1")] == ["review"]
@@ -170,9 +167,7 @@ def test_reading_what_a_record_changes_sends_it_first(repo: Path, tmp_path: Path
 
 def test_a_record_the_head_refuses_stops_the_call_that_carried_it(repo: Path, tmp_path: Path) -> None:
     with PlanManager(repo) as head:
-        head.init_plan(make_plan(2))
-        head.update_task_status("1.1", "in_progress", base_commit="a" * 40)
-        replica = _replica(head, tmp_path / "worker", "1.1")
+        replica = _started(head, tmp_path)
         # The replica refuses another task's record at once, before it waits anywhere.
         with pytest.raises(LedgerRelayError, match=r"without evidence of task 1\.1"):
             replica.record_evidence(ReviewEvidence(task_id="1.2", attempt=1, verdict="APPROVED"))

@@ -94,6 +94,7 @@ def sweep(scratch_root: Path) -> list[int]:
             repository_tag(_clone_root(scratch_root / original) / ".autodev") + ":", prefix=True
         )
         shutil.rmtree(claimed, ignore_errors=True)
+    stopped = sorted(set(stopped))
     if stopped:
-        _log.warning("node_scratch.orphans_stopped", pids=sorted(set(stopped)))
-    return sorted(set(stopped))
+        _log.warning("node_scratch.orphans_stopped", pids=stopped)
+    return stopped
