@@ -32,8 +32,18 @@ def _wait_gone(pid: int) -> bool:
 
 
 def _sleeper(env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-    """A process in a session of its own, as AutoDev starts agent CLIs and QA tools."""
-    return subprocess.Popen(["sleep", "300"], start_new_session=True, env={**os.environ, **(env or {})})
+    """A process in a session of its own, as AutoDev starts agent CLIs and QA tools; returned once it runs
+    ``sleep`` (until its exec, /proc shows the environment it was forked with, not the one it was given)."""
+    process = subprocess.Popen(["sleep", "300"], start_new_session=True, env={**os.environ, **(env or {})})
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            if Path(f"/proc/{process.pid}/cmdline").read_bytes().startswith(b"sleep\0"):
+                break
+        except OSError:
+            pass
+        time.sleep(0.005)
+    return process
 
 
 _OWNER = """
