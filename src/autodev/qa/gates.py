@@ -334,6 +334,12 @@ async def run_gate_suite(
         environment, problem = resolution.environment, resolution.problem
     results: list[GateResult] = []
     before = await guard.snapshot() if guard is not None else None
+    asked = [gate for gate in GATE_NAMES if only is None or gate in only]
+    if not any(_gate_settings(config, gate).enabled for gate in asked):
+        # Nothing will run: no scratch directory, and no walk of the tree to find its languages (it grows
+        # with the repository, and a run with its gates off paid it at every check).
+        _changed_files(Path(await anyio.Path(repo_root).resolve()), tuple(changed_files))
+        return GateRun([_disabled(gate) for gate in asked], before, environment)
     with tempfile.TemporaryDirectory(prefix="autodev-qa-") as scratch:
         project = await anyio.to_thread.run_sync(
             _load_project,
@@ -351,10 +357,7 @@ async def run_gate_suite(
                 continue
             settings = _gate_settings(config, gate)
             if not settings.enabled:
-                reason = f"disabled by qa_gates.{gate}.enabled = false"
-                results.append(
-                    GateResult(gate=gate, status="skipped", reason=reason, skipped_by="config:disabled")
-                )
+                results.append(_disabled(gate))
                 continue
             steps = await anyio.to_thread.run_sync(_plan_gate, gate, settings, project)
             for language, step in steps:
@@ -559,6 +562,21 @@ _LANGUAGE_FILES: dict[Language, Callable[[PurePosixPath], bool]] = {
 }
 
 
+def _disabled(gate: GateName) -> GateResult:
+    reason = f"disabled by qa_gates.{gate}.enabled = false"
+    return GateResult(gate=gate, status="skipped", reason=reason, skipped_by="config:disabled")
+
+
+def _changed_files(root: Path, changed: tuple[str, ...]) -> tuple[str, ...]:
+    """The changed files the gates look at (sorted); ``PathEscapeError`` for a path outside ``root``."""
+    files: set[str] = set()
+    for path in changed:
+        clean = normalize_repo_path(path, root, context="changed file")
+        if clean.split("/", 1)[0] not in _EXCLUDED_TOPS and (root / clean).is_file():
+            files.add(clean)
+    return tuple(sorted(files))
+
+
 def _load_project(
     repo_root: Path,
     changed: tuple[str, ...],
@@ -570,17 +588,13 @@ def _load_project(
     main_root: Path | None = None,
 ) -> _Project:
     root = repo_root.resolve()
-    files: set[str] = set()
-    for path in changed:
-        clean = normalize_repo_path(path, root, context="changed file")
-        if clean.split("/", 1)[0] not in _EXCLUDED_TOPS and (root / clean).is_file():
-            files.add(clean)
+    files = _changed_files(root, changed)
     found = detect_languages(root) if languages is None else sorted(set(languages), key=LANGUAGES.index)
     package = _read_package_json(root) if "nodejs" in found else None
     state = state_dir if state_dir is not None else root / STATE_DIR_NAME
     return _Project(
         root,
-        tuple(sorted(files)),
+        files,
         tuple(found),
         scratch,
         package,

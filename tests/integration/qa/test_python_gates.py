@@ -315,6 +315,28 @@ async def test_disabled_gates_are_reported_as_skipped_by_config(project: Path) -
 
 
 @pytest.mark.asyncio
+async def test_with_every_gate_off_nothing_is_looked_at(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No gate runs, so the project is not loaded (its languages are found by a walk of the tree, which
+    grows with the repository); the gates are still reported, and a bad path still refused."""
+
+    def not_needed(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("nothing runs: not needed")
+
+    monkeypatch.setattr("autodev.qa.gates.detect_languages", not_needed)
+    monkeypatch.setattr("autodev.qa.gates._load_project", not_needed)
+
+    results = await run_gates(project, ["src/demo/calc.py"], _only())
+
+    assert [(r.gate, r.status, r.skipped_by) for r in results] == [
+        (gate, "skipped", "config:disabled") for gate in GATE_NAMES
+    ]
+    with pytest.raises(PathEscapeError):
+        await run_gates(project, ["../elsewhere.py"], _only())
+
+
+@pytest.mark.asyncio
 async def test_the_projects_pinned_tools_come_first(project: Path) -> None:
     own_bin = make_venv(project / ".venv").parent
     ruff = Path(sys.executable).parent / "ruff"
