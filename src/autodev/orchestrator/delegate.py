@@ -9,6 +9,7 @@ state before letting the signal through. Deciding *whether and where* a call run
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, NoReturn
@@ -59,7 +60,7 @@ _ENVIRONMENT_ERRORS: frozenset[AgentErrorKind] = frozenset(
 )
 
 
-def landed_commits(session: RunContext) -> dict[str, str]:
+def landed_commits(session: RunContext) -> Mapping[str, str]:
     """``{task id: commit}`` of every task recorded as landed."""
     return session.plan_manager.landed_commits()
 

@@ -153,6 +153,9 @@ class AgentWatch:
         # while the branch only moves forward from that tip they need no new look.
         self._landed_tip: str | None = None
         self._landed_checked: set[str] = set()
+        # The last listing of landed commits found all on the branch: the plan manager hands out the same
+        # object until a commit is recorded or withdrawn, so most calls have nothing new to look at.
+        self._landed_listing: Mapping[str, str] | None = None
         # The main checkout's dirty paths as the last check after a call found them (under the main tree's
         # lock): while tasks work in their own worktrees nothing may change there, so the next call's view
         # starts from it instead of scanning the checkout again. A change in between is found all the same.
@@ -341,7 +344,10 @@ class AgentWatch:
         moved_on = self._landed_tip is not None and self._landed_tip != tip
         if moved_on and not await self.main.is_ancestor(self._landed_tip or tip, tip):
             self._landed_checked.clear()
+            self._landed_listing = None
         self._landed_tip = tip
+        if commits is self._landed_listing:
+            return
         # A set difference in C, not a loop over every landed task: this runs after every agent call, and
         # all but the newest commits were checked before.
         unchecked = set(commits.values()) - self._landed_checked
@@ -351,17 +357,17 @@ class AgentWatch:
                 self._landed_checked.add(commit)
             else:
                 gone.add(commit)
-        if gone:
-            missing = [
-                f"task {task_id} ({commit[:10]})"
-                for task_id, commit in sorted(commits.items())
-                if commit in gone
-            ]
-            raise RepositoryChangedError(
-                f"commits AutoDev recorded as landed are no longer on {await self.main.head_ref_key()}: "
-                f"{_shown(missing)}; something rewrote the branch. Put it back (`git reflog` shows where it "
-                "was, `git update-ref <ref> <commit>` moves it), then run `autodev resume`"
-            )
+        if not gone:
+            self._landed_listing = commits
+            return
+        missing = [
+            f"task {task_id} ({commit[:10]})" for task_id, commit in sorted(commits.items()) if commit in gone
+        ]
+        raise RepositoryChangedError(
+            f"commits AutoDev recorded as landed are no longer on {await self.main.head_ref_key()}: "
+            f"{_shown(missing)}; something rewrote the branch. Put it back (`git reflog` shows where it "
+            "was, `git update-ref <ref> <commit>` moves it), then run `autodev resume`"
+        )
 
     # --- calls that ended without the check after them -------------------------------------------------
 

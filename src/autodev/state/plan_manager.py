@@ -14,12 +14,12 @@ import os
 import pickle
 import threading
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from types import TracebackType
+from types import MappingProxyType, TracebackType
 from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -320,6 +320,9 @@ class PlanManager:
         self._state = PlanState()
         self._tasks: dict[str, Task] = {}
         self._landed: dict[str, str] = {}  # task id -> its landed commit, for landed_commits
+        # A read-only copy of ``_landed`` handed out until it changes: asked for after every agent call,
+        # it changes once a landing, and a copy costs its size.
+        self._landed_copy: Mapping[str, str] | None = None
         self._children: dict[str, list[str]] = {}
         self._slices: dict[str, list[str]] = {}
         # Task ids by status, each task's position in plan order, and each phase's unfinished tasks
@@ -486,10 +489,13 @@ class PlanManager:
         found = set().union(*(self._by_status.get(status, ()) for status in statuses))
         return sorted(found, key=self._position.__getitem__)
 
-    def landed_commits(self) -> dict[str, str]:
-        """``{task id: commit}`` of every task recorded as landed, as now: kept up to date by the replay and
-        copied whole (one C-level dict copy), since it is asked for after every agent call."""
-        return dict(self._landed)
+    def landed_commits(self) -> Mapping[str, str]:
+        """``{task id: commit}`` of every task recorded as landed, as now: kept up to date by the replay.
+        Read-only, and the same object until a commit is recorded or withdrawn, so that a caller may
+        remember what it already looked at by identity."""
+        if self._landed_copy is None:
+            self._landed_copy = MappingProxyType(dict(self._landed))
+        return self._landed_copy
 
     def tasks(self) -> list[Task]:
         """Copies of every task in plan order."""
@@ -1644,6 +1650,7 @@ class PlanManager:
                 self._landed.pop(task.id, None)
             else:
                 self._landed[task.id] = task.commit
+            self._landed_copy = None
         if "worktree" in payload:
             task.worktree = payload["worktree"]
         if "checked_tree" in payload:
@@ -1962,6 +1969,7 @@ class PlanManager:
             if task.status not in TERMINAL_STATUSES:
                 self._open_in_phase[task.phase_id] += 1
         self._landed = {task.id: task.commit for task in self._tasks.values() if task.commit is not None}
+        self._landed_copy = None
         children: dict[str, list[str]] = {}
         slices: dict[str, list[str]] = {}
         for task in self._tasks.values():

@@ -6,6 +6,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import MappingProxyType
 
 import anyio
 import pytest
@@ -123,6 +124,39 @@ def test_recorded_commits_off_the_branch_are_named(tmp_path: Path) -> None:
     assert missing_landed_commits(root, {"1.1": first, "1.2": second}) == [f"1.2 ({second[:10]})"]
     with pytest.raises(RepositoryChangedError, match=r"task 1\.2"):
         anyio.run(watch.check_landed, {"1.1": first, "1.2": second})
+
+
+def test_a_listing_found_on_the_branch_is_looked_at_again_once_the_branch_is_rewritten(
+    tmp_path: Path,
+) -> None:
+    """The same listing object is not checked twice while the branch only moves forward; a branch moved
+    anywhere else makes it checked again, and what left the branch is named."""
+    root = mini_project(tmp_path / "repo")
+    first = git(root, "rev-parse", "HEAD").strip()
+    (root / "b.py").write_text("B = 2\n")
+    git(root, "add", "b.py")
+    git(root, "commit", "-qm", "second")
+    second = git(root, "rev-parse", "HEAD").strip()
+    repo, watch = _watch(root)
+    listing = MappingProxyType({"1.1": first, "1.2": second})
+    asked: list[tuple[str, str]] = []
+    is_ancestor = repo.is_ancestor
+
+    async def counted(ancestor: str, descendant: str) -> bool:
+        asked.append((ancestor, descendant))
+        return await is_ancestor(ancestor, descendant)
+
+    repo.is_ancestor = counted  # type: ignore[method-assign]
+    anyio.run(watch.check_landed, listing)
+    looked = len(asked)
+    (root / "c.py").write_text("C = 3\n")
+    git(root, "add", "c.py")
+    git(root, "commit", "-qm", "third")
+    anyio.run(watch.check_landed, listing)  # forward from the tip it was found at: one look at the tip
+    assert len(asked) == looked + 1
+    git(root, "reset", "-q", "--hard", first)
+    with pytest.raises(RepositoryChangedError, match=r"task 1\.2"):
+        anyio.run(watch.check_landed, listing)
 
 
 def test_diffing_commands_run_without_external_drivers() -> None:

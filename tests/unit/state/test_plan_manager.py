@@ -24,10 +24,13 @@ from autodev.state.plan_manager import PlanManager
 from autodev.state.schemas import ReviewEvidence, Task, TestEvidence
 
 
-def _walk_to_complete(pm: PlanManager, task_id: str) -> None:
+def _walk_to_complete(pm: PlanManager, task_id: str, commit: str | None = None) -> None:
     for status in ("in_progress", "coded", "auto_gated", "reviewed", "tested", "tournamented"):
         pm.update_task_status(task_id, status)
-    pm.update_task_status(task_id, "complete")
+    if commit is None:
+        pm.update_task_status(task_id, "complete")
+    else:
+        pm.update_task_status(task_id, "complete", commit=commit)
 
 
 def test_init_and_transitions_survive_reopen(repo: Path) -> None:
@@ -387,10 +390,15 @@ def test_landed_commits_follow_the_ledger_and_survive_reopen(repo: Path, use_sna
         _walk_to_complete(pm, "1.1")  # complete without a commit (auto_commit off)
         landed = pm.landed_commits()
         assert landed == {"1.2": "c0ffee"}
-        landed["1.3"] = "not recorded"  # a copy: the caller cannot change the record
-        assert pm.landed_commits() == {"1.2": "c0ffee"}
+        with pytest.raises(TypeError):
+            landed["1.3"] = "not recorded"  # type: ignore[index]  # read-only: nobody changes the record
+        assert pm.landed_commits() is landed  # the same listing while nothing landed
+        _walk_to_complete(pm, "1.3", commit="beef")
+        assert pm.landed_commits() is not landed
+        assert landed == {"1.2": "c0ffee"}  # a listing handed out stays as it was
+        assert pm.landed_commits() == {"1.2": "c0ffee", "1.3": "beef"}
     with PlanManager(repo, use_snapshot=use_snapshot) as again:
-        assert again.landed_commits() == {"1.2": "c0ffee"}
+        assert again.landed_commits() == {"1.2": "c0ffee", "1.3": "beef"}
         again.init_plan(make_plan(2), replace=True)
         assert again.landed_commits() == {}
 
