@@ -111,13 +111,19 @@ def test_refs_autodev_moved_itself_are_not_taken_for_the_agents(tmp_path: Path) 
     anyio.run(scenario)
 
 
-def test_recorded_commits_off_the_branch_are_named(tmp_path: Path) -> None:
-    root = mini_project(tmp_path / "repo")
+def _two_commits(root: Path) -> tuple[str, str]:
+    """A project with a second commit on top of its first: (first, second)."""
+    mini_project(root)
     first = git(root, "rev-parse", "HEAD").strip()
     (root / "b.py").write_text("B = 2\n")
     git(root, "add", "b.py")
     git(root, "commit", "-qm", "second")
-    second = git(root, "rev-parse", "HEAD").strip()
+    return first, git(root, "rev-parse", "HEAD").strip()
+
+
+def test_recorded_commits_off_the_branch_are_named(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    first, second = _two_commits(root)
     git(root, "reset", "-q", "--hard", first)
     _, watch = _watch(root)
 
@@ -131,12 +137,8 @@ def test_a_listing_found_on_the_branch_is_looked_at_again_once_the_branch_is_rew
 ) -> None:
     """The same listing object is not checked twice while the branch only moves forward; a branch moved
     anywhere else makes it checked again, and what left the branch is named."""
-    root = mini_project(tmp_path / "repo")
-    first = git(root, "rev-parse", "HEAD").strip()
-    (root / "b.py").write_text("B = 2\n")
-    git(root, "add", "b.py")
-    git(root, "commit", "-qm", "second")
-    second = git(root, "rev-parse", "HEAD").strip()
+    root = tmp_path / "repo"
+    first, second = _two_commits(root)
     repo, watch = _watch(root)
     listing = MappingProxyType({"1.1": first, "1.2": second})
     asked: list[tuple[str, str]] = []
