@@ -896,14 +896,18 @@ class GitRepo:
         if not paths:
             return {}
         old = await self._sizes_in(base, paths)
-        added = {}
+        return {path: max(0, size - old.get(path, 0)) for path, size in self.sizes_now(paths).items()}
+
+    def sizes_now(self, paths: Sequence[str]) -> dict[str, int]:
+        """``{path: bytes}`` of each of ``paths`` in the working tree as it is (0 for one deleted): a
+        ``stat`` each, never a read. Each bounds what the path adds against any base (``added_bytes``)."""
+        sizes = {}
         for path in paths:
             try:
-                size = os.lstat(self.root / path).st_size
+                sizes[path] = os.lstat(self.root / path).st_size
             except OSError:
-                size = 0  # deleted
-            added[path] = max(0, size - old.get(path, 0))
-        return added
+                sizes[path] = 0  # deleted
+        return sizes
 
     async def _sizes_in(self, commit: str, paths: Sequence[str]) -> dict[str, int]:
         """The size of each of ``paths`` in ``commit`` (absent when it is no file there): one lookup per

@@ -3,9 +3,13 @@ its files add (checked before anything is staged) or the size of its diff (a lar
 
 from __future__ import annotations
 
+import subprocess
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import anyio
+import pytest
 from support.parallel import (
     Spec,
     WatchedAdapter,
@@ -19,6 +23,7 @@ from support.parallel import (
 )
 
 from autodev.state.plan_manager import PlanManager
+from autodev.workspace import git as git_module
 
 BIG = "".join(f"LINE_{n} = {n}\n" for n in range(400))  # about 5 KB
 
@@ -52,3 +57,60 @@ def test_a_diff_over_the_limit_sends_the_task_back_to_its_developer(tmp_path: Pa
     second = [call for call in adapter.calls if call.role == "developer"][1]
     assert "over the limit of 2000" in second.prompt and "guardrails.max_diff_bytes" in second.prompt
     assert (root / "src" / "big.py").read_text() == BIG
+
+
+def _sizes_asked(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """Every git command that asks a base for its files' sizes (``GitRepo.added_bytes``), as run."""
+    asked: list[list[str]] = []
+    real = git_module.run_git_now
+
+    def recording(args: Sequence[str], **kwargs: Any) -> subprocess.CompletedProcess[bytes]:
+        if any(arg.startswith("--batch-check=%(objecttype) %(objectsize)") for arg in args):
+            asked.append(list(args))
+        return real(args, **kwargs)
+
+    monkeypatch.setattr(git_module, "run_git_now", recording)
+    return asked
+
+
+def _one_edit(task_id: str, path: str, content: str) -> list[dict[str, object]]:
+    entries = entries_for()
+    entries.append(
+        {
+            "role": "developer",
+            "task_id": task_id,
+            "responses": [{"text": "done", "edits": [{"path": path, "content": content}]}],
+        }
+    )
+    return entries
+
+
+def test_a_change_whose_files_are_within_the_limits_whole_is_not_weighed_against_its_base(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = git_repo(tmp_path / "repo", {"README.md": "project\n", "src/big.py": BIG})
+    save_plan(root, plan_of([Spec("1.1", files=("src/big.py",))]))
+    adapter = WatchedAdapter(script=script_of(_one_edit("1.1", "src/big.py", BIG + "EXTRA = 1\n")))
+    asked = _sizes_asked(monkeypatch)
+
+    anyio.run(orchestrator(root, adapter, 1, **{"guardrails.max_file_bytes": 100_000}).execute)
+
+    assert PlanManager.open(root, readonly=True).get_task("1.1").status == "complete"
+    assert asked == []
+
+
+def test_a_large_file_changed_a_little_is_weighed_by_what_it_adds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The file is over max_file_bytes whole; what the change adds to it is not.
+    root = git_repo(tmp_path / "repo", {"README.md": "project\n", "src/big.py": BIG})
+    save_plan(root, plan_of([Spec("1.1", files=("src/big.py",))]))
+    adapter = WatchedAdapter(script=script_of(_one_edit("1.1", "src/big.py", BIG + "EXTRA = 1\n")))
+    asked = _sizes_asked(monkeypatch)
+
+    anyio.run(orchestrator(root, adapter, 1, **{"guardrails.max_file_bytes": 1_000}).execute)
+
+    task = PlanManager.open(root, readonly=True).get_task("1.1")
+    assert (task.status, task.retry_count) == ("complete", 0)
+    assert asked, "the base's size of src/big.py was never asked for"
+    assert (root / "src" / "big.py").read_text() == BIG + "EXTRA = 1\n"

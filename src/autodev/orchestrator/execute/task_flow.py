@@ -458,8 +458,13 @@ async def _oversized(
     """Why the working copy's change is too big to stage at all (None when it is not); ``dirty``: the
     copy's changed paths when the caller has just listed them."""
     assert task.base_commit is not None
-    added = await ctx.workspace.git.added_bytes(task.base_commit, dirty)
-    return session.guardrails.change_size_problem(added)
+    git = ctx.workspace.git
+    paths = await git.dirty_paths() if dirty is None else dirty
+    # A file adds at most its whole size: a change within the limits counted so is within them, and the
+    # base's sizes (a git process each time) are asked for only when it may not be.
+    if session.guardrails.change_size_problem(git.sizes_now(paths)) is None:
+        return None
+    return session.guardrails.change_size_problem(await git.added_bytes(task.base_commit, paths))
 
 
 async def _current_diff(task: Task, ctx: TaskContext) -> WorkingDiff:
