@@ -226,6 +226,32 @@ def _write_index(git_dir: Path, data: bytes) -> None:
         raise
 
 
+def _move_detached_head(git_dir: Path, new: str, old: str) -> bool:
+    """``git update-ref --no-deref HEAD <new> <old>`` for a HEAD detached at ``old``, written as git writes
+    it (under ``HEAD.lock``) without starting git, and without a reflog entry: True once HEAD names
+    ``new``. False, with nothing changed, when HEAD is not detached at ``old`` or git's lock is held: the
+    caller then asks git, which moves it or says why not."""
+    if not (_OBJECT_ID.fullmatch(new) and _OBJECT_ID.fullmatch(old)) or read_head_file(git_dir) != old:
+        return False  # looked at before the lock: a symbolic HEAD (a branch) is never locked here
+    lock = git_dir / "HEAD.lock"
+    try:
+        fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except OSError:
+        return False
+    try:
+        with os.fdopen(fd, "wb") as out:
+            # Read again under the lock, which every git honours: HEAD cannot move before the rename.
+            if read_head_file(git_dir) != old:
+                lock.unlink()
+                return False
+            out.write(f"{new}\n".encode("ascii"))
+        os.replace(lock, git_dir / "HEAD")
+    except BaseException:
+        lock.unlink(missing_ok=True)
+        raise
+    return True
+
+
 def _remove_all(paths: Sequence[Path]) -> None:
     """Delete each path, whatever it is now (a directory where a file was, or nothing)."""
     for path in paths:
@@ -724,7 +750,9 @@ class GitRepo:
             return None
         commit = await self.commit_tree(tree, head, message)
         subject = message.splitlines()[0] if message else ""
-        await self._run("update-ref", "-m", f"commit: {subject}", "HEAD", commit, head)
+        # A recycled worktree's detached HEAD is AutoDev's own: moved without a git process.
+        if not _move_detached_head(git_dir, commit, head):
+            await self._run("update-ref", "-m", f"commit: {subject}", "HEAD", commit, head)
         copy.note_move(head, commit, paths)
         return await self._note_head_moved()
 
@@ -1044,7 +1072,8 @@ class GitRepo:
                 if restored.code != 0:
                     detail = " ".join(restored.stderr.split())[:300] or f"exit code {restored.code}"
                     raise GitError(f"git restore failed in {self.root}: {detail}")
-        if await self.head() != base:
+        head = await self.head()
+        if head != base and (head is None or not _move_detached_head(git_dir, base, head)):
             await self._run("update-ref", "--no-deref", "HEAD", base)
         await self._note_head_moved()
         return True

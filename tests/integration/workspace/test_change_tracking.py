@@ -10,8 +10,9 @@ import stat
 import subprocess
 import sys
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 import pytest_asyncio
@@ -19,8 +20,9 @@ from support.parallel import commit_everything as _commit
 from support.parallel import git as _git
 
 from autodev.workspace import changes
+from autodev.workspace import git as git_module
 from autodev.workspace.changes import ChangeTracker
-from autodev.workspace.git import GitRepo
+from autodev.workspace.git import GitError, GitRepo
 from autodev.workspace.worktree import WorktreeManager
 from autodev.workspace.worktree_pool import WorktreePool
 
@@ -355,6 +357,74 @@ async def test_a_recycled_worktree_commits_only_what_changed(watched_worktree: t
     assert _git(copy, "rev-parse", f"{commit}^{{tree}}").strip() == tree
     assert _git(copy, "log", "-1", "--format=%s").strip() == "autodev: 1.1 a task"
     assert await git.dirty_paths() == [] and await git.is_clean()
+
+
+def _git_commands(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The name of every git command AutoDev starts from now on (``update-ref``, ``restore``, ...)."""
+    started: list[str] = []
+    real = git_module.run_git_now
+
+    def recording(args: Sequence[str], **kwargs: Any) -> subprocess.CompletedProcess[bytes]:
+        started.append(next(arg for arg in args if not arg.startswith("-") and "=" not in arg))
+        return real(args, **kwargs)
+
+    monkeypatch.setattr(git_module, "run_git_now", recording)
+    return started
+
+
+@pytest.mark.asyncio
+async def test_a_recycled_worktree_s_head_moves_as_git_moves_it_without_git(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pool = WorktreePool(repo, repo / ".autodev" / "worktrees", 1)
+    await pool.warm_up(1)
+    try:
+        first = await pool.claim("1.1")
+        git = GitRepo(first.path)
+        (first.path / "app.py").write_text("VALUE = 2\n")
+        started = _git_commands(monkeypatch)
+        commit = await git.commit_all("autodev: 1.1 a task")
+        (repo / "pkg" / "on-main.py").write_text("MAIN = 1\n")
+        next_base = _commit(repo, "main moved")
+        await pool.release(first)
+        second = await pool.claim("1.2", next_base)
+
+        assert "update-ref" not in started
+        assert commit is not None and second.path == first.path
+        assert _git(second.path, "rev-parse", "HEAD").strip() == next_base
+        git_dir = Path(_git(second.path, "rev-parse", "--absolute-git-dir").strip())
+        assert (git_dir / "HEAD").read_text() == f"{next_base}\n"  # detached, as git writes it
+        assert not (git_dir / "HEAD.lock").exists()
+        assert _git(second.path, "status", "--porcelain") == ""
+        # git itself takes it from there.
+        _git(second.path, "checkout", "-q", "--detach", commit)
+        assert await GitRepo(second.path).head() == commit
+    finally:
+        await pool.cleanup_all()
+
+
+@pytest.mark.asyncio
+async def test_a_head_git_holds_or_someone_moved_is_left_to_git(
+    watched_worktree: tuple[GitRepo, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    git, base = watched_worktree
+    git_dir = await git.git_dir()
+    (git.root / "app.py").write_text("VALUE = 3\n")
+    lock = git_dir / "HEAD.lock"
+    lock.write_text("another git's\n")
+    started = _git_commands(monkeypatch)
+
+    with pytest.raises(GitError, match=r"HEAD\.lock"):
+        await git.commit_all("autodev: 1.1 a task")
+
+    assert started.count("update-ref") == 1  # git was asked, and refused as it refuses everybody
+    assert lock.read_text() == "another git's\n"
+    assert (git_dir / "HEAD").read_text().strip() == base
+    lock.unlink()
+    other = _git(git.root, "commit-tree", "-m", "elsewhere", f"{base}^{{tree}}", "-p", base).strip()
+    _git(git.root, "update-ref", "--no-deref", "HEAD", other)  # moved by somebody else meanwhile
+    assert not git_module._move_detached_head(git_dir, base, base)
+    assert (git_dir / "HEAD").read_text().strip() == other and not lock.exists()
 
 
 # --- answers from what AutoDev already knows: each must be git's own answer ---------------------------
