@@ -23,6 +23,7 @@ from support.parallel import (
 )
 
 from autodev.state.plan_manager import PlanManager
+from autodev.state.schemas import Task
 from autodev.workspace import git as git_module
 
 BIG = "".join(f"LINE_{n} = {n}\n" for n in range(400))  # about 5 KB
@@ -73,29 +74,28 @@ def _sizes_asked(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     return asked
 
 
-def _one_edit(task_id: str, path: str, content: str) -> list[dict[str, object]]:
+def _one_line_added_to_big_py(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, max_file_bytes: int
+) -> tuple[Path, Task, list[list[str]]]:
+    """Task 1.1 adds one line to the 5 KB ``src/big.py``: the repository, the task as it ended, and the
+    base-size lookups its run made."""
+    root = git_repo(tmp_path / "repo", {"README.md": "project\n", "src/big.py": BIG})
+    save_plan(root, plan_of([Spec("1.1", files=("src/big.py",))]))
     entries = entries_for()
-    entries.append(
-        {
-            "role": "developer",
-            "task_id": task_id,
-            "responses": [{"text": "done", "edits": [{"path": path, "content": content}]}],
-        }
-    )
-    return entries
+    edit = {"path": "src/big.py", "content": BIG + "EXTRA = 1\n"}
+    entries.append({"role": "developer", "task_id": "1.1", "responses": [{"text": "done", "edits": [edit]}]})
+    asked = _sizes_asked(monkeypatch)
+    config = {"guardrails.max_file_bytes": max_file_bytes}
+    anyio.run(orchestrator(root, WatchedAdapter(script=script_of(entries)), 1, **config).execute)
+    return root, PlanManager.open(root, readonly=True).get_task("1.1"), asked
 
 
 def test_a_change_whose_files_are_within_the_limits_whole_is_not_weighed_against_its_base(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root = git_repo(tmp_path / "repo", {"README.md": "project\n", "src/big.py": BIG})
-    save_plan(root, plan_of([Spec("1.1", files=("src/big.py",))]))
-    adapter = WatchedAdapter(script=script_of(_one_edit("1.1", "src/big.py", BIG + "EXTRA = 1\n")))
-    asked = _sizes_asked(monkeypatch)
+    _, task, asked = _one_line_added_to_big_py(tmp_path, monkeypatch, max_file_bytes=100_000)
 
-    anyio.run(orchestrator(root, adapter, 1, **{"guardrails.max_file_bytes": 100_000}).execute)
-
-    assert PlanManager.open(root, readonly=True).get_task("1.1").status == "complete"
+    assert task.status == "complete"
     assert asked == []
 
 
@@ -103,14 +103,8 @@ def test_a_large_file_changed_a_little_is_weighed_by_what_it_adds(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The file is over max_file_bytes whole; what the change adds to it is not.
-    root = git_repo(tmp_path / "repo", {"README.md": "project\n", "src/big.py": BIG})
-    save_plan(root, plan_of([Spec("1.1", files=("src/big.py",))]))
-    adapter = WatchedAdapter(script=script_of(_one_edit("1.1", "src/big.py", BIG + "EXTRA = 1\n")))
-    asked = _sizes_asked(monkeypatch)
+    root, task, asked = _one_line_added_to_big_py(tmp_path, monkeypatch, max_file_bytes=1_000)
 
-    anyio.run(orchestrator(root, adapter, 1, **{"guardrails.max_file_bytes": 1_000}).execute)
-
-    task = PlanManager.open(root, readonly=True).get_task("1.1")
     assert (task.status, task.retry_count) == ("complete", 0)
     assert asked, "the base's size of src/big.py was never asked for"
     assert (root / "src" / "big.py").read_text() == BIG + "EXTRA = 1\n"
