@@ -246,6 +246,9 @@ def _move_detached_head(git_dir: Path, new: str, old: str) -> bool:
                 return False
             out.write(f"{new}\n".encode("ascii"))
         os.replace(lock, git_dir / "HEAD")
+    except OSError as exc:  # as git's own failure would be: a full disk is still found by its errno
+        lock.unlink(missing_ok=True)
+        raise GitError(f"cannot move HEAD in {git_dir} to {new[:10]}: {exc.strerror or exc}") from exc
     except BaseException:
         lock.unlink(missing_ok=True)
         raise

@@ -4,6 +4,7 @@ full scan of the same copy, so a path the tracker missed shows up as a differenc
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import stat
@@ -19,6 +20,7 @@ import pytest_asyncio
 from support.parallel import commit_everything as _commit
 from support.parallel import git as _git
 
+from autodev.faults import environment_fault
 from autodev.workspace import changes
 from autodev.workspace import git as git_module
 from autodev.workspace.changes import ChangeTracker
@@ -425,6 +427,27 @@ async def test_a_head_git_holds_or_someone_moved_is_left_to_git(
     _git(git.root, "update-ref", "--no-deref", "HEAD", other)  # moved by somebody else meanwhile
     assert not git_module._move_detached_head(git_dir, base, base)
     assert (git_dir / "HEAD").read_text().strip() == other and not lock.exists()
+
+
+@pytest.mark.asyncio
+async def test_a_head_that_cannot_be_written_fails_as_git_would_and_keeps_its_commit(
+    watched_worktree: tuple[GitRepo, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    git, base = watched_worktree
+    git_dir = await git.git_dir()
+    other = _git(git.root, "commit-tree", "-m", "next", f"{base}^{{tree}}", "-p", base).strip()
+
+    def disk_full(source: object, target: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    with monkeypatch.context() as patched:
+        patched.setattr(git_module.os, "replace", disk_full)
+        with pytest.raises(GitError, match="No space left") as failed:
+            git_module._move_detached_head(git_dir, other, base)
+
+    assert (git_dir / "HEAD").read_text().strip() == base and not (git_dir / "HEAD.lock").exists()
+    fault = environment_fault(failed.value, "task 1.1 (merging)")
+    assert fault is not None and "ENOSPC" in fault.message  # a resumable stop, as a full disk is
 
 
 # --- answers from what AutoDev already knows: each must be git's own answer ---------------------------
