@@ -441,7 +441,7 @@ async def test_a_head_that_cannot_be_written_fails_as_git_would_and_keeps_its_co
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     with monkeypatch.context() as patched:
-        patched.setattr(git_module.os, "replace", disk_full)
+        patched.setattr(os, "replace", disk_full)
         with pytest.raises(GitError, match="No space left") as failed:
             git_module._move_detached_head(git_dir, other, base)
 
