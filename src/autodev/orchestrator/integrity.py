@@ -253,7 +253,7 @@ class AgentWatch:
                 "<commit>` moves one), then run `autodev resume`"
             )
         if view.main_dirty is not None:
-            dirty = frozenset(await self._main_dirty(main_tree_lock))
+            dirty = frozenset(await self._main_dirty(main_tree_lock, view.main_dirty))
             written = sorted(dirty - view.main_dirty)
             if not written:
                 self._main_dirty_seen = dirty
@@ -293,7 +293,13 @@ class AgentWatch:
             self._main_dirty_seen = frozenset(await self.main.dirty_paths())
         return self._main_dirty_seen
 
-    async def _main_dirty(self, lock: anyio.Lock | None) -> list[str]:
+    async def _main_dirty(self, lock: anyio.Lock | None, before: frozenset[str]) -> list[str]:
+        # Nothing written, staged or moved in the main checkout since git last looked, and nothing new
+        # there: a merge that holds the lock has not touched the checkout yet, so there is no need to wait
+        # for it. Anything else is looked at under the lock, never half way through a merge.
+        known = self.main.known_dirty_paths()
+        if known is not None and before.issuperset(known):
+            return known
         owner = lock.statistics().owner if lock is not None else None
         if lock is None or (owner is not None and owner == anyio.get_current_task()):
             return await self.main.dirty_paths()

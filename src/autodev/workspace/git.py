@@ -982,6 +982,22 @@ class GitRepo:
             copy.tracker.forget_before(mark)
         return dirty
 
+    def known_dirty_paths(self) -> list[str] | None:
+        """``dirty_paths``' last answer for a watched copy while nothing was written, staged or moved since
+        (what its tracker and the index and HEAD files say, without git); None when that is not known.
+
+        Synchronous on purpose: nothing else on the event loop runs between the look and the answer."""
+        copy = self._watched()
+        git_dir = self._git_dir_path
+        if copy is None or copy.status_paths is None or git_dir is None:
+            return None
+        content = read_head_file(git_dir)
+        head = content if _OBJECT_ID.fullmatch(content) else _loose_branch(git_dir, content)
+        if head is None:
+            return None  # a HEAD only git can resolve: not known here
+        key = (copy.tracker.generation, file_stamp(git_dir / "index"), head)
+        return list(copy.status_paths) if copy.status_key == key else None
+
     async def _status(self, paths: Sequence[str] | None = None) -> list[str]:
         if paths is None:
             args: tuple[str, ...] = ("--", ".", _EXCLUDE_STATE)

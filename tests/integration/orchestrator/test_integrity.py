@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import MappingProxyType
 
@@ -323,3 +323,89 @@ def test_a_fast_forward_under_way_while_another_call_is_checked_is_not_taken_for
 
     with pytest.raises(RepositoryChangedError, match=r"task 1\.2 moved git refs"):
         anyio.run(scenario)
+
+
+async def _with_the_lock_held_elsewhere(
+    lock: anyio.Lock, check: Callable[[], Awaitable[object]], before_release: Callable[[], None]
+) -> None:
+    """Run ``check`` while another task holds ``lock`` (a merge under way); ``before_release`` runs once
+    ``check`` has either finished or blocked, and the lock is released after it."""
+    held, release = anyio.Event(), anyio.Event()
+
+    async def merger() -> None:
+        async with lock:
+            held.set()
+            await release.wait()
+
+    async def checked() -> None:
+        try:
+            await check()
+        finally:
+            release.set()  # a check that waited for the lock must still end
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(merger)
+        await held.wait()
+        group.start_soon(checked)
+        await anyio.wait_all_tasks_blocked()
+        before_release()
+        release.set()
+
+
+def _watched_main_and_task(tmp_path: Path) -> tuple[Path, GitRepo, GitRepo, AgentWatch]:
+    root = mini_project(tmp_path / "repo")
+    git(root, "worktree", "add", "-q", "--detach", str(tmp_path / "task"))
+    main, copy = GitRepo(root), GitRepo(tmp_path / "task")
+    return root, main, copy, AgentWatch(main, root / ".autodev" / "config.toml")
+
+
+def test_a_check_does_not_wait_for_a_merge_that_has_not_touched_the_main_checkout(tmp_path: Path) -> None:
+    _, main, copy, watch = _watched_main_and_task(tmp_path)
+    lock = anyio.Lock()
+    finished: list[str] = []
+
+    async def scenario() -> None:
+        assert await main.watch()
+        try:
+            view = await watch.before(copy)
+
+            async def check() -> None:
+                (tmp_path / "task" / "own.py").write_text("x = 1\n")  # the agent's own work
+                await watch.after(view, copy, who="the developer of task 1.1", main_tree_lock=lock)
+                finished.append("checked")
+
+            # The check ends while the lock is still held: it never waited for it.
+            await _with_the_lock_held_elsewhere(lock, check, lambda: finished.append("released"))
+        finally:
+            main.unwatch()
+
+    anyio.run(scenario)
+    assert finished == ["checked", "released"]
+
+
+def test_a_write_in_the_main_checkout_is_looked_at_after_the_merge_under_way(tmp_path: Path) -> None:
+    root, main, copy, watch = _watched_main_and_task(tmp_path)
+    lock = anyio.Lock()
+    finished: list[str] = []
+
+    async def scenario() -> None:
+        assert await main.watch()
+        try:
+            view = await watch.before(copy)
+
+            async def check() -> None:
+                (root / "stray.py").write_text("written in the main checkout\n")
+                try:
+                    await watch.after(view, copy, who="the developer of task 1.1", main_tree_lock=lock)
+                finally:
+                    finished.append("checked")
+
+            await _with_the_lock_held_elsewhere(lock, check, lambda: finished.append("released"))
+        finally:
+            main.unwatch()
+
+    with pytest.raises(BaseExceptionGroup) as stopped:
+        anyio.run(scenario)
+    assert finished == ["released", "checked"]  # it waited for the lock, then looked
+    changed = stopped.value.exceptions[0]
+    assert isinstance(changed, RepositoryChangedError) and "stray.py" in changed.message

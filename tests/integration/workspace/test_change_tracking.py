@@ -481,6 +481,29 @@ async def test_answers_kept_while_nothing_changed_follow_every_later_change(
 
 
 @pytest.mark.asyncio
+async def test_the_known_dirty_paths_are_the_last_answer_only_while_nothing_changed(repo: Path) -> None:
+    main = GitRepo(repo)
+    assert main.known_dirty_paths() is None  # not watched: only git knows
+    assert await main.watch()
+    try:
+        assert main.known_dirty_paths() is None  # nothing asked yet
+        (repo / "app.py").write_text("VALUE = 2\n")
+        assert await main.dirty_paths() == ["app.py"]
+        assert main.known_dirty_paths() == ["app.py"]
+        (repo / "notes.txt").write_text("a file written after the answer\n")
+        assert main.known_dirty_paths() is None
+        assert sorted(await main.dirty_paths()) == ["app.py", "notes.txt"] == main.known_dirty_paths()
+        _git(repo, "add", "notes.txt")  # only the index changes
+        assert main.known_dirty_paths() is None
+        assert sorted(await main.dirty_paths()) == ["app.py", "notes.txt"]
+        _git(repo, "commit", "-q", "-m", "notes")  # HEAD moves
+        assert main.known_dirty_paths() is None
+        assert await main.dirty_paths() == ["app.py"] == main.known_dirty_paths()
+    finally:
+        main.unwatch()
+
+
+@pytest.mark.asyncio
 async def test_what_autodev_knows_of_its_own_commits_is_what_git_says(repo: Path) -> None:
     """Trees, ancestry and the patch of a commit AutoDev made, answered from memory, against git."""
     main = GitRepo(repo)
