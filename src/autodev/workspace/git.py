@@ -347,6 +347,7 @@ class CommitFacts:
         self._sizes: dict[str, dict[str, int | None]] = {}
         self.diffs: dict[tuple[str, str], WorkingDiff] = {}
         self.patches: dict[str, str] = {}
+        self.changes: dict[str, tuple[tuple[str, ...], str]] = {}
 
     def parent_of(self, commit: str) -> str | None:
         """The parent AutoDev gave ``commit`` (None: not one AutoDev made)."""
@@ -358,6 +359,15 @@ class CommitFacts:
         if len(self.diffs) >= self._KEPT_DIFFS:
             self.diffs.pop(next(iter(self.diffs)))
         self.diffs[(diff.base, diff.tree)] = diff
+
+    def note_change(self, commit: str, names: tuple[str, ...], patch: str) -> None:
+        """The paths and the patch of ``commit``'s change on its parent, read ahead of a fast-forward to it
+        (``GitRepo.learn_change``) and taken by it once."""
+        if len(patch) > self._KEPT_PATCH_CHARS:
+            return
+        if len(self.changes) >= self._KEPT_DIFFS:
+            self.changes.pop(next(iter(self.changes)))
+        self.changes[commit] = (names, patch)
 
     def note_patch(self, commit: str, patch: str) -> None:
         """``commit``'s patch on its parent, kept until ``GitRepo.commit_patch`` asks for it once."""
@@ -667,6 +677,15 @@ class GitRepo:
         ignored ones and ``.autodev/`` excepted. Neither the user's index nor any ref changes; the
         snapshot's objects are written to the object store, so ``restore_from_tree`` can bring it back."""
         return await self._tree_now()
+
+    async def learn_change(self, commit: str) -> None:
+        """Read now the paths and the patch of ``commit``'s change on its parent (a commit AutoDev made), so
+        that a fast-forward to it later starts no process for them (see ``integration.prepare_landing``)."""
+        parent = self._made.parent_of(commit)
+        if parent is None or commit in self._made.changes:
+            return
+        names, patch = await self._names_and_patch(parent, commit)
+        self._made.note_change(commit, names, patch)
 
     async def tree_of(self, commit: str) -> str:
         known = self._made.trees.get(commit)
@@ -1209,8 +1228,10 @@ class GitRepo:
         if not await self.is_ancestor(head, commit):
             return False
         if self._made.parent_of(commit) == head:
-            # One process for the paths to write and the patch the task's record keeps (``commit_patch``).
-            names, patch = await self._names_and_patch(head, commit)
+            # One process for the paths to write and the patch the task's record keeps (``commit_patch``),
+            # unless ``learn_change`` read them ahead.
+            known = self._made.changes.pop(commit, None)
+            names, patch = known if known is not None else await self._names_and_patch(head, commit)
             written = list(names)
             self._made.note_patch(commit, patch)
         else:

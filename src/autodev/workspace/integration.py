@@ -36,6 +36,7 @@ __all__ = [
     "TASK_REF_PREFIX",
     "Integrated",
     "IntegrationConflict",
+    "Landing",
     "MainTreeChangedError",
     "TaskCommit",
     "TaskWorkspace",
@@ -48,6 +49,7 @@ __all__ = [
     "land_on_main",
     "main_tree_base",
     "park_change",
+    "prepare_landing",
     "rebase_after_conflict",
     "task_ref",
     "unpark_change",
@@ -87,6 +89,14 @@ class TaskCommit:
 class Integrated:
     commit: str
     pinned: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Landing:
+    """A task's commit made ready, before the integration lock, to land on ``onto`` (``prepare_landing``)."""
+
+    onto: str
+    commit: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,10 +241,36 @@ async def land_on_main(main: GitRepo, commit: str, head: str) -> None:
         raise MainTreeChangedError(f"the fast-forward of {main.root} to {commit[:10]} failed twice")
 
 
-async def integrate(
+async def prepare_landing(
     main: GitRepo, workspace: TaskWorkspace, task: Task, change: TaskCommit
+) -> Landing | None:
+    """Before the integration lock: ``change`` replayed onto the main tree's HEAD as it is now, and what the
+    fast-forward to it will write read ahead, all in git's object store. Tasks landing meanwhile wait on
+    the lock for less. ``integrate`` uses it when HEAD has not moved since, and replays again when it has.
+    None when there is nothing to prepare: a commit made before a kill (it may have landed already) or a
+    conflict (``integrate`` meets it again under the lock and reports it)."""
+    head = await main.head()
+    if change.parent is None or head is None:
+        return None
+    commit = change.commit
+    if change.parent != head:
+        replayed = await workspace.git.replay(commit, head, commit_message(task))
+        if isinstance(replayed, list):
+            return None
+        commit = replayed
+    await main.learn_change(commit)
+    return Landing(head, commit)
+
+
+async def integrate(
+    main: GitRepo,
+    workspace: TaskWorkspace,
+    task: Task,
+    change: TaskCommit,
+    ready: Landing | None = None,
 ) -> Integrated | IntegrationConflict:
-    """Bring an isolated task's committed change onto the main tree ``main`` (see the module docstring).
+    """Bring an isolated task's committed change onto the main tree ``main`` (see the module docstring);
+    ``ready``: what ``prepare_landing`` made of it before the lock.
 
     The caller holds the integration lock: the main tree's HEAD does not move underneath.
     """
@@ -248,7 +284,9 @@ async def integrate(
         if landed is not None:
             return Integrated(landed, pinned)
     parent = change.parent or await git.resolve(f"{commit}^")
-    if parent != head:
+    if ready is not None and ready.onto == head:
+        commit = ready.commit
+    elif parent != head:
         replayed = await git.replay(commit, head, message)
         if isinstance(replayed, list):
             return IntegrationConflict(head, tuple(replayed), commit)

@@ -6,13 +6,28 @@ the old or the new commit has it) is repaired. Real git."""
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 
+from autodev.state.schemas import Task
+from autodev.workspace import git as git_module
 from autodev.workspace.git import GitRepo
-from autodev.workspace.integration import MainTreeChangedError, land_on_main
+from autodev.workspace.integration import (
+    Integrated,
+    IntegrationConflict,
+    Landing,
+    MainTreeChangedError,
+    TaskCommit,
+    TaskWorkspace,
+    commit_message,
+    integrate,
+    land_on_main,
+    prepare_landing,
+)
 
 IDENTITY = ["-c", "user.name=t", "-c", "user.email=t@invalid"]
 
@@ -71,3 +86,105 @@ def test_what_a_fast_forward_cut_short_left_is_repaired_and_the_commit_lands(tmp
     assert _git(root, "rev-parse", "HEAD") == task_commit
     assert _git(root, "status", "--porcelain") == ""
     assert (root / "added.txt").read_text() == "added by the task\n"
+
+
+def _git_commands(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The name of every git command AutoDev starts from now on."""
+    started: list[str] = []
+    real = git_module.run_git_now
+
+    def recording(args: Sequence[str], **kwargs: Any) -> subprocess.CompletedProcess[bytes]:
+        started.append(next(arg for arg in args if not arg.startswith("-") and "=" not in arg))
+        return real(args, **kwargs)
+
+    monkeypatch.setattr(git_module, "run_git_now", recording)
+    return started
+
+
+def _task_in_a_worktree(tmp_path: Path) -> tuple[Path, GitRepo, TaskWorkspace, Task, TaskCommit]:
+    """A watched main checkout at A, and task 1.1's commit, made in a worktree of its own at A, that
+    adds ``task.txt``; the main branch then moves on with a commit that adds ``other.txt``."""
+    root, head, _ = _repository(tmp_path)
+    copy = tmp_path / "task"
+    _git(root, "worktree", "add", "-q", "--detach", str(copy), head)
+    main = GitRepo(root)
+    workspace = TaskWorkspace(copy, GitRepo(copy, like=main), isolated=True)
+    task = Task(id="1.1", phase_id="1", title="Add task.txt", description="d", base_commit=head)
+    (copy / "task.txt").write_text("the task's file\n")
+    _git(copy, "add", "task.txt")
+    tree = _git(copy, "write-tree")
+    commit = anyio.run(workspace.git.commit_tree, tree, head, commit_message(task))
+    (root / "other.txt").write_text("landed by another task\n")
+    _git(root, "add", "other.txt")
+    _git(root, *IDENTITY, "commit", "-qm", "another task")
+    return root, main, workspace, task, TaskCommit(commit, head)
+
+
+def test_a_landing_prepared_before_the_lock_lands_without_git_merging_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, main, workspace, task, change = _task_in_a_worktree(tmp_path)
+    onto = _git(root, "rev-parse", "HEAD")
+
+    async def land() -> tuple[Landing | None, Integrated | IntegrationConflict, list[str]]:
+        assert await main.watch()
+        try:
+            ready = await prepare_landing(main, workspace, task, change)
+            started = _git_commands(monkeypatch)
+            outcome = await integrate(main, workspace, task, change, ready)
+            return ready, outcome, started
+        finally:
+            main.unwatch()
+
+    ready, outcome, started = anyio.run(land)
+
+    assert ready is not None and ready.onto == onto
+    assert outcome == Integrated(ready.commit)
+    assert not {"merge-tree", "commit-tree", "diff"} & set(started)  # only the fast-forward's own writes
+    assert _git(root, "rev-parse", "HEAD") == ready.commit
+    assert _git(root, "rev-parse", "HEAD^") == onto
+    assert _git(root, "log", "-1", "--format=%s") == "autodev: 1.1 Add task.txt"
+    assert (root / "task.txt").read_text() == "the task's file\n"
+    assert _git(root, "status", "--porcelain") == ""
+
+
+def test_a_landing_prepared_on_a_head_that_moved_since_is_replayed_again(tmp_path: Path) -> None:
+    root, main, workspace, task, change = _task_in_a_worktree(tmp_path)
+
+    async def land() -> tuple[Landing | None, Integrated | IntegrationConflict]:
+        assert await main.watch()
+        try:
+            ready = await prepare_landing(main, workspace, task, change)
+            # Another task lands between the preparation and the lock.
+            (root / "third.txt").write_text("landed meanwhile\n")
+            _git(root, "add", "third.txt")
+            _git(root, *IDENTITY, "commit", "-qm", "a third task")
+            return ready, await integrate(main, workspace, task, change, ready)
+        finally:
+            main.unwatch()
+
+    ready, outcome = anyio.run(land)
+
+    assert ready is not None and isinstance(outcome, Integrated) and outcome.commit != ready.commit
+    assert _git(root, "rev-parse", "HEAD") == outcome.commit
+    assert _git(root, "log", "-1", "--format=%s", "HEAD^") == "a third task"
+    assert {"task.txt", "other.txt", "third.txt"} <= set(_git(root, "ls-files").split())
+    assert _git(root, "status", "--porcelain") == ""
+
+
+def test_a_conflict_met_while_preparing_is_reported_by_the_landing(tmp_path: Path) -> None:
+    root, main, workspace, task, change = _task_in_a_worktree(tmp_path)
+    (root / "task.txt").write_text("the same file, written by another task\n")
+    _git(root, "add", "task.txt")
+    _git(root, *IDENTITY, "commit", "-qm", "another task writes task.txt")
+    head = _git(root, "rev-parse", "HEAD")
+
+    async def land() -> tuple[Landing | None, Integrated | IntegrationConflict]:
+        ready = await prepare_landing(main, workspace, task, change)
+        return ready, await integrate(main, workspace, task, change, ready)
+
+    ready, outcome = anyio.run(land)
+
+    assert ready is None
+    assert outcome == IntegrationConflict(head, ("task.txt",), change.commit)
+    assert _git(root, "rev-parse", "HEAD") == head

@@ -94,6 +94,7 @@ from autodev.workspace.integration import (
     commit_task,
     integrate,
     park_change,
+    prepare_landing,
     rebase_after_conflict,
     task_ref,
 )
@@ -1247,9 +1248,10 @@ async def _complete_step(session: RunContext, task: Task, ctx: TaskContext) -> S
             await git.reset_soft(task.base_commit)
             await git.delete_ref(task_ref(task.id))
             return unchecked
+        ready = await prepare_landing(session.git, ctx.workspace, task, change)
         async with ctx.integration_lock:
             try:
-                outcome = await integrate(session.git, ctx.workspace, task, change)
+                outcome = await integrate(session.git, ctx.workspace, task, change, ready)
             except MainTreeChangedError as exc:
                 # Verified, but it cannot land without touching somebody's work: it waits, kept.
                 await hold_for_adoption(session, task, change.commit, exc.message)
