@@ -6,7 +6,9 @@ it started, and its finished change is *integrated* in completion order, one tas
 
 1. the change is committed inside the task's worktree (where it stays the worktree's HEAD);
 2. if the main tree moved on meanwhile, the commit is replayed on the new HEAD by a 3-way merge in git's
-   object store (``merge-tree``); the main tree is never touched by a merge that might conflict;
+   object store (``merge-tree``); the main tree is never touched by a merge that might conflict. The
+   replay is made ahead, before the one-at-a-time part (``prepare_landing``), and made again there only
+   when another task landed in between;
 3. the main tree fast-forwards to the commit, which git refuses rather than overwrite anything.
 
 A conflict in step 2 is reported with the conflicting paths; the caller sends the task back to the
