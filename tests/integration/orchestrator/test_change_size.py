@@ -3,13 +3,11 @@ its files add (checked before anything is staged) or the size of its diff (a lar
 
 from __future__ import annotations
 
-import subprocess
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
+from support.git_calls import git_started
 from support.parallel import (
     Spec,
     WatchedAdapter,
@@ -24,7 +22,6 @@ from support.parallel import (
 
 from autodev.state.plan_manager import PlanManager
 from autodev.state.schemas import Task
-from autodev.workspace import git as git_module
 
 BIG = "".join(f"LINE_{n} = {n}\n" for n in range(400))  # about 5 KB
 
@@ -60,23 +57,9 @@ def test_a_diff_over_the_limit_sends_the_task_back_to_its_developer(tmp_path: Pa
     assert (root / "src" / "big.py").read_text() == BIG
 
 
-def _sizes_asked(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
-    """Every git command that asks a base for its files' sizes (``GitRepo.added_bytes``), as run."""
-    asked: list[list[str]] = []
-    real = git_module.run_git_now
-
-    def recording(args: Sequence[str], **kwargs: Any) -> subprocess.CompletedProcess[bytes]:
-        if any(arg.startswith("--batch-check=%(objecttype) %(objectsize)") for arg in args):
-            asked.append(list(args))
-        return real(args, **kwargs)
-
-    monkeypatch.setattr(git_module, "run_git_now", recording)
-    return asked
-
-
 def _one_line_added_to_big_py(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, max_file_bytes: int
-) -> tuple[Path, Task, list[list[str]]]:
+) -> tuple[Path, Task, list[tuple[str, ...]]]:
     """Task 1.1 adds one line to the 5 KB ``src/big.py``: the repository, the task as it ended, and the
     base-size lookups its run made."""
     root = git_repo(tmp_path / "repo", {"README.md": "project\n", "src/big.py": BIG})
@@ -84,9 +67,11 @@ def _one_line_added_to_big_py(
     entries = entries_for()
     edit = {"path": "src/big.py", "content": BIG + "EXTRA = 1\n"}
     entries.append({"role": "developer", "task_id": "1.1", "responses": [{"text": "done", "edits": [edit]}]})
-    asked = _sizes_asked(monkeypatch)
+    started = git_started(monkeypatch)
     config = {"guardrails.max_file_bytes": max_file_bytes}
     anyio.run(orchestrator(root, WatchedAdapter(script=script_of(entries)), 1, **config).execute)
+    # The lookup of the base's sizes (``GitRepo.added_bytes``).
+    asked = [args for args in started if "--batch-check=%(objecttype) %(objectsize)" in args]
     return root, PlanManager.open(root, readonly=True).get_task("1.1"), asked
 
 

@@ -352,15 +352,16 @@ async def _with_the_lock_held_elsewhere(
         release.set()
 
 
-def _watched_main_and_task(tmp_path: Path) -> tuple[Path, GitRepo, GitRepo, AgentWatch]:
+def _checked_while_a_merge_holds_the_lock(
+    tmp_path: Path, write: Callable[[Path], object]
+) -> tuple[list[str], BaseException | None]:
+    """An agent call of a task in its own worktree, checked while another task's merge holds the main
+    tree's lock (the main checkout watched); ``write`` gets the main checkout's root and writes during the
+    call. In which order the check and the lock's release came, and the check's error if it raised."""
     root = mini_project(tmp_path / "repo")
     git(root, "worktree", "add", "-q", "--detach", str(tmp_path / "task"))
     main, copy = GitRepo(root), GitRepo(tmp_path / "task")
-    return root, main, copy, AgentWatch(main, root / ".autodev" / "config.toml")
-
-
-def test_a_check_does_not_wait_for_a_merge_that_has_not_touched_the_main_checkout(tmp_path: Path) -> None:
-    _, main, copy, watch = _watched_main_and_task(tmp_path)
+    watch = AgentWatch(main, root / ".autodev" / "config.toml")
     lock = anyio.Lock()
     finished: list[str] = []
 
@@ -370,31 +371,7 @@ def test_a_check_does_not_wait_for_a_merge_that_has_not_touched_the_main_checkou
             view = await watch.before(copy)
 
             async def check() -> None:
-                (tmp_path / "task" / "own.py").write_text("x = 1\n")  # the agent's own work
-                await watch.after(view, copy, who="the developer of task 1.1", main_tree_lock=lock)
-                finished.append("checked")
-
-            # The check ends while the lock is still held: it never waited for it.
-            await _with_the_lock_held_elsewhere(lock, check, lambda: finished.append("released"))
-        finally:
-            main.unwatch()
-
-    anyio.run(scenario)
-    assert finished == ["checked", "released"]
-
-
-def test_a_write_in_the_main_checkout_is_looked_at_after_the_merge_under_way(tmp_path: Path) -> None:
-    root, main, copy, watch = _watched_main_and_task(tmp_path)
-    lock = anyio.Lock()
-    finished: list[str] = []
-
-    async def scenario() -> None:
-        assert await main.watch()
-        try:
-            view = await watch.before(copy)
-
-            async def check() -> None:
-                (root / "stray.py").write_text("written in the main checkout\n")
+                write(root)
                 try:
                     await watch.after(view, copy, who="the developer of task 1.1", main_tree_lock=lock)
                 finally:
@@ -404,8 +381,28 @@ def test_a_write_in_the_main_checkout_is_looked_at_after_the_merge_under_way(tmp
         finally:
             main.unwatch()
 
-    with pytest.raises(BaseExceptionGroup) as stopped:
+    try:
         anyio.run(scenario)
+    except BaseExceptionGroup as group:
+        return finished, group.exceptions[0]
+    return finished, None
+
+
+def test_a_check_does_not_wait_for_a_merge_that_has_not_touched_the_main_checkout(tmp_path: Path) -> None:
+    def the_agents_own_work(_root: Path) -> None:
+        (tmp_path / "task" / "own.py").write_text("x = 1\n")
+
+    finished, error = _checked_while_a_merge_holds_the_lock(tmp_path, the_agents_own_work)
+
+    assert finished == ["checked", "released"]  # it ended while the lock was still held: it never waited
+    assert error is None
+
+
+def test_a_write_in_the_main_checkout_is_looked_at_after_the_merge_under_way(tmp_path: Path) -> None:
+    def stray(root: Path) -> None:
+        (root / "stray.py").write_text("written in the main checkout\n")
+
+    finished, error = _checked_while_a_merge_holds_the_lock(tmp_path, stray)
+
     assert finished == ["released", "checked"]  # it waited for the lock, then looked
-    changed = stopped.value.exceptions[0]
-    assert isinstance(changed, RepositoryChangedError) and "stray.py" in changed.message
+    assert isinstance(error, RepositoryChangedError) and "stray.py" in error.message

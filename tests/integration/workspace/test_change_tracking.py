@@ -11,12 +11,12 @@ import stat
 import subprocess
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import pytest_asyncio
+from support.git_calls import command_names, git_started
 from support.parallel import commit_everything as _commit
 from support.parallel import git as _git
 
@@ -361,19 +361,6 @@ async def test_a_recycled_worktree_commits_only_what_changed(watched_worktree: t
     assert await git.dirty_paths() == [] and await git.is_clean()
 
 
-def _git_commands(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The name of every git command AutoDev starts from now on (``update-ref``, ``restore``, ...)."""
-    started: list[str] = []
-    real = git_module.run_git_now
-
-    def recording(args: Sequence[str], **kwargs: Any) -> subprocess.CompletedProcess[bytes]:
-        started.append(next(arg for arg in args if not arg.startswith("-") and "=" not in arg))
-        return real(args, **kwargs)
-
-    monkeypatch.setattr(git_module, "run_git_now", recording)
-    return started
-
-
 @pytest.mark.asyncio
 async def test_a_recycled_worktree_s_head_moves_as_git_moves_it_without_git(
     repo: Path, monkeypatch: pytest.MonkeyPatch
@@ -384,14 +371,14 @@ async def test_a_recycled_worktree_s_head_moves_as_git_moves_it_without_git(
         first = await pool.claim("1.1")
         git = GitRepo(first.path)
         (first.path / "app.py").write_text("VALUE = 2\n")
-        started = _git_commands(monkeypatch)
+        started = git_started(monkeypatch)
         commit = await git.commit_all("autodev: 1.1 a task")
         (repo / "pkg" / "on-main.py").write_text("MAIN = 1\n")
         next_base = _commit(repo, "main moved")
         await pool.release(first)
         second = await pool.claim("1.2", next_base)
 
-        assert "update-ref" not in started
+        assert "update-ref" not in command_names(started)
         assert commit is not None and second.path == first.path
         assert _git(second.path, "rev-parse", "HEAD").strip() == next_base
         git_dir = Path(_git(second.path, "rev-parse", "--absolute-git-dir").strip())
@@ -414,12 +401,12 @@ async def test_a_head_git_holds_or_someone_moved_is_left_to_git(
     (git.root / "app.py").write_text("VALUE = 3\n")
     lock = git_dir / "HEAD.lock"
     lock.write_text("another git's\n")
-    started = _git_commands(monkeypatch)
+    started = git_started(monkeypatch)
 
     with pytest.raises(GitError, match=r"HEAD\.lock"):
         await git.commit_all("autodev: 1.1 a task")
 
-    assert started.count("update-ref") == 1  # git was asked, and refused as it refuses everybody
+    assert command_names(started).count("update-ref") == 1  # git was asked, and refused as for anybody
     assert lock.read_text() == "another git's\n"
     assert (git_dir / "HEAD").read_text().strip() == base
     lock.unlink()

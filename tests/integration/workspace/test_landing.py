@@ -6,15 +6,13 @@ the old or the new commit has it) is repaired. Real git."""
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
+from support.git_calls import command_names, git_started
 
 from autodev.state.schemas import Task
-from autodev.workspace import git as git_module
 from autodev.workspace.git import GitRepo
 from autodev.workspace.integration import (
     Integrated,
@@ -88,19 +86,6 @@ def test_what_a_fast_forward_cut_short_left_is_repaired_and_the_commit_lands(tmp
     assert (root / "added.txt").read_text() == "added by the task\n"
 
 
-def _git_commands(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The name of every git command AutoDev starts from now on."""
-    started: list[str] = []
-    real = git_module.run_git_now
-
-    def recording(args: Sequence[str], **kwargs: Any) -> subprocess.CompletedProcess[bytes]:
-        started.append(next(arg for arg in args if not arg.startswith("-") and "=" not in arg))
-        return real(args, **kwargs)
-
-    monkeypatch.setattr(git_module, "run_git_now", recording)
-    return started
-
-
 def _task_in_a_worktree(tmp_path: Path) -> tuple[Path, GitRepo, TaskWorkspace, Task, TaskCommit]:
     """A watched main checkout at A, and task 1.1's commit, made in a worktree of its own at A, that
     adds ``task.txt``; the main branch then moves on with a commit that adds ``other.txt``."""
@@ -130,9 +115,9 @@ def test_a_landing_prepared_before_the_lock_lands_without_git_merging_again(
         assert await main.watch()
         try:
             ready = await prepare_landing(main, workspace, task, change)
-            started = _git_commands(monkeypatch)
+            started = git_started(monkeypatch)
             outcome = await integrate(main, workspace, task, change, ready)
-            return ready, outcome, started
+            return ready, outcome, command_names(started)
         finally:
             main.unwatch()
 
