@@ -16,7 +16,7 @@ import shutil
 import stat
 import subprocess
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -211,19 +211,31 @@ def _absent(root: Path, paths: Sequence[str]) -> list[str]:
     return [path for path in paths if not os.path.lexists(root / path)]
 
 
-def _write_index(git_dir: Path, data: bytes) -> None:
-    lock = git_dir / "index.lock"
+def _replace_under_git_lock(target: Path, data: bytes, still: Callable[[], bool] = lambda: True) -> bool:
+    """Replace ``target`` with ``data`` as git does: ``<target>.lock`` is created exclusively (git's own
+    lock, which every git honours), written and renamed over ``target``. False, with nothing changed, when
+    another process holds the lock or ``still`` (asked once the lock is held) says ``target`` moved on."""
+    lock = target.with_name(f"{target.name}.lock")
     try:
         fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    except FileExistsError as exc:
-        raise GitError(f"{lock} exists: another git process is using {git_dir}") from exc
+    except FileExistsError:
+        return False
     try:
         with os.fdopen(fd, "wb") as out:
+            if not still():
+                lock.unlink()
+                return False
             out.write(data)
-        os.replace(lock, git_dir / "index")
+        os.replace(lock, target)
     except BaseException:
         lock.unlink(missing_ok=True)
         raise
+    return True
+
+
+def _write_index(git_dir: Path, data: bytes) -> None:
+    if not _replace_under_git_lock(git_dir / "index", data):
+        raise GitError(f"{git_dir / 'index.lock'} exists: another git process is using {git_dir}")
 
 
 def _move_detached_head(git_dir: Path, new: str, old: str) -> bool:
@@ -233,26 +245,13 @@ def _move_detached_head(git_dir: Path, new: str, old: str) -> bool:
     caller then asks git, which moves it or says why not."""
     if not (_OBJECT_ID.fullmatch(new) and _OBJECT_ID.fullmatch(old)) or read_head_file(git_dir) != old:
         return False  # looked at before the lock: a symbolic HEAD (a branch) is never locked here
-    lock = git_dir / "HEAD.lock"
     try:
-        fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    except OSError:
-        return False
-    try:
-        with os.fdopen(fd, "wb") as out:
-            # Read again under the lock, which every git honours: HEAD cannot move before the rename.
-            if read_head_file(git_dir) != old:
-                lock.unlink()
-                return False
-            out.write(f"{new}\n".encode("ascii"))
-        os.replace(lock, git_dir / "HEAD")
+        # Read again under the lock: HEAD cannot move between that look and the rename.
+        return _replace_under_git_lock(
+            git_dir / "HEAD", f"{new}\n".encode("ascii"), lambda: read_head_file(git_dir) == old
+        )
     except OSError as exc:  # as git's own failure would be: a full disk is still found by its errno
-        lock.unlink(missing_ok=True)
         raise GitError(f"cannot move HEAD in {git_dir} to {new[:10]}: {exc.strerror or exc}") from exc
-    except BaseException:
-        lock.unlink(missing_ok=True)
-        raise
-    return True
 
 
 def _remove_all(paths: Sequence[Path]) -> None:
