@@ -983,14 +983,17 @@ class GitRepo:
         copy = self._watched()
         if copy is None:
             return await self._status()
+        await self.git_dir()
+        # Nothing written, staged or moved since the last answer: it is still the answer. Asked before the
+        # new mark below, which counts as a change of its own.
+        known = self.known_dirty_paths()
+        if known is not None:
+            return known
         # Taken before git looks: whatever changes while it does is after the new mark.
         mark = copy.tracker.mark() if copy.index_bytes is None else None
         stamp = file_stamp(await self.git_dir() / "index")
         head = await self.head()
-        # Nothing written, staged or moved since the last answer: it is still the answer.
         key = (copy.tracker.generation, stamp, head or "")
-        if copy.status_key == key and copy.status_paths is not None:
-            return list(copy.status_paths)
         paths = await self._changed_paths(copy)
         dirty = await self._status(paths)
         if paths is not None:

@@ -468,7 +468,9 @@ async def test_answers_kept_while_nothing_changed_follow_every_later_change(
 
 
 @pytest.mark.asyncio
-async def test_the_known_dirty_paths_are_the_last_answer_only_while_nothing_changed(repo: Path) -> None:
+async def test_the_known_dirty_paths_are_the_last_answer_only_while_nothing_changed(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     main = GitRepo(repo)
     assert main.known_dirty_paths() is None  # not watched: only git knows
     assert await main.watch()
@@ -477,6 +479,8 @@ async def test_the_known_dirty_paths_are_the_last_answer_only_while_nothing_chan
         (repo / "app.py").write_text("VALUE = 2\n")
         assert await main.dirty_paths() == ["app.py"]
         assert main.known_dirty_paths() == ["app.py"]
+        started = git_started(monkeypatch)
+        assert await main.dirty_paths() == ["app.py"] and started == []  # asked again: no git
         (repo / "notes.txt").write_text("a file written after the answer\n")
         assert main.known_dirty_paths() is None
         assert sorted(await main.dirty_paths()) == ["app.py", "notes.txt"] == main.known_dirty_paths()
