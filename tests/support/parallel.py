@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from autodev.adapters.base import AgentInvocation, AgentResult
 from autodev.adapters.scripted import Script, ScriptedAdapter
 from autodev.config import AutodevConfig, load_config
@@ -16,6 +18,7 @@ from autodev.orchestrator import Orchestrator
 from autodev.state.plan_manager import PlanManager
 from autodev.state.schemas import Phase, Plan, Task
 
+GATHER_DEADLINE_S = 20.0
 GATES_OFF = {f"qa_gates.{gate}.enabled": False for gate in ("syntax", "lint", "build", "test", "secretscan")}
 
 
@@ -111,15 +114,23 @@ def script_of(entries: Sequence[Mapping[str, Any]], latency_s: float = 0.0) -> S
 
 
 class WatchedAdapter(ScriptedAdapter):
-    """The scripted adapter, recording which tasks were in an agent call at the same time."""
+    """The scripted adapter, recording which tasks were in an agent call at the same time.
 
-    def __init__(self, *, script: Script, raise_for: Sequence[str] = ()) -> None:
+    With ``gather=n`` the first agent calls wait until ``n`` tasks are in a call at once (or
+    ``GATHER_DEADLINE_S`` passed), once per run: a test that expects ``n`` tasks at once then does not
+    depend on a loaded machine starting them within the script's latency. An orchestrator that never
+    runs ``n`` at once still shows fewer, only later.
+    """
+
+    def __init__(self, *, script: Script, raise_for: Sequence[str] = (), gather: int = 0) -> None:
         super().__init__(script=script)
         self.active: set[str] = set()
         self.max_tasks_at_once = 0
         self.overlaps: set[frozenset[str]] = set()
         self.started: list[tuple[str, str]] = []
         self.raise_for = set(raise_for)
+        self.gather = gather
+        self._gathered: anyio.Event | None = None
 
     async def execute(self, inv: AgentInvocation) -> AgentResult:
         task = inv.task_id or "plan"
@@ -131,9 +142,21 @@ class WatchedAdapter(ScriptedAdapter):
         self.active.add(task)
         self.max_tasks_at_once = max(self.max_tasks_at_once, len(self.active))
         try:
+            await self._wait_for_the_others()
             return await super().execute(inv)
         finally:
             self.active.discard(task)
+
+    async def _wait_for_the_others(self) -> None:
+        if self._gathered is None:
+            self._gathered = anyio.Event()
+        if self._gathered.is_set() or len(self.active) >= self.gather:
+            self._gathered.set()
+            return
+        with anyio.move_on_after(GATHER_DEADLINE_S):
+            await self._gathered.wait()
+        # A deadline that passed ends the gathering for everyone: the test then sees what really ran.
+        self._gathered.set()
 
 
 class ClaudeCodeScripted(WatchedAdapter):

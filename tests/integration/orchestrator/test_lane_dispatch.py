@@ -45,7 +45,7 @@ def _sized_plan() -> Plan:
 def test_each_lane_runs_its_own_pick_order_within_its_concurrency(tmp_path: Path) -> None:
     root = git_repo(tmp_path / "repo")
     save_plan(root, _sized_plan())
-    adapter = WatchedAdapter(script=script_of(entries_for(), latency_s=0.05))
+    adapter = WatchedAdapter(script=script_of(entries_for(), latency_s=0.05), gather=2)
 
     anyio.run(orchestrator(root, adapter, 3, lanes_enabled=True).execute)
 
@@ -65,7 +65,7 @@ def test_a_lane_with_nothing_to_pick_takes_its_fallbacks_work(tmp_path: Path) ->
     plan = plan_of([Spec("f1"), Spec("f2")])
     plan.phases[0].tasks = [task.model_copy(update={"effort": "<1h"}) for task in plan.phases[0].tasks]
     save_plan(root, plan)
-    adapter = WatchedAdapter(script=script_of(entries_for(), latency_s=0.05))
+    adapter = WatchedAdapter(script=script_of(entries_for(), latency_s=0.05), gather=2)
 
     anyio.run(orchestrator(root, adapter, 2, lanes_enabled=True).execute)
 

@@ -40,7 +40,7 @@ def _no_leftovers(root: Path) -> None:
 def test_independent_tasks_run_at_once_in_their_own_worktrees_and_all_land(tmp_path: Path) -> None:
     root = git_repo(tmp_path / "repo")
     save_plan(root, plan_of([Spec(f"1.{i}") for i in range(1, 7)]))
-    adapter = WatchedAdapter(script=script_of(entries_for(), latency_s=0.05))
+    adapter = WatchedAdapter(script=script_of(entries_for(), latency_s=0.05), gather=3)
     tasks = anyio.run(orchestrator(root, adapter, 3).execute)
     assert [t.status for t in tasks] == ["complete"] * 6
     assert adapter.max_tasks_at_once == 3
