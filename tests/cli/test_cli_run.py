@@ -130,10 +130,17 @@ def wait_until(condition: Callable[[], bool], timeout_s: float, what: str) -> No
 class Background:
     """An ``autodev`` process running in its own session (as a terminal's foreground job), output to files."""
 
-    def __init__(self, exe: Path, args: list[str], workdir: Path) -> None:
+    def __init__(
+        self, exe: Path, args: list[str], workdir: Path, *, ignoring: tuple[signal.Signals, ...] = ()
+    ) -> None:
         self.stdout_path = workdir / "background.out"
         self.stderr_path = workdir / "background.err"
         env = {k: v for k, v in os.environ.items() if not k.startswith("AUTODEV_")}
+
+        def ignore_signals() -> None:  # as a non-interactive shell does for a job started with `&`
+            for number in ignoring:
+                signal.signal(number, signal.SIG_IGN)
+
         with self.stdout_path.open("wb") as out, self.stderr_path.open("wb") as err:
             self.proc = subprocess.Popen(
                 [str(exe), *args],
@@ -143,6 +150,7 @@ class Background:
                 stdout=out,
                 stderr=err,
                 start_new_session=True,
+                preexec_fn=ignore_signals if ignoring else None,
             )
 
     @property
@@ -171,6 +179,14 @@ class Background:
     def interrupt(self) -> int:
         """Ctrl-C as a terminal sends it: SIGINT to the whole foreground process group; the exit code."""
         os.killpg(self.pid, signal.SIGINT)
+        return self.proc.wait(timeout=20)
+
+    def stop(self, how: str) -> int:
+        """``ctrl-c`` (see interrupt), or a signal's name sent to AutoDev's process alone, as `kill`,
+        `timeout` or a service manager sends it; the exit code."""
+        if how == "ctrl-c":
+            return self.interrupt()
+        os.kill(self.pid, signal.Signals[how])
         return self.proc.wait(timeout=20)
 
     def kill(self) -> None:
@@ -308,9 +324,37 @@ def test_a_task_whose_review_never_passes_is_blocked_with_exit_1_and_the_reason(
     assert git_log(root) == [INITIAL_COMMIT]
 
 
-@pytest.mark.parametrize("moment", ["developer-working", "gate-running"])
-def test_ctrl_c_stops_cleanly_and_resume_finishes_every_task_once(
-    run_cli: RunCli, autodev_exe: Path, demo: DemoSetup, script_file: Path, tmp_path: Path, moment: str
+@pytest.mark.parametrize(
+    ("moment", "how", "ignoring"),
+    [
+        ("developer-working", "ctrl-c", ()),
+        ("gate-running", "ctrl-c", ()),
+        # A service manager, `timeout` or a cancelled CI job: the gate's pytest, in a process group of its
+        # own, never sees the signal, so only AutoDev's orderly stop ends it.
+        ("developer-working", "SIGTERM", ()),
+        ("gate-running", "SIGTERM", ()),
+        ("gate-running", "SIGTERM", (signal.SIGINT,)),
+        # The terminal closed.
+        ("gate-running", "SIGHUP", ()),
+    ],
+    ids=[
+        "ctrl-c-developer",
+        "ctrl-c-gate",
+        "sigterm-developer",
+        "sigterm-gate",
+        "sigterm-no-sigint",
+        "sighup",
+    ],
+)
+def test_ctrl_c_or_termination_stops_cleanly_and_resume_finishes_every_task_once(
+    run_cli: RunCli,
+    autodev_exe: Path,
+    demo: DemoSetup,
+    script_file: Path,
+    tmp_path: Path,
+    moment: str,
+    how: str,
+    ignoring: tuple[signal.Signals, ...],
 ) -> None:
     root = demo.repo_root
     # A slow developer on 1.2 holds the run there (after 1.1 is committed) until the interrupt arrives.
@@ -319,6 +363,7 @@ def test_ctrl_c_stops_cleanly_and_resume_finishes_every_task_once(
         autodev_exe,
         ["-C", str(root), "run", "--platform", "scripted", "--script", str(slow), demo.intent],
         tmp_path,
+        ignoring=ignoring,
     )
     try:
         if moment == "developer-working":
@@ -331,12 +376,14 @@ def test_ctrl_c_stops_cleanly_and_resume_finishes_every_task_once(
                 20,
                 "the test gate's pytest to start",
             )
-        code = run.interrupt()
+        code = run.stop(how)
     finally:
         run.kill()
 
-    assert code == 130, run.out + run.err
+    stopped_by = signal.SIGINT if how == "ctrl-c" else signal.Signals[how]
+    assert code == 128 + stopped_by, run.out + run.err
     assert "autodev resume" in run.err
+    assert ("interrupted" if how == "ctrl-c" else f"stopped by {how}") in run.err
     assert "Traceback" not in run.err
     wait_until(lambda: not live_group_members(run.pid), 5, "the interrupted run's process group to empty")
     wait_until(lambda: not processes_working_in(root), 5, "no process left working in the repository")

@@ -7,6 +7,7 @@ and ``autodev status --json`` start fast.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import json
 import os
@@ -37,7 +38,9 @@ Exit codes:
   1  work blocked or failed (or an internal error)
   2  usage, configuration or input error
   3  suspended or stopped resumably (an inline agent, a plan approval, a budget raise, a full disk,
-     a missing tool, refs an agent moved): fix it, then `autodev resume`"""
+     a missing tool, refs an agent moved): fix it, then `autodev resume`
+  130  interrupted (Ctrl-C); 143 and 129: stopped by SIGTERM or SIGHUP, the same way:
+     everything recorded is kept, `autodev resume` continues"""
 
 
 class CliContext:
@@ -1441,8 +1444,10 @@ cli.add_command(tournament)
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: map library errors to one line and an exit code, never a traceback."""
+    from autodev.cli.stopping import interruption, stop_in_order_on_termination
     from autodev.faults import environment_fault
 
+    stop_in_order_on_termination()
     stdout = sys.stdout
     try:
         code: Any = cli.main(args=argv, prog_name="autodev", standalone_mode=False)
@@ -1480,10 +1485,13 @@ def main(argv: list[str] | None = None) -> None:
         _echo_error(f"{exc.strerror or exc}{where}; free disk space or fix permissions, then try again")
         sys.exit(EXIT_USAGE)
     except (click.Abort, KeyboardInterrupt):
-        click.echo(
-            "interrupted; everything recorded so far is kept: run `autodev resume` to continue", err=True
-        )
-        sys.exit(130)
+        how, exit_code = interruption()
+        # After SIGHUP the terminal may be gone: the exit code still tells whoever is left.
+        with contextlib.suppress(OSError):
+            click.echo(
+                f"{how}; everything recorded so far is kept: run `autodev resume` to continue", err=True
+            )
+        sys.exit(exit_code)
     except Exception as exc:
         from autodev.logging import get_logger
 
