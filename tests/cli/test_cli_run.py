@@ -7,10 +7,13 @@ real: git, the QA gates, the ledger, the run lock and signal handling.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import select
 import signal
 import subprocess
+import termios
 import time
 from collections.abc import Callable, Iterator
 from datetime import datetime
@@ -408,6 +411,90 @@ def test_an_empty_intent_is_a_one_line_usage_error(run_cli: RunCli, demo: DemoSe
     assert "the intent is empty" in result.err
     assert status_json(run_cli, demo.repo_root)["plan"] is None
     assert not (demo.repo_root / ".autodev" / "delegations").exists()
+
+
+class OnTerminal:
+    """An ``autodev`` process on a pseudo-terminal of its own, as in an SSH session: the session's leader,
+    with the terminal as its controlling terminal, so that closing the terminal hangs it up for real."""
+
+    def __init__(self, exe: Path, args: list[str], workdir: Path) -> None:
+        self.master, replica = os.openpty()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AUTODEV_")}
+
+        def take_the_terminal() -> None:
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+        try:
+            self.proc = subprocess.Popen(
+                [str(exe), *args],
+                cwd=workdir,
+                env={**env, "TERM": "xterm", "COLUMNS": "120", "LINES": "40"},
+                stdin=replica,
+                stdout=replica,
+                stderr=replica,
+                start_new_session=True,
+                preexec_fn=take_the_terminal,
+            )
+        finally:
+            os.close(replica)
+        self.shown = b""
+
+    def wait_until(self, condition: Callable[[], bool], timeout_s: float, what: str) -> None:
+        """Wait for ``condition``, reading what the terminal is shown meanwhile (a full terminal would
+        stop the run)."""
+        deadline = time.monotonic() + timeout_s
+        while not condition():
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                raise AssertionError(
+                    f"gave up waiting for {what}; the terminal last showed:\n{self.shown[-600:]!r}"
+                )
+            ready, _, _ = select.select([self.master], [], [], 0.1)
+            if ready:
+                self.shown += os.read(self.master, 65536)
+
+    def hang_up(self) -> int:
+        """Close the terminal (the kernel sends SIGHUP to its session's leader); the exit code."""
+        os.close(self.master)
+        return self.proc.wait(timeout=20)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=10)
+
+
+def test_a_terminal_that_hangs_up_stops_the_run_in_order_and_resume_finishes_it(
+    run_cli: RunCli, autodev_exe: Path, demo: DemoSetup, script_file: Path, tmp_path: Path
+) -> None:
+    # Writes to a hung-up terminal fail: the live display and the closing message must not turn the
+    # orderly stop into an I/O error half way through.
+    root = demo.repo_root
+    slow = save_script(with_latency(demo, "1.2", 60.0), tmp_path / "slow.json")
+    run = OnTerminal(
+        autodev_exe,
+        ["-C", str(root), "run", "--platform", "scripted", "--script", str(slow), demo.intent],
+        tmp_path,
+    )
+    try:
+        # A task's test gate (not the baseline run before planning, which works in the main checkout).
+        worktrees = root / ".autodev" / "task-worktrees"
+        run.wait_until(
+            lambda: any("--junitxml" in cmd for _, cmd in processes_working_in(worktrees)),
+            40,
+            "a task's test gate to start",
+        )
+        code = run.hang_up()
+    finally:
+        run.kill()
+
+    assert code == 128 + signal.SIGHUP
+    wait_until(lambda: not processes_working_in(root), 5, "no process left working in the repository")
+    verify = run_cli("-C", str(root), "ledger", "verify")
+    assert verify.code == 0, verify.out + verify.err
+    resumed = run_cli("-C", str(root), "resume", "--platform", "scripted", "--script", str(script_file))
+    assert resumed.code == 0, resumed.out + resumed.err
+    assert statuses(run_cli, root) == {"1.1": "complete", "1.2": "complete"}
+    assert git_log(root) == [*TASK_COMMITS, INITIAL_COMMIT]
 
 
 def test_a_second_run_is_refused_at_once_naming_the_first_while_status_keeps_working(

@@ -10,6 +10,8 @@ running work is cancelled, the children are stopped, everything recorded stays, 
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 from types import FrameType
 
@@ -17,6 +19,7 @@ __all__ = ["interruption", "stop_in_order_on_termination"]
 
 _HANDLED = (signal.SIGTERM, signal.SIGHUP)
 _received: list[signal.Signals] = []
+_terminals: list[int] = []
 
 
 def stop_in_order_on_termination() -> None:
@@ -25,6 +28,8 @@ def stop_in_order_on_termination() -> None:
     for number in _HANDLED:
         if signal.getsignal(number) is signal.SIG_DFL:
             signal.signal(number, _interrupt)
+    # Known now: once the terminal has hung up, it no longer answers whether it is one.
+    _terminals[:] = [descriptor for descriptor in (0, 1, 2) if os.isatty(descriptor)]
 
 
 def interruption() -> tuple[str, int]:
@@ -36,6 +41,8 @@ def interruption() -> tuple[str, int]:
 
 def _interrupt(number: int, frame: FrameType | None) -> None:
     _received.append(signal.Signals(number))
+    if number == signal.SIGHUP:
+        _leave_the_terminal()
     on_interrupt = signal.getsignal(signal.SIGINT)
     if callable(on_interrupt):
         # Python's own handler raises KeyboardInterrupt; inside an event loop, asyncio's cancels the main
@@ -44,3 +51,23 @@ def _interrupt(number: int, frame: FrameType | None) -> None:
         return
     # SIGINT is ignored (a job a non-interactive shell started with `&`): the termination still stops.
     raise KeyboardInterrupt
+
+
+def _leave_the_terminal() -> None:
+    """Point whichever of stdin, stdout and stderr was a terminal at /dev/null.
+
+    After a hangup every write to the terminal fails (EIO). The orderly stop still prints (the live
+    display's last frame, the closing message), and an error raised by one of those writes would replace
+    the interrupt half way through the cleanup. What nobody can read any more goes nowhere instead; the
+    exit code still says what happened.
+    """
+    try:
+        null = os.open(os.devnull, os.O_RDWR)
+    except OSError:
+        return
+    try:
+        for descriptor in _terminals:
+            with contextlib.suppress(OSError):
+                os.dup2(null, descriptor)
+    finally:
+        os.close(null)
