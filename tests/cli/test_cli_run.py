@@ -64,6 +64,13 @@ def with_latency(setup: DemoSetup, task_id: str, seconds: float) -> Script:
     return Script.model_validate({"entries": entries})
 
 
+def run_with_a_slow_developer(setup: DemoSetup, task_id: str, workdir: Path) -> list[str]:
+    """The arguments of an ``autodev run`` of the demo whose developer of ``task_id`` takes a minute on
+    every attempt: the run is still there when the test stops it."""
+    slow = save_script(with_latency(setup, task_id, 60.0), workdir / "slow.json")
+    return ["-C", str(setup.repo_root), "run", "--platform", "scripted", "--script", str(slow), setup.intent]
+
+
 def status_json(run_cli: RunCli, root: Path) -> dict[str, Any]:
     result = run_cli("-C", str(root), "status", "--json")
     assert result.code == 0, result.err
@@ -361,12 +368,8 @@ def test_ctrl_c_or_termination_stops_cleanly_and_resume_finishes_every_task_once
 ) -> None:
     root = demo.repo_root
     # A slow developer on 1.2 holds the run there (after 1.1 is committed) until the interrupt arrives.
-    slow = save_script(with_latency(demo, "1.2", 60.0), tmp_path / "slow.json")
     run = Background(
-        autodev_exe,
-        ["-C", str(root), "run", "--platform", "scripted", "--script", str(slow), demo.intent],
-        tmp_path,
-        ignoring=ignoring,
+        autodev_exe, run_with_a_slow_developer(demo, "1.2", tmp_path), tmp_path, ignoring=ignoring
     )
     try:
         if moment == "developer-working":
@@ -389,11 +392,15 @@ def test_ctrl_c_or_termination_stops_cleanly_and_resume_finishes_every_task_once
     assert ("interrupted" if how == "ctrl-c" else f"stopped by {how}") in run.err
     assert "Traceback" not in run.err
     wait_until(lambda: not live_group_members(run.pid), 5, "the interrupted run's process group to empty")
+    assert_stopped_in_order_and_resumed_once(run_cli, root, script_file)
+
+
+def assert_stopped_in_order_and_resumed_once(run_cli: RunCli, root: Path, script_file: Path) -> None:
+    """Nothing of the stopped run still works in the repository, its ledger verifies, and ``resume`` (the
+    developer quick now: the same script without the delay) finishes both tasks, each once."""
     wait_until(lambda: not processes_working_in(root), 5, "no process left working in the repository")
     verify = run_cli("-C", str(root), "ledger", "verify")
     assert verify.code == 0, verify.out + verify.err
-
-    # The developer is quick now (same script without the delay): resume picks up where the ledger says.
     resumed = run_cli("-C", str(root), "resume", "--platform", "scripted", "--script", str(script_file))
     assert resumed.code == 0, resumed.out + resumed.err
     tasks = status_json(run_cli, root)["tasks"]
@@ -469,12 +476,7 @@ def test_a_terminal_that_hangs_up_stops_the_run_in_order_and_resume_finishes_it(
     # Writes to a hung-up terminal fail: the live display and the closing message must not turn the
     # orderly stop into an I/O error half way through.
     root = demo.repo_root
-    slow = save_script(with_latency(demo, "1.2", 60.0), tmp_path / "slow.json")
-    run = OnTerminal(
-        autodev_exe,
-        ["-C", str(root), "run", "--platform", "scripted", "--script", str(slow), demo.intent],
-        tmp_path,
-    )
+    run = OnTerminal(autodev_exe, run_with_a_slow_developer(demo, "1.2", tmp_path), tmp_path)
     try:
         # A task's test gate (not the baseline run before planning, which works in the main checkout).
         worktrees = root / ".autodev" / "task-worktrees"
@@ -488,13 +490,7 @@ def test_a_terminal_that_hangs_up_stops_the_run_in_order_and_resume_finishes_it(
         run.kill()
 
     assert code == 128 + signal.SIGHUP
-    wait_until(lambda: not processes_working_in(root), 5, "no process left working in the repository")
-    verify = run_cli("-C", str(root), "ledger", "verify")
-    assert verify.code == 0, verify.out + verify.err
-    resumed = run_cli("-C", str(root), "resume", "--platform", "scripted", "--script", str(script_file))
-    assert resumed.code == 0, resumed.out + resumed.err
-    assert statuses(run_cli, root) == {"1.1": "complete", "1.2": "complete"}
-    assert git_log(root) == [*TASK_COMMITS, INITIAL_COMMIT]
+    assert_stopped_in_order_and_resumed_once(run_cli, root, script_file)
 
 
 def test_a_second_run_is_refused_at_once_naming_the_first_while_status_keeps_working(
