@@ -251,7 +251,8 @@ def test_speculative_child_is_kept_when_its_parent_succeeds(tmp_path: Path) -> N
     save_plan(root, plan_of([Spec("1.1"), Spec("1.2", deps=("1.1",))]))
     entries = entries_for()
     entries.append({"role": "reviewer", "task_id": "1.1", "text": "VERDICT: APPROVED", "latency_s": 0.3})
-    adapter = WatchedAdapter(script=script_of(entries, latency_s=0.02))
+    # The child starts at once beside its parent (a slot is free): their first calls meet, whatever the load.
+    adapter = WatchedAdapter(script=script_of(entries, latency_s=0.02), gather=2)
     anyio.run(orchestrator(root, adapter, 2, speculative_execution_enabled=True).execute)
     names = [op["op"] for op in ledger_ops(root)]
     assert "speculative_started" in names and "speculative_committed" in names
