@@ -410,6 +410,44 @@ def assert_stopped_in_order_and_resumed_once(run_cli: RunCli, root: Path, script
     assert git_log(root) == [*TASK_COMMITS, INITIAL_COMMIT]
 
 
+def test_a_run_stopped_before_planning_says_to_run_again_not_to_resume(
+    run_cli: RunCli, autodev_exe: Path, demo: DemoSetup, script_file: Path, tmp_path: Path
+) -> None:
+    # The check of the project's tests before planning can take minutes on a real project; a test that
+    # sleeps stands for that. Nothing of the run is recorded before it ends, so `autodev resume` would have
+    # no intent to continue (or would carry on with an older plan).
+    root = demo.repo_root
+    (root / "tests" / "test_slow_suite.py").write_text(
+        "import time\n\n\ndef test_slow():\n    time.sleep(60)\n"
+    )
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@invalid", "commit", "-qm", "a slow suite"],
+        cwd=root,
+        check=True,
+    )
+    run = Background(
+        autodev_exe,
+        ["-C", str(root), "run", "--platform", "scripted", "--script", str(script_file), demo.intent],
+        tmp_path,
+    )
+    try:
+        wait_until(
+            lambda: any("--junitxml" in cmd for _, cmd in processes_working_in(root)),
+            20,
+            "the check of the project's tests",
+        )
+        code = run.interrupt()
+    finally:
+        run.kill()
+
+    assert code == 130, run.out + run.err
+    assert "nothing of this run was recorded yet" in run.err and "`autodev run` again" in run.err
+    assert "autodev resume" not in run.err
+    wait_until(lambda: not processes_working_in(root), 5, "no process left working in the repository")
+    assert status_json(run_cli, root)["plan"] is None
+
+
 @pytest.mark.parametrize("intent", ["", "  \n\t "])
 def test_an_empty_intent_is_a_one_line_usage_error(run_cli: RunCli, demo: DemoSetup, intent: str) -> None:
     result = run_cli("-C", str(demo.repo_root), "run", "--platform", "inline", intent)

@@ -356,17 +356,24 @@ def run(
         for reason in (orchestrator.read_only_reason, orchestrator.verifier.reason):
             if reason:
                 click.echo(reason)
-        outcome = _drive(
-            obj,
-            lambda: orchestrator.run(
-                intent,
-                confirm_plan=confirm_plan,
-                replace=replace,
-                allow_detached=allow_detached,
-                write_scope=write_scope,
-            ),
-            waiting=_waiting(wait, orchestrator, display, allow_detached),
-        )
+        try:
+            outcome = _drive(
+                obj,
+                lambda: orchestrator.run(
+                    intent,
+                    confirm_plan=confirm_plan,
+                    replace=replace,
+                    allow_detached=allow_detached,
+                    write_scope=write_scope,
+                ),
+                waiting=_waiting(wait, orchestrator, display, allow_detached),
+            )
+        except KeyboardInterrupt:
+            if not _planning_began(obj, orchestrator.session_id):
+                from autodev.cli.stopping import NOTHING_RECORDED, advise_after_interrupt
+
+                advise_after_interrupt(NOTHING_RECORDED)
+            raise
     if isinstance(outcome, list):
         # Resumed after waiting out the provider: the tasks the resume carried out.
         _finish(obj, display, outcome)
@@ -1373,6 +1380,19 @@ def _drive(obj: CliContext, call: Any, *, waiting: _Waiting | None = None) -> An
         sys.exit(EXIT_SUSPENDED)
 
 
+def _planning_began(obj: CliContext, session_id: str) -> bool:
+    """Whether this run recorded itself in the ledger, which its plan phase does first, with its intent:
+    stopped earlier (in the checks of the project before planning), ``autodev resume`` would not know the
+    intent, or would carry on with a plan made before it."""
+    from autodev.state.plan_manager import PlanManager
+
+    try:
+        with PlanManager.open(obj.repo_root, readonly=True) as manager:
+            return manager.session_id == session_id
+    except (AutodevError, OSError):
+        return True  # unknown: the usual advice, whose `autodev resume` says what it finds
+
+
 @dataclass(frozen=True, slots=True)
 class _Waiting:
     """What ``--wait`` needs: the display that counts down, and how the command resumes after a wait."""
@@ -1485,12 +1505,10 @@ def main(argv: list[str] | None = None) -> None:
         _echo_error(f"{exc.strerror or exc}{where}; free disk space or fix permissions, then try again")
         sys.exit(EXIT_USAGE)
     except (click.Abort, KeyboardInterrupt):
-        how, exit_code = interruption()
+        message, exit_code = interruption()
         # After SIGHUP the terminal may be gone: the exit code still tells whoever is left.
         with contextlib.suppress(OSError):
-            click.echo(
-                f"{how}; everything recorded so far is kept: run `autodev resume` to continue", err=True
-            )
+            click.echo(message, err=True)
         sys.exit(exit_code)
     except Exception as exc:
         from autodev.logging import get_logger

@@ -15,11 +15,18 @@ import os
 import signal
 from types import FrameType
 
-__all__ = ["interruption", "stop_in_order_on_termination"]
+__all__ = ["NOTHING_RECORDED", "advise_after_interrupt", "interruption", "stop_in_order_on_termination"]
+
+RESUME = "everything recorded so far is kept: run `autodev resume` to continue"
+NOTHING_RECORDED = (
+    "nothing of this run was recorded yet (it stopped before planning began): "
+    "run the same `autodev run` again"
+)
 
 _HANDLED = (signal.SIGTERM, signal.SIGHUP)
 _received: list[signal.Signals] = []
 _terminals: list[int] = []
+_advice: list[str] = []
 
 
 def stop_in_order_on_termination() -> None:
@@ -32,11 +39,18 @@ def stop_in_order_on_termination() -> None:
     _terminals[:] = [descriptor for descriptor in (0, 1, 2) if os.isatty(descriptor)]
 
 
+def advise_after_interrupt(advice: str) -> None:
+    """What to do next, if the command is interrupted, when ``autodev resume`` would not continue it."""
+    _advice[:] = [advice]
+
+
 def interruption() -> tuple[str, int]:
-    """What stopped the command, in words, and its exit code (the shell's ``128 + signal``)."""
+    """The line that says what stopped the command and what to do next, and its exit code (the shell's
+    ``128 + signal``)."""
+    advice = _advice[0] if _advice else RESUME
     if _received:
-        return f"stopped by {_received[0].name}", 128 + _received[0]
-    return "interrupted", 128 + signal.SIGINT
+        return f"stopped by {_received[0].name}; {advice}", 128 + _received[0]
+    return f"interrupted; {advice}", 128 + signal.SIGINT
 
 
 def _interrupt(number: int, frame: FrameType | None) -> None:
