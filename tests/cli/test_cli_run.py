@@ -7,6 +7,7 @@ real: git, the QA gates, the ledger, the run lock and signal handling.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -191,12 +192,19 @@ class Background:
         os.killpg(self.pid, signal.SIGINT)
         return self.proc.wait(timeout=20)
 
-    def stop(self, how: str) -> int:
-        """``ctrl-c`` (see interrupt), or a signal's name sent to AutoDev's process alone, as `kill`,
-        `timeout` or a service manager sends it; the exit code."""
+    def stop(self, how: str, root: Path) -> int:
+        """``ctrl-c`` (see interrupt); a signal's name, sent to AutoDev's process alone, as `kill` or
+        `timeout` sends it; or ``SIGTERM-all``: SIGTERM to AutoDev and, at once, to every process working in
+        ``root`` (its agents and QA tools), as systemd stops a service's whole control group; the exit
+        code."""
         if how == "ctrl-c":
             return self.interrupt()
-        os.kill(self.pid, signal.Signals[how])
+        if how == "SIGTERM-all":
+            for pid in [self.pid, *(pid for pid, _ in processes_working_in(root))]:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGTERM)
+        else:
+            os.kill(self.pid, signal.Signals[how])
         return self.proc.wait(timeout=20)
 
     def kill(self) -> None:
@@ -344,6 +352,8 @@ def test_a_task_whose_review_never_passes_is_blocked_with_exit_1_and_the_reason(
         ("developer-working", "SIGTERM", ()),
         ("gate-running", "SIGTERM", ()),
         ("gate-running", "SIGTERM", (signal.SIGINT,)),
+        # systemd stopping a service: the gate's pytest gets SIGTERM too, and its death is no failed attempt.
+        ("gate-running", "SIGTERM-all", ()),
         # The terminal closed.
         ("gate-running", "SIGHUP", ()),
     ],
@@ -353,6 +363,7 @@ def test_a_task_whose_review_never_passes_is_blocked_with_exit_1_and_the_reason(
         "sigterm-developer",
         "sigterm-gate",
         "sigterm-no-sigint",
+        "sigterm-all",
         "sighup",
     ],
 )
@@ -382,14 +393,14 @@ def test_ctrl_c_or_termination_stops_cleanly_and_resume_finishes_every_task_once
                 20,
                 "the test gate's pytest to start",
             )
-        code = run.stop(how)
+        code = run.stop(how, root)
     finally:
         run.kill()
 
-    stopped_by = signal.SIGINT if how == "ctrl-c" else signal.Signals[how]
+    stopped_by = signal.SIGINT if how == "ctrl-c" else signal.Signals[how.removesuffix("-all")]
     assert code == 128 + stopped_by, run.out + run.err
     assert "autodev resume" in run.err
-    assert ("interrupted" if how == "ctrl-c" else f"stopped by {how}") in run.err
+    assert ("interrupted" if how == "ctrl-c" else f"stopped by {stopped_by.name}") in run.err
     assert "Traceback" not in run.err
     wait_until(lambda: not live_group_members(run.pid), 5, "the interrupted run's process group to empty")
     assert_stopped_in_order_and_resumed_once(run_cli, root, script_file)
