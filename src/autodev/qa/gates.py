@@ -90,6 +90,7 @@ from autodev.qa.environment import ProjectEnvironment, resolve_environment
 from autodev.qa.junit import read_junit
 from autodev.qa.runner import STDERR_MARKER, CheckResult, CheckSpec, run_check
 from autodev.qa.tools import looked_for, resolve_tool
+from autodev.scratch import owned_prefix
 from autodev.state.paths import STATE_DIR_NAME, normalize_repo_path
 
 __all__ = [
@@ -340,7 +341,7 @@ async def run_gate_suite(
         # with the repository, and a run with its gates off paid it at every check).
         _changed_files(Path(await anyio.Path(repo_root).resolve()), tuple(changed_files))
         return GateRun([_disabled(gate) for gate in asked], before, environment)
-    with tempfile.TemporaryDirectory(prefix="autodev-qa-") as scratch:
+    with tempfile.TemporaryDirectory(prefix=owned_prefix("autodev-qa-")) as scratch:
         project = await anyio.to_thread.run_sync(
             _load_project,
             repo_root,

@@ -28,6 +28,7 @@ import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field
 
 from autodev.process_runner import ProcessOutcome, ProcessSpec, ProcessStartError, run_process
+from autodev.scratch import owned_prefix
 
 __all__ = [
     "CHECK_STATUSES",
@@ -106,7 +107,7 @@ async def run_check(spec: CheckSpec, *, on_line: Callable[[bytes], None] | None 
     """
     if not await anyio.Path(spec.cwd).is_dir():
         return _not_run(spec, f"working directory {spec.cwd} does not exist")
-    with tempfile.TemporaryDirectory(prefix="autodev-check-") as scratch:
+    with tempfile.TemporaryDirectory(prefix=owned_prefix("autodev-check-")) as scratch:
         transcript = Path(scratch) / "stdout"
         process = ProcessSpec(
             argv=spec.argv,

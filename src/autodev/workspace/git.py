@@ -16,7 +16,6 @@ import shutil
 import stat
 import subprocess
 import tempfile
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,7 +27,7 @@ from autodev.errors import AutodevError
 from autodev.files import read_bounded
 from autodev.gitsafety import HARDENED_CONFIG
 from autodev.logging import get_logger
-from autodev.state.children import process_start_ticks
+from autodev.scratch import owned_prefix, remove_abandoned
 from autodev.workspace import changes
 from autodev.workspace.changes import WatchedCopy, file_stamp
 from autodev.workspace.refs import read_refs
@@ -126,58 +125,19 @@ async def run_git(
 
 
 _SCRATCH_NUMBERS = itertools.count()
-_SCRATCH_PREFIX = "autodev-index-"
-# A directory this long untouched, of a process that is gone, is abandoned. The wait spares a live
-# process that this one cannot see (another pid namespace sharing the temp directory): each snapshot
-# touches its directory, and it makes the directory anew if it was removed between snapshots.
-SCRATCH_ABANDONED_AFTER_S = 600.0
 _scratch: list[Path] = []
 
 
 def _scratch_directory() -> Path:
     """A private directory for throw-away index files, made once per process and removed at its exit (a
-    directory per snapshot cost more than the snapshot's own git calls). Its name carries the process's
-    pid and start time, so that a later process can tell it abandoned when no exit handler ran (SIGKILL,
-    the OOM killer) and remove it."""
+    directory per snapshot cost more than the snapshot's own git calls). Named for its process
+    (``autodev.scratch``), so that a later process removes it if no exit handler ran (SIGKILL, the OOM
+    killer); making it is when a process removes what killed ones left."""
     if not _scratch or not _scratch[0].is_dir():
-        remove_abandoned_scratch()
-        owner = f"{os.getpid()}-{process_start_ticks(os.getpid()) or 0}-"
-        _scratch[:] = [Path(tempfile.mkdtemp(prefix=f"{_SCRATCH_PREFIX}{owner}"))]
+        remove_abandoned()
+        _scratch[:] = [Path(tempfile.mkdtemp(prefix=owned_prefix("autodev-index-")))]
         atexit.register(shutil.rmtree, _scratch[0], ignore_errors=True)
     return _scratch[0]
-
-
-def remove_abandoned_scratch(*, now: float | None = None) -> list[Path]:
-    """Remove the scratch directories, of this user, whose process is gone (or its pid now names another
-    process) and which nothing touched for ``SCRATCH_ABANDONED_AFTER_S``; the ones removed."""
-    if process_start_ticks(os.getpid()) is None:
-        return []  # no /proc to tell a live process from a dead one: keep everything
-    now = time.time() if now is None else now
-    removed: list[Path] = []
-    try:
-        entries = list(os.scandir(tempfile.gettempdir()))
-    except OSError:
-        return removed
-    for entry in entries:
-        if not entry.name.startswith(_SCRATCH_PREFIX):
-            continue
-        pid, _, rest = entry.name.removeprefix(_SCRATCH_PREFIX).partition("-")
-        started, _, _ = rest.partition("-")
-        try:
-            found = entry.stat(follow_symlinks=False)
-        except OSError:
-            continue
-        alive = pid.isdigit() and process_start_ticks(int(pid)) == started
-        if (
-            alive
-            or not stat.S_ISDIR(found.st_mode)
-            or found.st_uid != os.getuid()
-            or now - found.st_mtime < SCRATCH_ABANDONED_AFTER_S
-        ):
-            continue
-        shutil.rmtree(entry.path, ignore_errors=True)
-        removed.append(Path(entry.path))
-    return removed
 
 
 def _git_dir_on_disk(root: Path) -> Path | None:

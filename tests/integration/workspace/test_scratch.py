@@ -1,5 +1,5 @@
-"""The scratch directory of throw-away index files: a process killed before its exit handlers leaves it
-behind, and a later process removes it once it is clearly abandoned."""
+"""Temporary directories named for their process: one killed before its exit handlers leaves them behind,
+and a later process removes them once they are clearly abandoned."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from autodev.scratch import ABANDONED_AFTER_S, PREFIXES, owned_prefix, remove_abandoned
 from autodev.state.children import process_start_ticks
 from autodev.workspace import git as git_module
-from autodev.workspace.git import SCRATCH_ABANDONED_AFTER_S, remove_abandoned_scratch
 
-LONG_AGO = time.time() - 2 * SCRATCH_ABANDONED_AFTER_S
+LONG_AGO = time.time() - 2 * ABANDONED_AFTER_S
 
 
 @pytest.fixture
@@ -28,8 +28,10 @@ def temp_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def _scratch_of(temp_dir: Path, pid: int, started: str, *, touched: float) -> Path:
-    directory = temp_dir / f"autodev-index-{pid}-{started}-abcd1234"
+def _scratch_of(
+    temp_dir: Path, pid: int, started: str, *, touched: float, prefix: str = "autodev-index-"
+) -> Path:
+    directory = temp_dir / f"{prefix}{pid}-{started}-abcd1234"
     directory.mkdir()
     (directory / "index-0").write_bytes(b"DIRC")
     os.utime(directory, (touched, touched))
@@ -45,17 +47,25 @@ def _a_finished_process() -> tuple[int, str]:
     return process.pid, started
 
 
-def test_a_dead_processs_scratch_untouched_for_long_is_removed(temp_dir: Path) -> None:
+@pytest.mark.parametrize("prefix", PREFIXES)
+def test_a_dead_processs_directory_untouched_for_long_is_removed(temp_dir: Path, prefix: str) -> None:
     pid, started = _a_finished_process()
-    abandoned = _scratch_of(temp_dir, pid, started, touched=LONG_AGO)
-    assert remove_abandoned_scratch() == [abandoned]
+    abandoned = _scratch_of(temp_dir, pid, started, touched=LONG_AGO, prefix=prefix)
+    assert remove_abandoned() == [abandoned]
     assert not abandoned.exists()
+
+
+def test_directories_are_named_for_their_process() -> None:
+    started = process_start_ticks(os.getpid())
+    assert [owned_prefix(prefix) for prefix in PREFIXES] == [
+        f"{prefix}{os.getpid()}-{started}-" for prefix in PREFIXES
+    ]
 
 
 def test_a_reused_pid_does_not_keep_the_dead_processs_scratch(temp_dir: Path) -> None:
     # The pid names a live process (this one) that started at another time than the directory's owner.
     abandoned = _scratch_of(temp_dir, os.getpid(), "1", touched=LONG_AGO)
-    assert remove_abandoned_scratch() == [abandoned]
+    assert remove_abandoned() == [abandoned]
 
 
 def test_a_live_or_recently_touched_scratch_is_kept(temp_dir: Path) -> None:
@@ -69,7 +79,7 @@ def test_a_live_or_recently_touched_scratch_is_kept(temp_dir: Path) -> None:
     unrelated.mkdir()
     os.utime(unrelated, (LONG_AGO, LONG_AGO))
 
-    assert remove_abandoned_scratch() == []
+    assert remove_abandoned() == []
     assert live.is_dir() and recent.is_dir() and unrelated.is_dir()
 
 
