@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from support.cli import STATUS_KEYS, Run, RunCli
 from support.orchestration import git_log, script_with
+from support.parallel import commit_everything
 
 from autodev.adapters.scripted import Script
 from autodev.cli.demo import DemoSetup, prepare_demo
@@ -106,6 +107,11 @@ def processes_working_in(root: Path) -> list[tuple[int, str]]:
         if cwd == str(root) or cwd.startswith(f"{root}/"):
             found.append((pid, cmdline))
     return found
+
+
+def tests_running_in(directory: Path) -> bool:
+    """Whether AutoDev's pytest (the one writing a JUnit report) works in ``directory`` or below it."""
+    return any("--junitxml" in cmd for _, cmd in processes_working_in(directory))
 
 
 def _live_processes() -> Iterator[tuple[int, str]]:
@@ -431,23 +437,14 @@ def test_a_run_stopped_before_planning_says_to_run_again_not_to_resume(
     (root / "tests" / "test_slow_suite.py").write_text(
         "import time\n\n\ndef test_slow():\n    time.sleep(60)\n"
     )
-    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
-    subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@invalid", "commit", "-qm", "a slow suite"],
-        cwd=root,
-        check=True,
-    )
+    commit_everything(root, "a slow suite")
     run = Background(
         autodev_exe,
         ["-C", str(root), "run", "--platform", "scripted", "--script", str(script_file), demo.intent],
         tmp_path,
     )
     try:
-        wait_until(
-            lambda: any("--junitxml" in cmd for _, cmd in processes_working_in(root)),
-            20,
-            "the check of the project's tests",
-        )
+        wait_until(lambda: tests_running_in(root), 20, "the check of the project's tests")
         code = run.interrupt()
     finally:
         run.kill()
@@ -529,11 +526,7 @@ def test_a_terminal_that_hangs_up_stops_the_run_in_order_and_resume_finishes_it(
     try:
         # A task's test gate (not the baseline run before planning, which works in the main checkout).
         worktrees = root / ".autodev" / "task-worktrees"
-        run.wait_until(
-            lambda: any("--junitxml" in cmd for _, cmd in processes_working_in(worktrees)),
-            40,
-            "a task's test gate to start",
-        )
+        run.wait_until(lambda: tests_running_in(worktrees), 40, "a task's test gate to start")
         code = run.hang_up()
     finally:
         run.kill()
