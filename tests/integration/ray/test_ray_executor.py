@@ -1,10 +1,12 @@
 """``executor = "ray"`` on a real local Ray cluster (``conftest.py``), with the scripted platform and real
 git and QA tools: the same commits as the local executor, a killed worker continues from the ledger, a
-killed head lands a finished change once, an unreachable cluster stops the run before any agent call.
+killed head lands a finished change once, a head stopped by SIGTERM cancels its node's flow, an unreachable
+cluster stops the run before any agent call.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -566,3 +568,75 @@ def test_changes_that_would_not_land_as_commits_are_refused_before_anything_star
     with pytest.raises(Exception, match="executor = ray lands each task's change as a commit"):
         run(orchestrator, setup.intent)
     assert adapter.calls == []
+
+
+def test_a_head_stopped_by_sigterm_cancels_the_flow_on_its_node_and_resume_lands_each_task_once(
+    ray_cluster: RayCluster, tmp_path: Path
+) -> None:
+    """SIGTERM to the CLI that drives the cluster (a service manager stopping it): the flow running on a
+    node is cancelled, the head exits 143, and `autodev resume` on the cluster finishes what was left."""
+    setup = demo_project(tmp_path / "project")
+    root = setup.repo_root
+    cache = tmp_path / "clone-cache"
+    (root / ".autodev").mkdir(exist_ok=True)
+    (root / ".autodev" / "config.toml").write_text(
+        f'executor = "ray"\n[ray]\naddress = "{ray_cluster.address}"\nclone_cache_dir = "{cache}"\n'
+        "[qa_gates.secretscan]\nenabled = false\n[qa_gates.build]\nenabled = false\n"
+    )
+    developer = next(
+        entry.model_dump(exclude_defaults=True)
+        for entry in setup.script.entries
+        if entry.role == "developer" and entry.task_id == "1.2"
+    )
+    slow, quick = tmp_path / "slow.json", tmp_path / "quick.json"
+    slow.write_text(
+        script_with(setup, {**developer, "latency_s": 60.0}).model_dump_json(exclude_defaults=True)
+    )
+    quick.write_text(setup.script.model_dump_json(exclude_defaults=True))
+    autodev = Path(sys.executable).with_name("autodev")
+    scripted = ["--platform", "scripted", "--script"]
+
+    def status() -> dict[str, str]:
+        shown = subprocess.run(
+            [str(autodev), "-C", str(root), "status", "--json"], capture_output=True, text=True, check=True
+        )
+        return {task["id"]: task["status"] for task in json.loads(shown.stdout)["tasks"]}
+
+    with (tmp_path / "head.err").open("wb") as err:
+        head = subprocess.Popen(
+            [str(autodev), "-C", str(root), "run", *scripted, str(slow), setup.intent],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + 90
+        while not (status().get("1.1") == "complete" and ray_cluster.worker_pids()):
+            assert head.poll() is None and time.monotonic() < deadline, (tmp_path / "head.err").read_text()
+            time.sleep(0.3)
+        os.kill(head.pid, signal.SIGTERM)
+        code = head.wait(timeout=60)
+    finally:
+        if head.poll() is None:
+            os.killpg(head.pid, signal.SIGKILL)
+            head.wait()
+
+    assert code == 128 + signal.SIGTERM, (tmp_path / "head.err").read_text()
+    assert "stopped by SIGTERM" in (tmp_path / "head.err").read_text()
+    deadline = time.monotonic() + 30
+    while ray_cluster.worker_pids():
+        assert time.monotonic() < deadline, "the flow still runs on its node"
+        time.sleep(0.2)
+    assert verify_state(root).ok
+
+    resumed = subprocess.run(
+        [str(autodev), "-C", str(root), "resume", *scripted, str(quick)], capture_output=True, text=True
+    )
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert status() == {"1.1": "complete", "1.2": "complete"}
+    subjects = [subject for subject, _, _ in _history(root)]
+    assert subjects.count("autodev: 1.1 Implement slugify") == 1
+    assert len([subject for subject in subjects if subject.startswith("autodev: 1.2 ")]) == 1
+    with PlanManager(root, readonly=True) as manager:
+        # The stop cost 1.2 no attempt.
+        assert manager.get_task("1.2").retry_count == 0
