@@ -109,7 +109,7 @@ def processes_working_in(root: Path) -> list[tuple[int, str]]:
     return found
 
 
-def tests_running_in(directory: Path) -> bool:
+def gate_pytest_working_in(directory: Path) -> bool:
     """Whether AutoDev's pytest (the one writing a JUnit report) works in ``directory`` or below it."""
     return any("--junitxml" in cmd for _, cmd in processes_working_in(directory))
 
@@ -444,7 +444,7 @@ def test_a_run_stopped_before_planning_says_to_run_again_not_to_resume(
         tmp_path,
     )
     try:
-        wait_until(lambda: tests_running_in(root), 20, "the check of the project's tests")
+        wait_until(lambda: gate_pytest_working_in(root), 20, "the check of the project's tests")
         code = run.interrupt()
     finally:
         run.kill()
@@ -526,7 +526,7 @@ def test_a_terminal_that_hangs_up_stops_the_run_in_order_and_resume_finishes_it(
     try:
         # A task's test gate (not the baseline run before planning, which works in the main checkout).
         worktrees = root / ".autodev" / "task-worktrees"
-        run.wait_until(lambda: tests_running_in(worktrees), 40, "a task's test gate to start")
+        run.wait_until(lambda: gate_pytest_working_in(worktrees), 40, "a task's test gate to start")
         code = run.hang_up()
     finally:
         run.kill()
