@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from filelock import FileLock
@@ -159,6 +159,18 @@ class CloneCache:
             "refs/autodev/have/",
         )
         return listed.decode().split()
+
+    def obtain(self, base: str, fetch: Callable[[list[str]], bytes]) -> None:
+        """Make sure the cache holds ``base``: when it does not, ``fetch`` is given the haves and returns a
+        bundle holding ``base``, which is received.
+
+        Under a lock, because tasks on one node start side by side, often on the same new base. Without
+        it the second could find the base missing, then list it among its haves once the first received
+        it (and the head's bundle of the base less itself is empty, which git refuses to make), or find
+        the base's commit while the first still unpacks its trees, and clone from missing objects."""
+        with FileLock(str(self.root) + ".receive.lock", timeout=_TIMEOUT_S):
+            if not self.has(base):
+                self.receive(fetch(self.haves()), base)
 
     def receive(self, data: bytes, base: str) -> None:
         """Store a bundle holding ``base``, and remember ``base`` as had."""

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import os
 import subprocess
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -57,11 +61,22 @@ def _node_clone(tmp_path: Path, head: Path, base: str, node: Path) -> CloneCache
     git(head, "update-ref", "refs/autodev/ray/base", base)
     cache = CloneCache(tmp_path / "cache", "repository")
     cache.ensure()
-    if not cache.has(base):
-        known = existing_commits(head, cache.haves())
-        cache.receive(bundle_refs(head, ["refs/autodev/ray/base"], exclude=known), base)
+    cache.obtain(base, _head_answers(head))
     cache.clone(node, base)
     return cache
+
+
+def _head_answers(head: Path, asked: list[list[str]] | None = None) -> Callable[[list[str]], bytes]:
+    """What the head answers a node asking for ``refs/autodev/ray/base``: a bundle of it, less what the
+    node's haves reach (the haves of each question are appended to ``asked``)."""
+
+    def answer(haves: list[str]) -> bytes:
+        if asked is not None:
+            asked.append(haves)
+        known = existing_commits(head, haves)
+        return bundle_refs(head, ["refs/autodev/ray/base"], exclude=known)
+
+    return answer
 
 
 def test_a_nodes_working_state_reaches_the_head_with_every_kind_of_change(tmp_path: Path) -> None:
@@ -232,3 +247,38 @@ def test_a_small_bundle_whose_base_the_receiver_lacks_is_refused(tmp_path: Path)
     with pytest.raises(GitError, match="lacks"):
         unbundle(stranger, bundle_refs(head, [working_ref("1.1")], exclude=[base]))
     assert subprocess.run(["git", "cat-file", "-e", commit], cwd=stranger).returncode != 0
+
+
+def test_tasks_starting_side_by_side_on_a_new_base_ask_the_head_for_it_once(tmp_path: Path) -> None:
+    """Three tasks on one node start on the same base, new to the node's cache, at once: one asks the head
+    and receives it; the others wait for it instead of asking with the base among their haves (the head's
+    bundle would be empty, which git refuses) or cloning from objects still being unpacked."""
+    head, first = _head_repository(tmp_path)
+    CloneCache(tmp_path / "cache", "repository").ensure()
+    _node_clone(tmp_path, head, first, tmp_path / "earlier-task")
+    (head / "new.txt").write_text("a new base\n")
+    git(head, "add", "new.txt")
+    git(head, "commit", "-qm", "new base")
+    base = git(head, "rev-parse", "HEAD").strip()
+    git(head, "update-ref", "refs/autodev/ray/base", base)
+    asked: list[list[str]] = []
+    answer = _head_answers(head, asked)
+    all_started = threading.Barrier(3)
+
+    def slow_answer(haves: list[str]) -> bytes:
+        time.sleep(0.3)  # the others check for the base meanwhile
+        return answer(haves)
+
+    def task(number: int) -> None:
+        cache = CloneCache(tmp_path / "cache", "repository")  # each task its own, as each Ray worker
+        all_started.wait()
+        cache.obtain(base, slow_answer)
+        cache.clone(tmp_path / f"task-{number}", base)
+
+    with ThreadPoolExecutor(3) as pool:
+        for done in [pool.submit(task, number) for number in range(3)]:
+            done.result()
+
+    assert len(asked) == 1 and base not in asked[0]
+    for number in range(3):
+        assert (tmp_path / f"task-{number}" / "new.txt").read_text() == "a new base\n"

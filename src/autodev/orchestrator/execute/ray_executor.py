@@ -423,6 +423,14 @@ async def _flow_on_node(job: _Job, root: Path, node: str) -> _Outcome:
     return _Outcome(node, manager.get_task(job.task_id).status, manager.relayed_calls)
 
 
+class _BaseRefusedError(Exception):
+    """The head could not send a node the base it asked for; ``reason`` is the head's message."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 def _run_on_node(job: _Job) -> _Outcome:
     """The Ray task: a clone of the base in a scratch directory (its objects borrowed from the node's
     clone cache, which asks the head for the commits it lacks), the flow in it, the directory removed."""
@@ -432,12 +440,18 @@ def _run_on_node(job: _Job) -> _Outcome:
     try:
         cache = CloneCache(_cache_directory(job.config.ray), job.repository)
         cache.ensure()
-        if not cache.has(job.base_commit):
-            asked = _BaseRequest(job.task_id, job.base_commit, tuple(cache.haves()))
+
+        def fetch_base(haves: list[str]) -> bytes:
+            asked = _BaseRequest(job.task_id, job.base_commit, tuple(haves))
             bundle: bytes | _Failure = ray.get(job.mailbox.ask.remote(asked))
             if isinstance(bundle, _Failure):
-                return _Outcome(node, "unknown", 0, bundle.message)
-            cache.receive(bundle, job.base_commit)
+                raise _BaseRefusedError(bundle.message)
+            return bundle
+
+        try:
+            cache.obtain(job.base_commit, fetch_base)
+        except _BaseRefusedError as refused:
+            return _Outcome(node, "unknown", 0, refused.reason)
         scratch_root = _scratch_root(job.config.ray)
         sweep(scratch_root)  # what a worker Ray killed on this node left running (a retry of this task's)
         with scratch_clone(scratch_root, job.task_id) as root:
