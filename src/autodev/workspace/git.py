@@ -32,7 +32,7 @@ from autodev.workspace import changes
 from autodev.workspace.changes import WatchedCopy, file_stamp
 from autodev.workspace.refs import read_refs
 
-__all__ = ["GitError", "GitRepo", "WorkingDiff", "read_head_file", "run_git"]
+__all__ = ["GitError", "GitRepo", "WorkingDiff", "index_entries", "read_head_file", "run_git"]
 
 _EXCLUDE_STATE = ":(exclude).autodev"
 _ALL_BUT_STATE = ("--", ".", _EXCLUDE_STATE)
@@ -162,6 +162,19 @@ def _git_dir_on_disk(root: Path) -> Path | None:
         return resolved if stat.S_ISREG(os.stat(resolved / "HEAD").st_mode) else None
     except (OSError, UnicodeDecodeError):
         return None
+
+
+def index_entries(git_dir: Path) -> int:
+    """How many entries the index of ``git_dir`` holds, read from its header; 0 when it has none or
+    cannot be read (a split index counts the entries of its own file only)."""
+    try:
+        with open(git_dir / "index", "rb") as index:
+            header = index.read(12)
+    except OSError:
+        return 0
+    if len(header) < 12 or header[:4] != b"DIRC":
+        return 0
+    return int.from_bytes(header[8:12], "big")
 
 
 def read_head_file(git_dir: Path) -> str:

@@ -23,6 +23,7 @@ from support.parallel import git as _git
 from autodev.faults import environment_fault
 from autodev.workspace import changes
 from autodev.workspace import git as git_module
+from autodev.workspace import worktree as worktree_module
 from autodev.workspace.changes import ChangeTracker
 from autodev.workspace.git import GitError, GitRepo
 from autodev.workspace.worktree import WorktreeManager
@@ -186,12 +187,20 @@ def test_a_changed_gitignore_makes_a_tracker_that_skips_ignored_directories_unsu
     tracker.close()
 
 
-@pytest_asyncio.fixture
-async def watched_worktree(repo: Path) -> AsyncIterator[tuple[GitRepo, str]]:
-    """A worktree at the repository's HEAD, watched as a pooled one is, and that HEAD."""
-    manager = WorktreeManager(repo, repo / ".autodev" / "worktrees")
+def _index_format(copy: Path) -> str:
+    """The format git keeps ``copy``'s index in: "split" (a shared base file and the changes), or "whole"."""
+    return "split" if _git(copy, "rev-parse", "--shared-index-path").strip() else "whole"
+
+
+@pytest_asyncio.fixture(params=["whole", "split"])
+async def watched_worktree(repo: Path, request: pytest.FixtureRequest) -> AsyncIterator[tuple[GitRepo, str]]:
+    """A worktree at the repository's HEAD, watched as a pooled one is, and that HEAD; its index whole, or
+    split as a large repository's worktrees have it."""
+    split_from = 1 if request.param == "split" else 1_000_000
+    manager = WorktreeManager(repo, repo / ".autodev" / "worktrees", split_index_min_entries=split_from)
     base = _git(repo, "rev-parse", "HEAD").strip()
     worktree = await manager.create("pool-0", base)
+    assert _index_format(worktree.path) == request.param
     git = GitRepo(worktree.path)
     assert await git.watch(recycled=True)
     try:
@@ -232,7 +241,12 @@ def _unwatched(git: GitRepo) -> GitRepo:
 
 
 @pytest.mark.asyncio
-async def test_a_recycled_worktree_keeps_nothing_of_the_previous_task(repo: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("index_format", ["whole", "split"])
+async def test_a_recycled_worktree_keeps_nothing_of_the_previous_task(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, index_format: str
+) -> None:
+    if index_format == "split":
+        monkeypatch.setattr(worktree_module, "SPLIT_INDEX_MIN_ENTRIES", 1)
     pool = WorktreePool(repo, repo / ".autodev" / "worktrees", 1)
     await pool.warm_up(1)
     fresh_dir = tmp_path / "fresh"
@@ -261,6 +275,7 @@ async def test_a_recycled_worktree_keeps_nothing_of_the_previous_task(repo: Path
         assert _git(second.path, "status", "--porcelain", "--ignored", "--untracked-files=all") == ""
         assert _git(second.path, "ls-files", "-s") == _git(fresh_dir, "ls-files", "-s")  # no stale entry
         assert _git(second.path, "rev-parse", "HEAD").strip() == next_base
+        assert _index_format(second.path) == index_format
         # The hard-linked file was written anew: writing through the outside name no longer reaches it.
         (outside / "hard-link").write_text("through the other name\n")
         assert (second.path / "tool.sh").read_text() == "echo hi\n"

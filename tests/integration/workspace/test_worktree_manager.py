@@ -8,7 +8,7 @@ import anyio
 import pytest
 from support.parallel import git as _git
 
-from autodev.workspace.git import GitRepo
+from autodev.workspace.git import GitRepo, index_entries
 from autodev.workspace.worktree import WorktreeError, WorktreeManager
 
 
@@ -102,3 +102,45 @@ def test_cleanup_all_and_prune_stale_after_a_crash(tmp_path: Path) -> None:
     assert len(_worktrees(root)) == 1 and list(worktrees_dir.iterdir()) == []
     anyio.run(normal_run)
     assert len(_worktrees(root)) == 1 and list(worktrees_dir.iterdir()) == []
+
+
+def test_the_index_header_gives_its_entry_count(tmp_path: Path) -> None:
+    root, _ = _repo(tmp_path)
+    (root / "pkg").mkdir()
+    for number in range(3):
+        (root / "pkg" / f"m{number}.py").write_text(f"N = {number}\n")
+    _git(root, "add", "-A")
+    assert index_entries(root / ".git") == 4 == len(_git(root, "ls-files").splitlines())
+    assert index_entries(tmp_path / "nowhere") == 0
+    (root / ".git" / "index").write_bytes(b"not an index")
+    assert index_entries(root / ".git") == 0
+
+
+@pytest.mark.parametrize(("split_from", "expected"), [(3, "split"), (4, "whole")])
+def test_a_worktree_of_a_large_index_gets_a_split_index_and_keeps_it(
+    tmp_path: Path, split_from: int, expected: str
+) -> None:
+    root, _ = _repo(tmp_path)
+    for name in ("b.py", "c.py"):
+        (root / name).write_text("X = 1\n")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "three files")
+    base = _git(root, "rev-parse", "HEAD").strip()
+
+    def index_format(copy: Path) -> str:
+        return "split" if _git(copy, "rev-parse", "--shared-index-path").strip() else "whole"
+
+    async def scenario() -> None:
+        manager = WorktreeManager(root, root / ".autodev" / "worktrees", split_index_min_entries=split_from)
+        worktree = await manager.create("v", base)
+        assert index_format(worktree.path) == expected
+        (worktree.path / "b.py").write_text("X = 2\n")
+        _git(worktree.path, "add", "b.py")  # a later write by any git keeps the format
+        assert index_format(worktree.path) == expected
+        assert _git(worktree.path, "status", "--porcelain") == "M  b.py\n"
+        await manager.remove(worktree)
+        # The shared index lives in the worktree's own git directory and goes with it.
+        assert not list((root / ".git").rglob("sharedindex.*"))
+
+    anyio.run(scenario)
+    assert index_format(root) == "whole"  # the user's own index is never split
