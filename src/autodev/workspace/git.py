@@ -44,6 +44,8 @@ _FALLBACK_IDENTITY = ("-c", "user.name=AutoDev", "-c", "user.email=autodev@local
 _DIFFING = frozenset({"diff", "log", "show"})
 # Paths handed to git as given (no wildcards, no ":(magic)"): the names come from the file system.
 _LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}
+# A name in the scratch directory that nothing creates: git commands given it as their index read none.
+_NO_INDEX = "no-index"
 # Beyond this many bytes of changed paths on one command line, git's full scan is asked instead.
 _PATHS_ON_COMMAND_LINE = 100_000
 
@@ -716,7 +718,18 @@ class GitRepo:
         """Paths whose content or mode differs between two trees (or commits)."""
         if old == new and _OBJECT_ID.fullmatch(old):
             return []
-        result = await self._run("diff-tree", "-r", "-z", "--name-only", "--no-renames", old, new)
+        # diff-tree reads the whole index first (for rename detection and attributes), which names alone do
+        # not use: pointed at an index that does not exist, it skips that read (5 ms at 50,000 files).
+        result = await self._run(
+            "diff-tree",
+            "-r",
+            "-z",
+            "--name-only",
+            "--no-renames",
+            old,
+            new,
+            env={"GIT_INDEX_FILE": str(_scratch_directory() / _NO_INDEX)},
+        )
         return sorted(name for name in result.stdout.split("\0") if name)
 
     async def restore_from_tree(self, tree: str, paths: Sequence[str]) -> None:

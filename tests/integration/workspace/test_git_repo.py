@@ -230,3 +230,36 @@ async def test_commits_since_the_base_are_counted_with_their_paths_and_none_at_t
     _git(git_repo, "add", "new.py")
     _git(git_repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "on top")
     assert await repo.commits_and_paths_since(base) == (1, ["new.py"])
+
+
+def _index_reads(trace: Path, command: str) -> list[int]:
+    """The entry counts of the index reads git's trace (``GIT_TRACE2_EVENT``) records for ``command``."""
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    processes = {e["sid"] for e in events if e["event"] == "cmd_name" and e["name"] == command}
+    return [
+        int(event["value"])
+        for event in events
+        if event["sid"] in processes and event["event"] == "data" and event["key"] == "read/cache_nr"
+    ]
+
+
+@pytest.mark.asyncio
+async def test_the_paths_between_two_commits_are_listed_without_reading_the_index(
+    git_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = GitRepo(git_repo)
+    base = await repo.ensure_base_commit()
+    (git_repo / "kept.py").write_text("a = 2\n")
+    (git_repo / "pkg").mkdir()
+    (git_repo / "pkg" / "new.py").write_text("b = 1\n")
+    _git(git_repo, "add", "-A", "kept.py", "pkg")
+    _git(git_repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "two")
+    ahead = _git(git_repo, "rev-parse", "HEAD").strip()
+    trace = tmp_path / "trace.json"
+    monkeypatch.setenv("GIT_TRACE2_EVENT", str(trace))
+    assert await repo.changed_between(base, ahead) == ["kept.py", "pkg/new.py"]
+    assert await repo.changed_between(ahead, base) == ["kept.py", "pkg/new.py"]
+    # What git's own diff-tree says, reading the index as it always does: the same names.
+    _git(git_repo, "diff-tree", "-r", "--name-only", base, ahead)
+    assert _index_reads(trace, "diff-tree") == [2]
+    assert (git_repo / ".git" / "index").exists()
