@@ -107,6 +107,7 @@ class ChangeChecks:
             paths.baseline_worktree_dir,
             admin_lock=admin_lock,
             preparer=preparer,
+            split_index_min_entries=config.worktree_split_index_min_files,
         )
         self._base_worktree: Worktree | None = None
         self._base_lock = anyio.Lock()

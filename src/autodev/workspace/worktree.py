@@ -108,14 +108,13 @@ class WorktreeManager:
         timeout_s: float = 120.0,
         admin_lock: anyio.Lock | None = None,
         preparer: WorktreePreparer | None = None,
-        split_index_min_entries: int | None = None,
+        split_index_min_entries: int = SPLIT_INDEX_MIN_ENTRIES,
     ) -> None:
         self.main_repo = Path(main_repo).resolve()
         self.root_dir = Path(root_dir)
         self.timeout_s = timeout_s
-        self.split_index_min_entries = (
-            SPLIT_INDEX_MIN_ENTRIES if split_index_min_entries is None else split_index_min_entries
-        )
+        # 0: never split (see ``_index_format``).
+        self.split_index_min_entries = split_index_min_entries
         self._main_git = GitRepo(self.main_repo, timeout_s=timeout_s)
         # The repository's worktree setup: every worktree made here becomes a working copy its tests accept.
         self.preparer = preparer
@@ -183,8 +182,8 @@ class WorktreeManager:
         return worktree
 
     async def _index_format(self) -> tuple[str, ...]:
-        """git options for a new worktree's first index: split (``core.splitIndex``) when the repository's
-        index is large.
+        """git options for a new worktree's first index: split (``core.splitIndex``) when the index of the
+        repository's main checkout has ``split_index_min_entries`` entries or more (never when that is 0).
 
         Every git command that changes an index writes the whole file and hashes it: 25-30 ms at 50,000
         entries, and a task's working copy is staged and reset several times. A split index writes only
@@ -192,7 +191,9 @@ class WorktreeManager:
         with it), so those writes cost what the change does. The commands after this one keep the format
         without being told. The user's own index is never split, and small repositories, where it gains
         nothing, keep git's default format for every tool that reads a worktree's index."""
-        if index_entries(await self._main_git.git_dir()) < self.split_index_min_entries:
+        threshold = self.split_index_min_entries
+        # The main checkout's index, also when ``main_repo`` is a worktree: one of AutoDev's may be split.
+        if not threshold or index_entries(await self._main_git.common_dir()) < threshold:
             return ()
         return ("-c", "core.splitIndex=true")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -21,6 +22,7 @@ from support.parallel import (
     script_of,
 )
 
+from autodev.adapters.base import AgentInvocation, AgentResult
 from autodev.errors import PlanParseError
 from autodev.guardrails import BudgetExceededError
 from autodev.state.plan_manager import PlanManager
@@ -279,6 +281,38 @@ def test_the_worktree_pool_runs_a_plan_and_leaves_nothing_behind(tmp_path: Path,
         assert (root / own_file(f"1.{i}")).read_text() == f"VALUE = '1.{i}'\n"
     _no_leftovers(root)
     assert changes.watched(root) is None  # the run stopped following the checkout when it ended
+
+
+class IndexFormatSeen(WatchedAdapter):
+    """Records the format of the index of each developer's working copy while it works."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.index_formats: set[str] = set()
+
+    async def execute(self, inv: AgentInvocation) -> AgentResult:
+        if inv.role == "developer":
+            shared = git(inv.cwd, "rev-parse", "--shared-index-path").strip()
+            self.index_formats.add("split" if shared else "whole")
+        return await super().execute(inv)
+
+
+@pytest.mark.parametrize(("split_from", "expected"), [(1, "split"), (0, "whole")])
+def test_a_large_repository_s_task_worktrees_work_on_a_split_index(
+    tmp_path: Path, split_from: int, expected: str
+) -> None:
+    # A repository of a few files stands for a large one by a threshold of one entry.
+    root = git_repo(tmp_path / "repo")
+    save_plan(root, plan_of([Spec(f"1.{i}") for i in range(1, 5)]))
+    adapter = IndexFormatSeen(script=script_of(entries_for(), latency_s=0.02))
+    run = orchestrator(root, adapter, 2, worktree_split_index_min_files=split_from)
+    assert {t.status for t in anyio.run(run.execute)} == {"complete"}
+    assert adapter.index_formats == {expected}
+    for i in range(1, 5):
+        assert (root / own_file(f"1.{i}")).read_text() == f"VALUE = '1.{i}'\n"
+    assert not git(root, "rev-parse", "--shared-index-path").strip()  # the user's index stays whole
+    _no_leftovers(root)
+    assert not list((root / ".git").rglob("sharedindex.*"))
 
 
 def test_a_stopped_parallel_run_resumes_each_task_in_its_worktree_even_one_at_a_time(tmp_path: Path) -> None:

@@ -23,7 +23,6 @@ from support.parallel import git as _git
 from autodev.faults import environment_fault
 from autodev.workspace import changes
 from autodev.workspace import git as git_module
-from autodev.workspace import worktree as worktree_module
 from autodev.workspace.changes import ChangeTracker
 from autodev.workspace.git import GitError, GitRepo
 from autodev.workspace.worktree import WorktreeManager
@@ -196,7 +195,7 @@ def _index_format(copy: Path) -> str:
 async def watched_worktree(repo: Path, request: pytest.FixtureRequest) -> AsyncIterator[tuple[GitRepo, str]]:
     """A worktree at the repository's HEAD, watched as a pooled one is, and that HEAD; its index whole, or
     split as a large repository's worktrees have it."""
-    split_from = 1 if request.param == "split" else 1_000_000
+    split_from = 1 if request.param == "split" else 0
     manager = WorktreeManager(repo, repo / ".autodev" / "worktrees", split_index_min_entries=split_from)
     base = _git(repo, "rev-parse", "HEAD").strip()
     worktree = await manager.create("pool-0", base)
@@ -243,11 +242,10 @@ def _unwatched(git: GitRepo) -> GitRepo:
 @pytest.mark.asyncio
 @pytest.mark.parametrize("index_format", ["whole", "split"])
 async def test_a_recycled_worktree_keeps_nothing_of_the_previous_task(
-    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, index_format: str
+    repo: Path, tmp_path: Path, index_format: str
 ) -> None:
-    if index_format == "split":
-        monkeypatch.setattr(worktree_module, "SPLIT_INDEX_MIN_ENTRIES", 1)
-    pool = WorktreePool(repo, repo / ".autodev" / "worktrees", 1)
+    split_from = 1 if index_format == "split" else 0
+    pool = WorktreePool(repo, repo / ".autodev" / "worktrees", 1, split_index_min_entries=split_from)
     await pool.warm_up(1)
     fresh_dir = tmp_path / "fresh"
     try:

@@ -214,6 +214,7 @@ class Dispatcher:
             self.session.worktree_admin_lock,
         )
         preparer = self.session.worktree_preparer
+        split_from = self.session.config.worktree_split_index_min_files
         if self.session.config.worktree_pool_enabled and self.parallelism.isolated:
             return WorktreePool(
                 root,
@@ -222,8 +223,11 @@ class Dispatcher:
                 admin_lock=lock,
                 preparer=preparer,
                 track_changes=self.session.config.change_tracking_enabled,
+                split_index_min_entries=split_from,
             )
-        return WorktreeManager(root, tree, admin_lock=lock, preparer=preparer)
+        return WorktreeManager(
+            root, tree, admin_lock=lock, preparer=preparer, split_index_min_entries=split_from
+        )
 
     # --- the loop -----------------------------------------------------------------------------------
 

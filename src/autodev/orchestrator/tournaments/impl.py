@@ -199,6 +199,7 @@ async def run_impl_tournament(session: RunContext, task: Task, tree: Path, git: 
         session.paths.worktrees_dir,
         admin_lock=session.worktree_admin_lock,
         preparer=session.worktree_preparer,
+        split_index_min_entries=session.config.worktree_split_index_min_files,
     )
     tournament_id = new_tournament_id("impl", task.id)
     artifacts = TournamentArtifacts(session.paths.tournaments_dir, tournament_id)
