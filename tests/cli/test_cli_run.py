@@ -144,6 +144,14 @@ def wait_until(condition: Callable[[], bool], timeout_s: float, what: str) -> No
         time.sleep(0.05)
 
 
+def _as_from_a_terminal() -> None:
+    """The stop signals' dispositions of a command started from a terminal, whatever the test runner
+    inherited (``nohup`` ignores SIGHUP, a job started with ``&`` ignores SIGINT): a test that wants one
+    ignored says so."""
+    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, signal.SIG_DFL)
+
+
 class Background:
     """An ``autodev`` process running in its own session (as a terminal's foreground job), output to files."""
 
@@ -154,7 +162,8 @@ class Background:
         self.stderr_path = workdir / "background.err"
         env = {k: v for k, v in os.environ.items() if not k.startswith("AUTODEV_")}
 
-        def ignore_signals() -> None:  # as a non-interactive shell does for a job started with `&`
+        def set_dispositions() -> None:  # `ignoring`: as a non-interactive shell does for a job run with `&`
+            _as_from_a_terminal()
             for number in ignoring:
                 signal.signal(number, signal.SIG_IGN)
 
@@ -167,7 +176,7 @@ class Background:
                 stdout=out,
                 stderr=err,
                 start_new_session=True,
-                preexec_fn=ignore_signals if ignoring else None,
+                preexec_fn=set_dispositions,
             )
 
     @property
@@ -475,6 +484,7 @@ class OnTerminal:
         env = {k: v for k, v in os.environ.items() if not k.startswith("AUTODEV_")}
 
         def take_the_terminal() -> None:
+            _as_from_a_terminal()
             fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
         try:

@@ -5,8 +5,12 @@ from __future__ import annotations
 import subprocess
 import sys
 
+# Each probe starts from the dispositions a command started from a terminal has, whatever the test runner
+# inherited (``nohup`` ignores SIGHUP, a job started with ``&`` ignores SIGINT).
 PROBE = """
 import signal
+for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    signal.signal(number, signal.SIG_DFL)
 {before}
 from autodev.cli.stopping import stop_in_order_on_termination
 stop_in_order_on_termination()
