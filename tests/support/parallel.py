@@ -33,6 +33,11 @@ def git(root: Path, *args: str) -> str:
     return result.stdout
 
 
+def index_format(copy: Path) -> str:
+    """The format git keeps ``copy``'s index in: "split" (a shared base file and the changes), or "whole"."""
+    return "split" if git(copy, "rev-parse", "--shared-index-path").strip() else "whole"
+
+
 def commit_everything(root: Path, message: str) -> str:
     """Commit every change in ``root``; the new HEAD."""
     git(root, "add", "-A")

@@ -27,12 +27,9 @@ from autodev.logging import get_logger
 from autodev.workspace.git import GitError, GitRepo, WorkingDiff, index_entries, run_git
 from autodev.workspace.worktree_setup import WorktreePreparer
 
-__all__ = ["SPLIT_INDEX_MIN_ENTRIES", "Worktree", "WorktreeError", "WorktreeManager"]
+__all__ = ["Worktree", "WorktreeError", "WorktreeManager"]
 
 _log = get_logger("autodev.worktree")
-
-# From this many index entries on, a new worktree's index is split (see ``WorktreeManager.create``).
-SPLIT_INDEX_MIN_ENTRIES = 10_000
 
 
 class WorktreeError(AutodevError):
@@ -108,12 +105,12 @@ class WorktreeManager:
         timeout_s: float = 120.0,
         admin_lock: anyio.Lock | None = None,
         preparer: WorktreePreparer | None = None,
-        split_index_min_entries: int = SPLIT_INDEX_MIN_ENTRIES,
+        split_index_min_entries: int = 0,
     ) -> None:
         self.main_repo = Path(main_repo).resolve()
         self.root_dir = Path(root_dir)
         self.timeout_s = timeout_s
-        # 0: never split (see ``_index_format``).
+        # 0: never split (see ``_index_format``); the run passes ``worktree_split_index_min_files``.
         self.split_index_min_entries = split_index_min_entries
         self._main_git = GitRepo(self.main_repo, timeout_s=timeout_s)
         # The repository's worktree setup: every worktree made here becomes a working copy its tests accept.

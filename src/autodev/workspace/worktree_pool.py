@@ -27,7 +27,7 @@ import anyio
 from autodev.errors import AutodevError
 from autodev.logging import get_logger
 from autodev.workspace.git import GitRepo, WorkingDiff
-from autodev.workspace.worktree import SPLIT_INDEX_MIN_ENTRIES, Worktree, WorktreeError, WorktreeManager
+from autodev.workspace.worktree import Worktree, WorktreeError, WorktreeManager
 from autodev.workspace.worktree_setup import WorktreePreparer
 
 __all__ = ["WorktreePool"]
@@ -53,7 +53,7 @@ class WorktreePool:
         admin_lock: anyio.Lock | None = None,
         preparer: WorktreePreparer | None = None,
         track_changes: bool = True,
-        split_index_min_entries: int = SPLIT_INDEX_MIN_ENTRIES,
+        split_index_min_entries: int = 0,
     ) -> None:
         if size < 0:
             raise ValueError(f"pool size must be >= 0, not {size}")

@@ -14,6 +14,7 @@ from support.parallel import (
     entries_for,
     git,
     git_repo,
+    index_format,
     ledger_ops,
     orchestrator,
     own_file,
@@ -292,8 +293,7 @@ class IndexFormatSeen(WatchedAdapter):
 
     async def execute(self, inv: AgentInvocation) -> AgentResult:
         if inv.role == "developer":
-            shared = git(inv.cwd, "rev-parse", "--shared-index-path").strip()
-            self.index_formats.add("split" if shared else "whole")
+            self.index_formats.add(index_format(inv.cwd))
         return await super().execute(inv)
 
 
@@ -310,7 +310,7 @@ def test_a_large_repository_s_task_worktrees_work_on_a_split_index(
     assert adapter.index_formats == {expected}
     for i in range(1, 5):
         assert (root / own_file(f"1.{i}")).read_text() == f"VALUE = '1.{i}'\n"
-    assert not git(root, "rev-parse", "--shared-index-path").strip()  # the user's index stays whole
+    assert index_format(root) == "whole"  # the user's index is never split
     _no_leftovers(root)
     assert not list((root / ".git").rglob("sharedindex.*"))
 

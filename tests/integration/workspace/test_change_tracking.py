@@ -19,6 +19,7 @@ import pytest_asyncio
 from support.git_calls import command_names, git_started
 from support.parallel import commit_everything as _commit
 from support.parallel import git as _git
+from support.parallel import index_format
 
 from autodev.faults import environment_fault
 from autodev.workspace import changes
@@ -186,11 +187,6 @@ def test_a_changed_gitignore_makes_a_tracker_that_skips_ignored_directories_unsu
     tracker.close()
 
 
-def _index_format(copy: Path) -> str:
-    """The format git keeps ``copy``'s index in: "split" (a shared base file and the changes), or "whole"."""
-    return "split" if _git(copy, "rev-parse", "--shared-index-path").strip() else "whole"
-
-
 @pytest_asyncio.fixture(params=["whole", "split"])
 async def watched_worktree(repo: Path, request: pytest.FixtureRequest) -> AsyncIterator[tuple[GitRepo, str]]:
     """A worktree at the repository's HEAD, watched as a pooled one is, and that HEAD; its index whole, or
@@ -199,7 +195,7 @@ async def watched_worktree(repo: Path, request: pytest.FixtureRequest) -> AsyncI
     manager = WorktreeManager(repo, repo / ".autodev" / "worktrees", split_index_min_entries=split_from)
     base = _git(repo, "rev-parse", "HEAD").strip()
     worktree = await manager.create("pool-0", base)
-    assert _index_format(worktree.path) == request.param
+    assert index_format(worktree.path) == request.param
     git = GitRepo(worktree.path)
     assert await git.watch(recycled=True)
     try:
@@ -240,11 +236,11 @@ def _unwatched(git: GitRepo) -> GitRepo:
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize("index_format", ["whole", "split"])
+@pytest.mark.parametrize("layout", ["whole", "split"])
 async def test_a_recycled_worktree_keeps_nothing_of_the_previous_task(
-    repo: Path, tmp_path: Path, index_format: str
+    repo: Path, tmp_path: Path, layout: str
 ) -> None:
-    split_from = 1 if index_format == "split" else 0
+    split_from = 1 if layout == "split" else 0
     pool = WorktreePool(repo, repo / ".autodev" / "worktrees", 1, split_index_min_entries=split_from)
     await pool.warm_up(1)
     fresh_dir = tmp_path / "fresh"
@@ -273,7 +269,7 @@ async def test_a_recycled_worktree_keeps_nothing_of_the_previous_task(
         assert _git(second.path, "status", "--porcelain", "--ignored", "--untracked-files=all") == ""
         assert _git(second.path, "ls-files", "-s") == _git(fresh_dir, "ls-files", "-s")  # no stale entry
         assert _git(second.path, "rev-parse", "HEAD").strip() == next_base
-        assert _index_format(second.path) == index_format
+        assert index_format(second.path) == layout
         # The hard-linked file was written anew: writing through the outside name no longer reaches it.
         (outside / "hard-link").write_text("through the other name\n")
         assert (second.path / "tool.sh").read_text() == "echo hi\n"

@@ -7,6 +7,7 @@ from pathlib import Path
 import anyio
 import pytest
 from support.parallel import git as _git
+from support.parallel import index_format
 
 from autodev.workspace.git import GitRepo, index_entries
 from autodev.workspace.worktree import WorktreeError, WorktreeManager
@@ -126,9 +127,6 @@ def test_a_worktree_of_a_large_index_gets_a_split_index_and_keeps_it(
     _git(root, "add", "-A")
     _git(root, "commit", "-q", "-m", "three files")
     base = _git(root, "rev-parse", "HEAD").strip()
-
-    def index_format(copy: Path) -> str:
-        return "split" if _git(copy, "rev-parse", "--shared-index-path").strip() else "whole"
 
     async def scenario() -> None:
         manager = WorktreeManager(root, root / ".autodev" / "worktrees", split_index_min_entries=split_from)
