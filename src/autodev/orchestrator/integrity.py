@@ -165,13 +165,15 @@ class AgentWatch:
     async def _control_files(self) -> dict[str, bytes]:
         common = await self.main.common_dir()
         found: dict[str, bytes] = {}
-        candidates = [common / name for name in _CONTROL_FILES]
+        # Plain strings, not ``Path``s: this runs twice per agent call, and path objects were most of it.
+        root = os.fspath(common)
+        candidates = [(f"{root}/{name}", f".git/{name}") for name in _CONTROL_FILES]
         for directory in _CONTROL_DIRS:
-            candidates += _files_below(common / directory)
-        for path in candidates:
+            candidates += self._guarded.files_below(root, directory)
+        for path, name in candidates:
             content = self._guarded.read(path)
             if content is not None:
-                found[f".git/{path.relative_to(common).as_posix()}"] = content
+                found[name] = content
         config = self._guarded.read(self.config_file)
         if config is not None:
             found[".autodev/config.toml"] = config
@@ -545,35 +547,12 @@ def _short(commit: str | None) -> str:
     return commit[:10] if commit else "(none)"
 
 
-def _stamp_of(path: Path) -> tuple[int, int, int, int] | None:
+def _stamp_of(path: str | Path) -> tuple[int, int, int, int] | None:
     try:
         found = os.lstat(path)
     except OSError:
         return None
     return (found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
-
-
-def _files_below(directory: Path) -> list[Path]:
-    """Every entry below ``directory`` that is no directory, sorted; symbolic links to directories are
-    neither entered nor listed (what ``Path.rglob`` lists, without a ``stat`` per entry)."""
-    found: list[Path] = []
-    pending = [directory]
-    while pending:
-        current = pending.pop()
-        try:
-            entries = list(os.scandir(current))
-        except OSError:
-            continue
-        for entry in entries:
-            try:
-                is_dir = entry.is_dir()
-            except OSError:
-                is_dir = False
-            if not is_dir:
-                found.append(Path(entry.path))
-            elif not entry.is_symlink():
-                pending.append(Path(entry.path))
-    return sorted(found)
 
 
 class GuardedFiles:
@@ -590,23 +569,73 @@ class GuardedFiles:
     _SETTLED_NS = 100_000_000
 
     def __init__(self) -> None:
-        self._known: dict[Path, tuple[tuple[int, int, int, int], bytes | None]] = {}
+        self._known: dict[str, tuple[tuple[int, int, int, int], bytes | None]] = {}
+        # Each directory's files and subdirectories as last listed, under the same rule: a directory's
+        # stamp changes with every entry added, removed or renamed in it.
+        self._listed: dict[str, tuple[tuple[int, int, int, int], list[str], list[str]]] = {}
 
-    def read(self, path: Path) -> bytes | None:
-        """``_read_small(path)``, from memory while the file is as it was when last read."""
-        stamp = _stamp_of(path)
+    def files_below(self, root: str, directory: str) -> list[tuple[str, str]]:
+        """Every entry below ``root/directory`` that is no directory, sorted, each with its name relative
+        to ``root`` behind ``.git/``; symbolic links to directories are neither entered nor listed (what
+        ``Path.rglob`` lists). A directory is listed again only when its stamp changed."""
+        found: list[tuple[str, str]] = []
+        pending = [directory]
+        while pending:
+            relative = pending.pop()
+            listing = self._listing(f"{root}/{relative}")
+            if listing is None:
+                continue
+            files, subdirectories = listing
+            found += [(f"{root}/{relative}/{name}", f".git/{relative}/{name}") for name in files]
+            pending += [f"{relative}/{name}" for name in subdirectories]
+        return sorted(found)
+
+    def _listing(self, directory: str) -> tuple[list[str], list[str]] | None:
+        stamp = _stamp_of(directory)
         if stamp is None:
-            self._known.pop(path, None)
+            self._listed.pop(directory, None)
             return None
-        known = self._known.get(path)
+        known = self._listed.get(directory)
+        if known is not None and known[0] == stamp:
+            return known[1], known[2]
+        read_at = time.time_ns()
+        files: list[str] = []
+        subdirectories: list[str] = []
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            return None
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if not is_dir:
+                files.append(entry.name)
+            elif not entry.is_symlink():
+                subdirectories.append(entry.name)
+        if _stamp_of(directory) == stamp and stamp[3] < read_at - self._SETTLED_NS:
+            self._listed[directory] = (stamp, files, subdirectories)
+        else:
+            self._listed.pop(directory, None)
+        return files, subdirectories
+
+    def read(self, path: str | Path) -> bytes | None:
+        """``_read_small(path)``, from memory while the file is as it was when last read."""
+        key = os.fspath(path)
+        stamp = _stamp_of(key)
+        if stamp is None:
+            self._known.pop(key, None)
+            return None
+        known = self._known.get(key)
         if known is not None and known[0] == stamp:
             return known[1]
         read_at = time.time_ns()
-        content = _read_small(path)
-        if _stamp_of(path) == stamp and stamp[3] < read_at - self._SETTLED_NS:
-            self._known[path] = (stamp, content)
+        content = _read_small(Path(key))
+        if _stamp_of(key) == stamp and stamp[3] < read_at - self._SETTLED_NS:
+            self._known[key] = (stamp, content)
         else:
-            self._known.pop(path, None)
+            self._known.pop(key, None)
         return content
 
 

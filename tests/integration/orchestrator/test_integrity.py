@@ -69,6 +69,50 @@ def test_a_hook_rewritten_in_place_with_its_old_size_and_times_is_still_put_back
     assert hook.read_text() == "#!/bin/sh\nexit 0\n"
 
 
+def test_hook_directories_listed_from_memory_still_show_every_file_added_or_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hook directory whose stamp is settled is not listed again; an agent that adds a file to it, to a
+    directory below it, or removes one changes a directory's stamp, so every change is still found."""
+    root = mini_project(tmp_path / "repo")
+    hooks = root / ".git" / "hooks"
+    (hooks / "nested").mkdir()
+    (hooks / "nested" / "kept").write_text("kept\n")
+    (hooks / "doomed.sample").write_text("sample\n")
+    time.sleep(0.15)  # every directory's change time well in the past: its listing is kept
+    repo, watch = _watch(root)
+    listings: list[str] = []
+    real_scandir = os.scandir
+
+    def counted_scandir(path: str) -> object:
+        if os.fspath(path).startswith((str(hooks), str(root / ".git" / "info"))):
+            listings.append(os.fspath(path))
+        return real_scandir(path)
+
+    async def scenario() -> list[str]:
+        first = await watch.before(repo)
+        assert (await watch.after(first, repo, who="the developer")).restored == []
+        monkeypatch.setattr(os, "scandir", counted_scandir)
+        view = await watch.before(repo)
+        assert listings == []  # nothing changed: every listing came from memory
+        (hooks / "nested" / "post-merge").write_text("#!/bin/sh\ntouch pwned\n")
+        (hooks / "doomed.sample").unlink()
+        (root / ".git" / "info" / "sparse-checkout").write_text("*\n")
+        return (await watch.after(view, repo, who="the developer")).restored
+
+    restored = anyio.run(scenario)
+
+    assert restored == [
+        ".git/hooks/doomed.sample",
+        ".git/hooks/nested/post-merge",
+        ".git/info/sparse-checkout",
+    ]
+    assert (hooks / "doomed.sample").read_text() == "sample\n"
+    assert not (hooks / "nested" / "post-merge").exists()
+    assert not (root / ".git" / "info" / "sparse-checkout").exists()
+    assert (hooks / "nested" / "kept").read_text() == "kept\n"
+
+
 def test_commits_on_top_of_the_working_copy_are_folded_in_and_anything_else_stops(tmp_path: Path) -> None:
     root = mini_project(tmp_path / "repo")
     base = git(root, "rev-parse", "HEAD").strip()
