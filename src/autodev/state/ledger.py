@@ -12,11 +12,14 @@ The ledger is a regular file read in place: a symbolic link, a FIFO or a device 
 longer than ``MAX_LEDGER_LINE_BYTES`` (64 MiB) is refused as corrupt, and an append that would cross either
 limit is refused before anything is written, so AutoDev never writes a ledger it would not read back.
 
-An append writes one whole line with ``O_APPEND``, then ``fdatasync``: O(1) in the ledger's size. A crash
-can leave only the final line incomplete (no trailing newline); ``open`` truncates that torn tail and logs
-it. Any other damage raises ``LedgerCorruptError`` naming the line. The caller (``PlanManager``) serialises
-appends across processes with the ``.autodev/lock`` file lock and calls ``sync`` under it to pick up
-lines another process appended.
+An append writes one whole line with ``O_APPEND``, then ``fdatasync``: O(1) in the ledger's size. An entry
+whose loss a resumed run repairs by itself (``append(durable=False)``: a record of a step that the step's
+own durable change follows) is written without the ``fdatasync``; the next durable append's one covers it
+(one file: its ``fdatasync`` writes every earlier line too), and so does ``flush`` or ``close``. A crash
+can leave only the final lines incomplete or missing; ``open`` truncates a torn tail and logs it. Any other
+damage raises ``LedgerCorruptError`` naming the line. The caller (``PlanManager``) serialises appends across
+processes with the ``.autodev/lock`` file lock and calls ``sync`` under it to pick up lines another process
+appended.
 
 A writable ledger also keeps, in memory, the bytes it has verified or written and a stamp of the file as it
 left it (device, inode, size, modification and change time). ``as_written`` compares the stamp (one
@@ -119,6 +122,8 @@ class Ledger:
         self._head = LedgerHead(0, GENESIS_HASH, 0)
         self._line_ends = array("q")
         self._fd: int | None = None
+        # Lines written since the last fdatasync (appended with ``durable=False``).
+        self._unsynced = False
         self.torn_tail_bytes = 0
         # The verified bytes (writable ledgers only) and the stamp of the file holding exactly them; None
         # when the file may hold something else.
@@ -229,8 +234,11 @@ class Ledger:
 
     # --- writing ------------------------------------------------------------------------------------
 
-    def append(self, op: str, payload: dict[str, Any]) -> LedgerEntry:
-        """Append one entry and make it durable before returning. The caller holds the lock and has synced."""
+    def append(self, op: str, payload: dict[str, Any], *, durable: bool = True) -> LedgerEntry:
+        """Append one entry and make it durable, with every line before it, before returning. The caller
+        holds the lock and has synced. ``durable=False``: written, not yet synced (see the module
+        docstring); only for an entry a crash may lose because what follows it in the same step is durable
+        and a resumed run repeats that step."""
         if self.readonly:
             raise StateError(f"{self.path} is open read-only")
         head = self._head
@@ -252,13 +260,15 @@ class Ledger:
             written = os.write(fd, line)
             if written != len(line):
                 raise OSError(errno.ENOSPC, "short write")
-            os.fdatasync(fd)
+            if durable:
+                os.fdatasync(fd)
         except OSError as exc:
             self._undo_partial_append(fd, head.offset)
             raise StateError(
                 f"cannot append to {self.path}: {exc.strerror or exc}; the ledger is unchanged "
                 "(free disk space or fix permissions, then retry)"
             ) from exc
+        self._unsynced = not durable
         new_offset = head.offset + len(line)
         self._line_ends.append(new_offset)
         self._head = LedgerHead(seq, digest, new_offset)
@@ -300,14 +310,33 @@ class Ledger:
             raise StateError(f"{self.path} is open read-only")
         try:
             atomic_write_bytes(self.path, bytes(self._written))
+            self._unsynced = False  # every line it holds was just written durably
         except OSError as exc:
             raise StateError(f"cannot put back {self.path}: {exc.strerror or exc}") from exc
         finally:
             self.close()
         self._restamp()
 
+    def flush(self) -> None:
+        """Make the lines appended with ``durable=False`` durable now (a no-op when there are none)."""
+        if not self._unsynced or self._fd is None:
+            return
+        try:
+            os.fdatasync(self._fd)
+        except OSError as exc:
+            raise StateError(
+                f"cannot write {self.path} to disk: {exc.strerror or exc}; its last entries may be lost "
+                "in a power failure (free disk space or fix the disk, then run `autodev ledger verify`)"
+            ) from exc
+        self._unsynced = False
+
     def close(self) -> None:
-        if self._fd is not None:
+        """Flush, then release the appending descriptor."""
+        if self._fd is None:
+            return
+        try:
+            self.flush()
+        finally:
             os.close(self._fd)
             self._fd = None
 

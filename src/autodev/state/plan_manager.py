@@ -406,11 +406,13 @@ class PlanManager:
             if self._loaded and not self.readonly and self._snapshot_seq != self._ledger.head.seq:
                 with self._locked():
                     self._write_snapshot()
-            self._ledger.close()
-            self._file_lock.close()
-            if self._owner_fd is not None:
-                os.close(self._owner_fd)
-                self._owner_fd = None
+            try:
+                self._ledger.close()
+            finally:
+                self._file_lock.close()
+                if self._owner_fd is not None:
+                    os.close(self._owner_fd)
+                    self._owner_fd = None
 
     def checkpoint(self) -> None:
         """Write ``plan.json`` now (the orchestrator calls this at phase boundaries)."""
@@ -954,7 +956,7 @@ class PlanManager:
             summary = _repository_summary(evidence)
             if summary is not None:
                 payload["summary"] = summary
-            self._append("evidence_recorded", payload)
+            self._append("evidence_recorded", payload, durable=False)
             return written.path
 
     def record_patch(self, task_id: str, diff: str, *, attempt: int = 1, developer: bool = False) -> Path:
@@ -973,6 +975,7 @@ class PlanManager:
                     "path": self._relative(written.path),
                     "sha256": written.sha256,
                 },
+                durable=False,
             )
             return written.path
 
@@ -1404,7 +1407,7 @@ class PlanManager:
         if route is not None:
             payload["route"] = route
         with self._locked():
-            self._append("delegation_decided", payload)
+            self._append("delegation_decided", payload, durable=False)
 
     @property
     def automatic_retries_used(self) -> int:
@@ -1575,8 +1578,11 @@ class PlanManager:
 
     # --- internals: applying ops --------------------------------------------------------------------
 
-    def _append(self, op: str, payload: dict[str, Any]) -> None:
-        self._apply(self._ledger.append(op, payload))
+    def _append(self, op: str, payload: dict[str, Any], *, durable: bool = True) -> None:
+        """``durable=False`` for a record of a step that the step's own durable change follows (evidence, a
+        delegation decision): a crash that loses it also loses that change, so a resumed run repeats the
+        step and records it again. The next durable append, or closing, syncs it (``Ledger.append``)."""
+        self._apply(self._ledger.append(op, payload, durable=durable))
 
     def _apply(self, entry: LedgerEntry) -> None:
         applier = self._appliers.get(entry.op)

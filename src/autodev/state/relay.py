@@ -212,7 +212,7 @@ class RelayedPlanManager(PlanManager):
         with self._thread_lock:
             yield
 
-    def _append(self, op: str, payload: dict[str, Any]) -> None:
+    def _append(self, op: str, payload: dict[str, Any], *, durable: bool = True) -> None:
         raise LedgerRelayError(
             f"a remote worker tried to append {op!r} to its replica; only relayed calls change the run's "
             "state"

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from autodev.errors import LedgerCorruptError
+from autodev.errors import LedgerCorruptError, StateError
 from autodev.state.ledger import GENESIS_HASH, Ledger
 
 
@@ -216,3 +218,63 @@ def test_lines_another_process_appended_are_compared_once_then_trusted(tmp_path:
     assert not ours.as_written()  # the older lines are only known to be ours after a full comparison
     assert ours.matches_file()
     assert ours.as_written()
+
+
+def _ledger(directory: Path) -> Ledger:
+    ledger = Ledger(directory / "ledger.jsonl")
+    ledger.open()
+    return ledger
+
+
+def _counting_fdatasync(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    synced: list[int] = []
+    real = os.fdatasync
+
+    def counted(fd: int) -> None:
+        synced.append(os.fstat(fd).st_size)
+        real(fd)
+
+    monkeypatch.setattr("autodev.state.ledger.os.fdatasync", counted)
+    return synced
+
+
+def test_an_entry_appended_without_durability_is_synced_by_the_next_durable_append(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A record whose step's own change follows it is written without an fdatasync; the change's sync
+    covers it (one file), so two entries cost one sync and both are on disk when the second returns."""
+    ledger = _ledger(tmp_path)
+    synced = _counting_fdatasync(monkeypatch)
+
+    ledger.append("evidence_recorded", {"n": 1}, durable=False)
+    ledger.append("evidence_recorded", {"n": 2}, durable=False)
+    assert synced == []
+    ledger.append("task_status", {"n": 3})
+
+    size = (tmp_path / "ledger.jsonl").stat().st_size
+    assert synced == [size]  # one sync, after all three lines were written
+    assert [entry.payload["n"] for entry in ledger.entries()] == [1, 2, 3]
+
+
+def test_closing_syncs_what_no_durable_append_followed_and_a_failed_sync_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ledger = _ledger(tmp_path)
+    synced = _counting_fdatasync(monkeypatch)
+    ledger.append("delegation_decided", {"n": 1}, durable=False)
+    ledger.close()
+    assert synced == [(tmp_path / "ledger.jsonl").stat().st_size]
+    ledger.close()  # nothing left to sync, no descriptor: a no-op
+    assert len(synced) == 1
+
+    reopened = _ledger(tmp_path)
+    reopened.append("delegation_decided", {"n": 2}, durable=False)
+
+    def failing(fd: int) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr("autodev.state.ledger.os.fdatasync", failing)
+    with pytest.raises(StateError, match=r"Input/output error.*ledger verify"):
+        reopened.close()
+    monkeypatch.undo()
+    assert [entry.payload["n"] for entry in reopened.entries()] == [1, 2]

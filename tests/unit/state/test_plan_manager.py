@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -168,6 +169,38 @@ def test_evidence_is_written_per_attempt_and_recorded(repo: Path) -> None:
         refs = pm.evidence_for("1.1")
         assert [(r.kind, r.attempt) for r in refs] == [("review", 1), ("review", 2), ("patch", 1)]
         assert pm.get_task("1.1").evidence_bundle == ".autodev/evidence/1.1.patch"
+
+
+def test_records_of_a_step_are_synced_with_the_step_s_change_not_each_on_its_own(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Evidence, patches and delegation decisions are written to the ledger at once but synced by the
+    durable change that follows them in their step (a crash that loses them loses that change too, and a
+    resumed run repeats the step); a status change is on disk, with everything before it, when it returns."""
+    ledger = repo / ".autodev" / "ledger.jsonl"
+    synced: list[int] = []
+    real = os.fdatasync
+
+    def counted(fd: int) -> None:
+        synced.append(os.fstat(fd).st_size)
+        real(fd)
+
+    with PlanManager(repo) as pm:
+        pm.init_plan(make_plan(1))
+        pm.update_task_status("1.1", "in_progress")
+        monkeypatch.setattr("autodev.state.ledger.os.fdatasync", counted)
+        pm.record_decision({"role": "developer"}, {"route": "in_process"})
+        pm.record_evidence(TestEvidence(task_id="1.1", passed=1, failed=0, total=1))
+        pm.record_patch("1.1", "diff --git a/x b/x\n", developer=True)
+        assert synced == []
+        written = ledger.stat().st_size
+        pm.update_task_status("1.1", "coded")
+        assert synced == [ledger.stat().st_size] and synced[0] > written
+        pm.record_evidence(ReviewEvidence(task_id="1.1", attempt=1, verdict="APPROVED"))
+        assert len(synced) == 1
+    assert synced == [synced[0], ledger.stat().st_size]  # closing synced the last record
+    with PlanManager(repo) as again:
+        assert [ref.kind for ref in again.evidence_for("1.1")] == ["test", "developer_patch", "review"]
 
 
 def test_snapshot_missing_stale_or_corrupt_is_rebuilt_from_the_ledger(repo: Path) -> None:
