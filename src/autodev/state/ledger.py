@@ -314,7 +314,8 @@ class Ledger:
         except OSError as exc:
             raise StateError(f"cannot put back {self.path}: {exc.strerror or exc}") from exc
         finally:
-            self.close()
+            # Not ``close``: its sync would go to the replaced file, and must not hide the error above.
+            self._close_descriptor()
         self._restamp()
 
     def flush(self) -> None:
@@ -332,11 +333,13 @@ class Ledger:
 
     def close(self) -> None:
         """Flush, then release the appending descriptor."""
-        if self._fd is None:
-            return
         try:
             self.flush()
         finally:
+            self._close_descriptor()
+
+    def _close_descriptor(self) -> None:
+        if self._fd is not None:
             os.close(self._fd)
             self._fd = None
 

@@ -1,10 +1,11 @@
 """``PlanManager``: the only writer of plan state.
 
-Every change is validated, appended to the ledger (fsync'd, under the ``.autodev/lock`` file lock) and then
-applied to the in-memory state by the same function that replays the ledger, so the live object and a
-replay can never disagree. ``plan.json`` is a snapshot of that state tagged with the ledger position it
-reflects; it is written on ``checkpoint()``/``close()``, never per transition, and rebuilt from the ledger
-whenever it is missing, stale or corrupt.
+Every change is validated, appended to the ledger (under the ``.autodev/lock`` file lock; fsync'd before
+the method returns, except a step's evidence and delegation records, which the step's own change that
+follows them syncs: ``_append``) and then applied to the in-memory state by the same function that replays
+the ledger, so the live object and a replay can never disagree. ``plan.json`` is a snapshot of that state
+tagged with the ledger position it reflects; it is written on ``checkpoint()``/``close()``, never per
+transition, and rebuilt from the ledger whenever it is missing, stale or corrupt.
 """
 
 from __future__ import annotations
