@@ -44,6 +44,7 @@ import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import anyio
 
@@ -73,6 +74,10 @@ _SHOWN = 10
 # are cleared and rebuilt by every start anyway.
 _INTERRUPTED_REFS = ("refs/heads/", "refs/tags/")
 _RECORD_LIMIT = 64 << 20
+# What identifies a file's or a directory's content without reading it: inode, size, modification and
+# change times.
+_Stamp = tuple[int, int, int, int]
+_T = TypeVar("_T")
 
 
 class RepositoryChangedError(AutodevError):
@@ -96,7 +101,7 @@ class RepositoryView:
     control: Mapping[str, bytes]
     main_dirty: frozenset[str] | None
     # How each file AutoDev derives from its memory looked (inode, size, times): any write changes it.
-    derived: Mapping[Path, tuple[int, int, int, int] | None] = field(default_factory=dict)
+    derived: Mapping[Path, _Stamp | None] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -547,7 +552,7 @@ def _short(commit: str | None) -> str:
     return commit[:10] if commit else "(none)"
 
 
-def _stamp_of(path: str | Path) -> tuple[int, int, int, int] | None:
+def _stamp_of(path: str | Path) -> _Stamp | None:
     try:
         found = os.lstat(path)
     except OSError:
@@ -569,10 +574,10 @@ class GuardedFiles:
     _SETTLED_NS = 100_000_000
 
     def __init__(self) -> None:
-        self._known: dict[str, tuple[tuple[int, int, int, int], bytes | None]] = {}
+        self._known: dict[str, tuple[_Stamp, bytes | None]] = {}
         # Each directory's files and subdirectories as last listed, under the same rule: a directory's
         # stamp changes with every entry added, removed or renamed in it.
-        self._listed: dict[str, tuple[tuple[int, int, int, int], list[str], list[str]]] = {}
+        self._listed: dict[str, tuple[_Stamp, tuple[list[str], list[str]] | None]] = {}
 
     def files_below(self, root: str, directory: str) -> list[tuple[str, str]]:
         """Every entry below ``root/directory`` that is no directory, sorted, each with its name relative
@@ -591,52 +596,53 @@ class GuardedFiles:
         return sorted(found)
 
     def _listing(self, directory: str) -> tuple[list[str], list[str]] | None:
-        stamp = _stamp_of(directory)
-        if stamp is None:
-            self._listed.pop(directory, None)
-            return None
-        known = self._listed.get(directory)
-        if known is not None and known[0] == stamp:
-            return known[1], known[2]
-        read_at = time.time_ns()
-        files: list[str] = []
-        subdirectories: list[str] = []
-        try:
-            entries = list(os.scandir(directory))
-        except OSError:
-            return None
-        for entry in entries:
-            try:
-                is_dir = entry.is_dir()
-            except OSError:
-                is_dir = False
-            if not is_dir:
-                files.append(entry.name)
-            elif not entry.is_symlink():
-                subdirectories.append(entry.name)
-        if _stamp_of(directory) == stamp and stamp[3] < read_at - self._SETTLED_NS:
-            self._listed[directory] = (stamp, files, subdirectories)
-        else:
-            self._listed.pop(directory, None)
-        return files, subdirectories
+        return self._remembered(self._listed, directory, lambda: _list_directory(directory))
 
     def read(self, path: str | Path) -> bytes | None:
         """``_read_small(path)``, from memory while the file is as it was when last read."""
         key = os.fspath(path)
+        return self._remembered(self._known, key, lambda: _read_small(Path(key)))
+
+    def _remembered(
+        self, memory: dict[str, tuple[_Stamp, _T | None]], key: str, load: Callable[[], _T | None]
+    ) -> _T | None:
+        """``load()`` for the file or directory ``key``, from ``memory`` while its stamp is the one it had
+        when last loaded; None when there is nothing at ``key``."""
         stamp = _stamp_of(key)
         if stamp is None:
-            self._known.pop(key, None)
+            memory.pop(key, None)
             return None
-        known = self._known.get(key)
+        known = memory.get(key)
         if known is not None and known[0] == stamp:
             return known[1]
         read_at = time.time_ns()
-        content = _read_small(Path(key))
+        value = load()
         if _stamp_of(key) == stamp and stamp[3] < read_at - self._SETTLED_NS:
-            self._known[key] = (stamp, content)
+            memory[key] = (stamp, value)
         else:
-            self._known.pop(key, None)
-        return content
+            memory.pop(key, None)
+        return value
+
+
+def _list_directory(directory: str) -> tuple[list[str], list[str]] | None:
+    """The names of ``directory``'s entries that are no directories and of its subdirectories (symbolic
+    links to directories are neither); None when it cannot be listed."""
+    files: list[str] = []
+    subdirectories: list[str] = []
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return None
+    for entry in entries:
+        try:
+            is_dir = entry.is_dir()
+        except OSError:
+            is_dir = False
+        if not is_dir:
+            files.append(entry.name)
+        elif not entry.is_symlink():
+            subdirectories.append(entry.name)
+    return files, subdirectories
 
 
 def _read_small(path: Path, limit: int = _CONTROL_FILE_LIMIT) -> bytes | None:
