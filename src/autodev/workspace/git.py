@@ -1121,6 +1121,12 @@ class GitRepo:
             # The index as the last reset left it (the old base, every file's stat data current), written
             # under git's own lock.
             _write_index(git_dir, copy.index_bytes)
+        moved = await self.changed_between(copy.head, base) if base != copy.head else []
+        # A file the last task wrote that the new base changes too (the usual case: that task's change has
+        # landed) is written from the new base below, whatever stands there (a file git writes anew, an
+        # untracked file, a directory or a link in its place): undoing it first would write it twice.
+        written_over = set(moved)
+        paths = [path for path in paths if path not in written_over]
         if paths:
             await self._run("clean", "-ffdq" if keep_ignored else "-ffdxq", "--", *paths, env=_LITERAL)
             listed = await self._run("ls-files", "-z", "-s", "--", *paths, env=_LITERAL)
@@ -1135,13 +1141,11 @@ class GitRepo:
             if tracked:
                 listing = "\0".join(tracked).encode("utf-8", errors="surrogateescape")
                 await self._run("checkout-index", "-f", "-q", "-z", "--stdin", stdin=listing)
-        if base != copy.head:
-            moved = await self.changed_between(copy.head, base)
-            if moved:
-                restored = await self._restore_from(base, moved)
-                if restored.code != 0:
-                    detail = " ".join(restored.stderr.split())[:300] or f"exit code {restored.code}"
-                    raise GitError(f"git restore failed in {self.root}: {detail}")
+        if moved:
+            restored = await self._restore_from(base, moved)
+            if restored.code != 0:
+                detail = " ".join(restored.stderr.split())[:300] or f"exit code {restored.code}"
+                raise GitError(f"git restore failed in {self.root}: {detail}")
         head = await self.head()
         if head != base and (head is None or not _move_detached_head(git_dir, base, head)):
             await self._run("update-ref", "--no-deref", "HEAD", base)

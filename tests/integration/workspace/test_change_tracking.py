@@ -281,6 +281,49 @@ async def test_a_recycled_worktree_keeps_nothing_of_the_previous_task(
 
 
 @pytest.mark.asyncio
+async def test_what_the_last_task_wrote_and_the_new_base_changes_is_written_once_from_the_new_base(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The usual recycle: the last task's change has landed, so the next base changes every path it wrote.
+    Those paths are written from the new base directly, whatever the task left there (a new file hard-linked
+    from outside, a directory with an ignored file in place of a tracked file, a link), without first being
+    cleaned and checked out as the old base had them."""
+    pool = WorktreePool(repo, repo / ".autodev" / "worktrees", 1)
+    await pool.warm_up(1)
+    fresh_dir = tmp_path / "fresh"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    try:
+        first = await pool.claim("1.1")
+        (outside / "landed.py").write_text("LANDED = 1\n")
+        os.link(outside / "landed.py", first.path / "pkg" / "landed.py")
+        (first.path / "app.py").unlink()
+        (first.path / "app.py").mkdir()
+        (first.path / "app.py" / "debug.log").write_text("ignored\n")
+        (first.path / "tool.sh").unlink()
+        (first.path / "tool.sh").symlink_to(outside / "landed.py")
+        # The next base: the task's change as it landed on main.
+        (repo / "pkg" / "landed.py").write_text("LANDED = 1\n")
+        (repo / "app.py").write_text("VALUE = 10\n")
+        (repo / "tool.sh").write_text("echo landed\n")
+        next_base = _commit(repo, "the task landed")
+        await pool.release(first)
+        started = git_started(monkeypatch)
+        second = await pool.claim("1.2", next_base)
+        assert second.path == first.path
+        assert not {"clean", "ls-files", "checkout-index"} & set(command_names(started))
+        _git(repo, "worktree", "add", "-q", "--detach", str(fresh_dir), next_base)
+        assert _files(second.path) == _files(fresh_dir)
+        assert _git(second.path, "status", "--porcelain", "--ignored", "--untracked-files=all") == ""
+        assert _git(second.path, "ls-files", "-s") == _git(fresh_dir, "ls-files", "-s")
+        (outside / "landed.py").write_text("through the other name\n")
+        assert (second.path / "pkg" / "landed.py").read_text() == "LANDED = 1\n"
+    finally:
+        _git(repo, "worktree", "remove", "--force", str(fresh_dir)) if fresh_dir.exists() else None
+        await pool.cleanup_all()
+
+
+@pytest.mark.asyncio
 async def test_a_worktree_whose_changes_are_unknown_is_reset_the_full_way(repo: Path) -> None:
     pool = WorktreePool(repo, repo / ".autodev" / "worktrees", 1)
     await pool.warm_up(1)
