@@ -16,6 +16,11 @@ each task's work, its measured duration in the parallelism-1 run (orchestration 
 how well running tasks at once scales from what each task costs. Every task must end complete with its file
 committed, else the exit code is 1.
 
+``chain`` follows the tasks that set the makespan, as the run went (from the task that finished last, back
+through the finish each start came after: a dependency's, or the one that freed a slot), and splits its
+time above their agent calls: until its first task started, between a finish and the start after it, and
+within the tasks.
+
 Each parallelism runs ``--runs`` times (default 5); the run of median efficiency is reported in full, with
 the median, minimum and maximum efficiency over all of them.
 
@@ -27,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import heapq
+import itertools
 import json
 import random
 import statistics
@@ -153,6 +159,36 @@ def sequential_efficiency(tasks: Sequence[Task], runs: dict[str, dict[str, Any]]
         run["efficiency_vs_sequential"] = round(ideal / run["measured_s"], 3)
 
 
+def realized_chain(
+    started: dict[str, float], finished: dict[str, float], work: dict[str, float], t0: float
+) -> dict[str, Any]:
+    """The chain of tasks that set the makespan, as it ran: from the task that finished last, back through
+    the finish each start came after (a dependency's, or the one that freed a slot), the latest before it.
+    Its time above its tasks' agent work splits into ``start_ms`` (from ``execute()`` to the chain's first
+    start), ``waits_ms`` (from a finish to the start after it: the dispatch and the working copy) and
+    ``in_task_ms`` (a task's time beyond its agent calls)."""
+    links: list[str] = []
+    current: str | None = max(finished, key=finished.__getitem__, default=None)
+    while current is not None:
+        links.append(current)
+        start = started[current]
+        before = [task_id for task_id, end in finished.items() if end <= start]
+        current = max(before, key=finished.__getitem__) if before else None
+    links.reverse()
+    if not links:
+        return {}
+    waits = [started[child] - finished[parent] for parent, child in itertools.pairwise(links)]
+    in_task = [finished[task_id] - started[task_id] - work[task_id] for task_id in links]
+    return {
+        "tasks": len(links),
+        "start_ms": round((started[links[0]] - t0) * 1000, 1),
+        "waits_ms": round(sum(waits) * 1000, 1),
+        "in_task_ms": round(sum(in_task) * 1000, 1),
+        "median_wait_ms": round(statistics.median(waits) * 1000, 1) if waits else 0.0,
+        "median_in_task_ms": round(statistics.median(in_task) * 1000, 1),
+    }
+
+
 def committed_files(root: Path) -> set[str]:
     listing = subprocess.run(
         ["git", "ls-tree", "-r", "--name-only", "HEAD"], cwd=root, check=True, capture_output=True, text=True
@@ -168,6 +204,7 @@ def measure(plan: Plan, latency_s: float, parallelism: int) -> dict[str, Any]:
         adapter = CountingAdapter(latency_s)
         config = bench_config(root, **{"tournaments.execute_max_parallel_tasks": parallelism})
         started_at: dict[str, float] = {}
+        finished_at: dict[str, float] = {}
         durations: dict[str, float] = {}
 
         def listener(event: ProgressEvent) -> None:
@@ -176,14 +213,17 @@ def measure(plan: Plan, latency_s: float, parallelism: int) -> dict[str, Any]:
             if event.kind == "task_started":
                 started_at[event.task_id] = time.perf_counter()
             elif event.kind == "task_finished" and event.task_id in started_at:
-                durations[event.task_id] = time.perf_counter() - started_at[event.task_id]
+                finished_at[event.task_id] = time.perf_counter()
+                durations[event.task_id] = finished_at[event.task_id] - started_at[event.task_id]
 
         orchestrator = Orchestrator(root, config=config, adapter=adapter, listener=listener, write_scope="**")
 
+        began: list[float] = []
+
         async def timed_execute() -> float:
-            started = time.perf_counter()
+            began.append(time.perf_counter())
             await orchestrator.execute()
-            return time.perf_counter() - started
+            return time.perf_counter() - began[0]
 
         measured = anyio.run(timed_execute)
 
@@ -219,6 +259,8 @@ def measure(plan: Plan, latency_s: float, parallelism: int) -> dict[str, Any]:
         "max_concurrent_calls": adapter.max_in_flight,
         # The same dispatch order with zero orchestration cost: what the DAG's shape alone allows.
         "greedy_schedule_s": round(greedy_makespan(plan.iter_tasks(), work, parallelism), 3),
+        # Where the makespan's time above the agents' went, along the chain that set it.
+        "chain": realized_chain(started_at, finished_at, work, began[0]),
         "problems": problems,
         "_durations": durations,
     }
