@@ -4,6 +4,7 @@ full scan of the same copy, so a path the tracker missed shows up as a differenc
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import shutil
@@ -11,6 +12,8 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -155,6 +158,39 @@ def test_the_tracker_cannot_tell_once_its_root_is_gone(tmp_path: Path) -> None:
     root.rename(tmp_path / "elsewhere")
     assert tracker.changes_since(mark) is None and tracker.broken
     tracker.close()
+
+
+def _inotify_descriptors() -> set[int]:
+    found = set()
+    for name in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            if os.readlink(f"/proc/self/fd/{name}") == "anon_inode:inotify":
+                found.add(int(name))
+    return found
+
+
+def test_closing_a_tracker_leaves_the_kernel_s_wait_to_a_thread_of_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    closed_in: list[str] = []
+    real_close = changes._close
+
+    def noted(fd: int) -> None:
+        closed_in.append(threading.current_thread().name)
+        real_close(fd)
+
+    monkeypatch.setattr(changes, "_close", noted)
+    before = _inotify_descriptors()
+    tracker = ChangeTracker.start(tmp_path)
+    assert tracker is not None
+    (fd,) = _inotify_descriptors() - before
+    tracker.close()
+    assert tracker.broken == "closed"  # given up at once, whenever the kernel is done with it
+    deadline = time.monotonic() + 30
+    while fd in _inotify_descriptors() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert fd not in _inotify_descriptors()
+    assert closed_in == ["autodev-inotify-close"]
 
 
 def test_a_file_system_mounted_below_the_copy_makes_the_tracker_unsure(tmp_path: Path) -> None:
