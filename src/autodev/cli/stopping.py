@@ -10,6 +10,7 @@ running work is cancelled, the children are stopped, everything recorded stays, 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
@@ -63,7 +64,18 @@ def _interrupt(number: int, frame: FrameType | None) -> None:
         # task first, so that every cancelled step cleans up before KeyboardInterrupt ends the loop.
         on_interrupt(signal.SIGINT, frame)
         return
-    # SIGINT is ignored (a job a non-interactive shell started with `&`): the termination still stops.
+    # SIGINT is ignored (a job a non-interactive shell started with `&`): the termination still stops. In an
+    # event loop it stops at the loop's next turn, not wherever the main thread happens to be: raised half
+    # way through a task's or the loop's own bookkeeping, it could leave a task that never finishes, and the
+    # orderly stop waiting for it.
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        raise KeyboardInterrupt from None
+    loop.call_soon_threadsafe(_raise_interrupt)
+
+
+def _raise_interrupt() -> None:
     raise KeyboardInterrupt
 
 

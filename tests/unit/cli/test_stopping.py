@@ -35,3 +35,34 @@ def test_a_signal_the_caller_ignores_stays_ignored() -> None:
     # `nohup autodev run ...` ignores SIGHUP so that the run outlives the terminal; it must.
     assert _dispositions("signal.signal(signal.SIGHUP, signal.SIG_IGN)") == ["taken", "ignored"]
     assert _dispositions("signal.signal(signal.SIGTERM, signal.SIG_IGN)") == ["ignored", "taken"]
+
+
+# SIGINT ignored, as for a job a non-interactive shell started with `&`: SIGTERM arrives while a task of
+# the event loop is in the middle of its own work (here: right after it sent the signal to itself).
+MID_TASK = """
+import asyncio, os, signal
+for number in (signal.SIGTERM, signal.SIGHUP):
+    signal.signal(number, signal.SIG_DFL)
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+from autodev.cli.stopping import stop_in_order_on_termination
+stop_in_order_on_termination()
+
+async def main():
+    os.kill(os.getpid(), signal.SIGTERM)
+    total = sum(range(100_000))  # the task's own work, which the stop must not cut in half
+    print("work done", flush=True)
+    await asyncio.sleep(30)
+    print("not stopped", flush=True)
+
+try:
+    asyncio.run(main())
+except KeyboardInterrupt:
+    print("stopped at the next turn", flush=True)
+"""
+
+
+def test_with_sigint_ignored_a_termination_stops_the_event_loop_at_its_next_turn_not_mid_task() -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", MID_TASK], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert result.stdout.split("\n")[:2] == ["work done", "stopped at the next turn"]
