@@ -65,13 +65,15 @@ def _interrupt(number: int, frame: FrameType | None) -> None:
         on_interrupt(signal.SIGINT, frame)
         return
     # SIGINT is ignored (a job a non-interactive shell started with `&`): the termination still stops. In an
-    # event loop it stops at the loop's next turn, not wherever the main thread happens to be: raised half
-    # way through a task's or the loop's own bookkeeping, it could leave a task that never finishes, and the
-    # orderly stop waiting for it.
+    # event loop the first signal stops it at the loop's next turn, not wherever the main thread happens to
+    # be: raised half way through a task's or the loop's own bookkeeping, it could leave a task that never
+    # finishes, and the orderly stop waiting for it. A second signal stops at once, as a second Ctrl-C does.
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
         raise KeyboardInterrupt from None
+    if len(_received) > 1:
+        raise KeyboardInterrupt
     loop.call_soon_threadsafe(_raise_interrupt)
 
 

@@ -48,7 +48,8 @@ from autodev.cli.stopping import stop_in_order_on_termination
 stop_in_order_on_termination()
 
 async def main():
-    os.kill(os.getpid(), signal.SIGTERM)
+    for _ in range({signals}):
+        os.kill(os.getpid(), signal.SIGTERM)
     total = sum(range(100_000))  # the task's own work, which the stop must not cut in half
     print("work done", flush=True)
     await asyncio.sleep(30)
@@ -57,12 +58,21 @@ async def main():
 try:
     asyncio.run(main())
 except KeyboardInterrupt:
-    print("stopped at the next turn", flush=True)
+    print("stopped", flush=True)
 """
 
 
-def test_with_sigint_ignored_a_termination_stops_the_event_loop_at_its_next_turn_not_mid_task() -> None:
+def _mid_task(signals: int) -> list[str]:
+    probe = MID_TASK.replace("{signals}", str(signals))
     result = subprocess.run(
-        [sys.executable, "-c", MID_TASK], capture_output=True, text=True, check=True, timeout=60
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
     )
-    assert result.stdout.split("\n")[:2] == ["work done", "stopped at the next turn"]
+    return result.stdout.splitlines()
+
+
+def test_with_sigint_ignored_a_termination_stops_the_event_loop_at_its_next_turn_not_mid_task() -> None:
+    assert _mid_task(1) == ["work done", "stopped"]
+
+
+def test_with_sigint_ignored_a_second_termination_stops_at_once() -> None:
+    assert _mid_task(2) == ["stopped"]
