@@ -63,7 +63,7 @@ except KeyboardInterrupt:
 
 
 def _mid_task(signals: int) -> list[str]:
-    probe = MID_TASK.replace("{signals}", str(signals))
+    probe = MID_TASK.format(signals=signals)
     result = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
     )
