@@ -251,12 +251,14 @@ class ChangeChecks:
             return await self.take_baseline(root, GitRepo(root, like=self.git), taken_in=taken_in)
 
     async def take_baseline(
-        self, root: Path, git: GitRepo, *, taken_in: str, cache: bool = True
+        self, root: Path, git: GitRepo, *, taken_in: str, cache: bool = True, tree: str | None = None
     ) -> TreeBaseline | None:
         """Run the whole-tree gates in the working copy at ``root``; cache what they found (``cache``).
 
         A gate that could not run is kept in the baseline (``cannot_run`` reads it); a run in which a
-        gate changed the tree is not cached, so that the next start reports the problem again.
+        gate changed the tree is not cached, so that the next start reports the problem again. ``tree``:
+        the tree the copy holds, when the caller has just seen it clean at a commit (``GitTreeGuard``'s
+        ``current``).
         """
         run = await run_gate_suite(
             root,
@@ -264,7 +266,7 @@ class ChangeChecks:
             self.config.qa_gates,
             environment=self.environment,
             state_dir=self.paths.state_dir,
-            guard=GitTreeGuard(git),
+            guard=GitTreeGuard(git, current=tree),
             main_root=self.paths.repo_root,
         )
         if run.tree is None:

@@ -157,7 +157,8 @@ async def run_preflight(
     tree = await git.tree_of(commit)
     baseline = checks.store.load(tree, checks.key)
     if baseline is None and await git.is_clean():
-        baseline = await checks.take_baseline(git.root, git, taken_in="the main checkout")
+        # A clean checkout holds its commit's tree: the gates' first snapshot needs no staging.
+        baseline = await checks.take_baseline(git.root, git, taken_in="the main checkout", tree=tree)
     elif baseline is None:
         # A resumed task's change is in the main checkout: the base commit is checked in a worktree of it.
         root = await checks.base_worktree(commit)
