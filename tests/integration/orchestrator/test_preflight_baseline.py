@@ -3,12 +3,11 @@ snapshot stages nothing, and a gate that writes into the checkout is still caugh
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
+from support.git_calls import command_names, git_started
 from support.projects import mini_project, write_files
 
 from autodev.config.schema import AutodevConfig, GateSettings, QAGatesSettings
@@ -36,37 +35,25 @@ def _checks(root: Path, git: GitRepo, *gates: str) -> ChangeChecks:
     )
 
 
-@pytest.fixture
-def git_commands(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """The subcommand of every git command ``GitRepo`` runs."""
-    commands: list[str] = []
-    run = GitRepo._run
-
-    async def recorded(self: GitRepo, *args: str, **kwargs: Any) -> Any:
-        commands.append(next(arg for arg in args if not arg.startswith("-")))
-        return await run(self, *args, **kwargs)
-
-    monkeypatch.setattr(GitRepo, "_run", recorded)
-    yield commands
-
-
 def _resolution() -> EnvironmentResolution:
     return EnvironmentResolution(autodev_environment(), None, ())
 
 
 @pytest.mark.asyncio
 async def test_a_clean_checkout_s_baseline_is_its_commit_s_tree_without_staging_it(
-    repo: Path, git_commands: list[str]
+    repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = mini_project(repo)
     git = GitRepo(root)
     head = await git.head()
     assert head is not None
+    started = git_started(monkeypatch)
 
     preflight = await run_preflight(_checks(root, git), git, _resolution(), isolated=False)
 
     assert preflight.baseline is not None
     assert preflight.baseline.tree == await git.tree_of(head)
+    git_commands = command_names(started)
     assert "add" not in git_commands and "write-tree" not in git_commands
 
 
