@@ -289,6 +289,13 @@ def _remove_all(paths: Sequence[Path]) -> None:
                 raise
 
 
+def _is_directory(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
 def _overlapping(dirty: Sequence[str], written: Sequence[str]) -> bool:
     """Whether a dirty path is, contains or lies inside one of the ``written`` paths."""
     if not dirty or not written:
@@ -358,6 +365,10 @@ class CommitFacts:
     # Diffs and patches kept for the next question about the same objects (one per task under way).
     _KEPT_DIFFS = 32
     _KEPT_PATCH_CHARS = 4 << 20
+    # The changed paths of this many of AutoDev's commits are kept (a run's recent landings), and a path
+    # list is composed from at most this many of them (how far a pooled worktree's base falls behind).
+    _KEPT_NAMES = 4096
+    _NAMES_WALK = 256
 
     def __init__(self) -> None:
         self.trees: dict[str, str] = {}
@@ -366,17 +377,26 @@ class CommitFacts:
         self.diffs: dict[tuple[str, str], WorkingDiff] = {}
         self.patches: dict[str, str] = {}
         self.changes: dict[str, tuple[tuple[str, ...], str]] = {}
+        self._names: dict[str, tuple[str, ...]] = {}
+        self._replayed: dict[str, str] = {}
+        self._whole: dict[tuple[str, str], None] = {}  # an ordered set: the oldest is dropped first
 
     def parent_of(self, commit: str) -> str | None:
         """The parent AutoDev gave ``commit`` (None: not one AutoDev made)."""
         return self._parents.get(commit)
 
-    def note_diff(self, diff: WorkingDiff) -> None:
+    def note_diff(self, diff: WorkingDiff, *, whole: bool = False) -> None:
+        """``whole``: the diff is all that differs between its base and its tree, ``.autodev/`` included
+        (see ``GitRepo.diff_against``)."""
         if len(diff.patch) > self._KEPT_PATCH_CHARS:
             return
         if len(self.diffs) >= self._KEPT_DIFFS:
             self.diffs.pop(next(iter(self.diffs)))
         self.diffs[(diff.base, diff.tree)] = diff
+        if whole:
+            if len(self._whole) >= self._KEPT_DIFFS:
+                self._whole.pop(next(iter(self._whole)))
+            self._whole[(diff.base, diff.tree)] = None
 
     def note_change(self, commit: str, names: tuple[str, ...], patch: str) -> None:
         """The paths and the patch of ``commit``'s change on its parent, read ahead of a fast-forward to it
@@ -386,6 +406,60 @@ class CommitFacts:
         if len(self.changes) >= self._KEPT_DIFFS:
             self.changes.pop(next(iter(self.changes)))
         self.changes[commit] = (names, patch)
+
+    def note_names(self, commit: str, names: Sequence[str]) -> None:
+        """The exact paths ``commit``'s change on the parent AutoDev gave it touches (read from git)."""
+        if commit not in self._parents:
+            return
+        if len(self._names) >= self._KEPT_NAMES:
+            self._names.pop(next(iter(self._names)))
+        self._names[commit] = tuple(names)
+
+    def names_between(self, old: str, new: str) -> list[str] | None:
+        """The paths that differ between ``old`` and its descendant ``new``, composed from the changes of
+        AutoDev's commits between them; None when one of them is not known, or a path changes in two of
+        them (it may be back as ``old`` has it, which only git can tell)."""
+        found: set[str] = set()
+        current = new
+        for _ in range(self._NAMES_WALK):
+            if current == old:
+                return sorted(found)
+            names, parent = self._names.get(current), self._parents.get(current)
+            if names is None or parent is None or not found.isdisjoint(names):
+                return None
+            found.update(names)
+            current = parent
+        return None
+
+    def note_replay(self, replayed: str, original: str) -> None:
+        """``replayed`` is ``original``'s change made again on another parent (``GitRepo.replay``)."""
+        if len(self._replayed) >= self._KEPT_DIFFS:
+            self._replayed.pop(next(iter(self._replayed)))
+        self._replayed[replayed] = original
+
+    def is_whole(self, diff: WorkingDiff) -> bool:
+        return (diff.base, diff.tree) in self._whole
+
+    def known_change(self, commit: str) -> tuple[tuple[str, ...], str] | None:
+        """The paths and the patch of ``commit``'s change on its parent, from a diff AutoDev already read
+        (a task's change, between its base and the tree it commits); None when none tells.
+
+        A replay of that change onto a parent that differs from the base only in paths the change does not
+        touch (AutoDev's own landings meanwhile, ``names_between``) is the same change: those paths are as
+        the base has them on both sides, every other path as the parent has it."""
+        onto = self._parents.get(commit)
+        original = self._replayed.get(commit, commit)
+        base, tree = self._parents.get(original), self.trees.get(original)
+        if onto is None or base is None or tree is None:
+            return None
+        diff = self.diffs.get((base, tree))
+        if diff is None or not self.is_whole(diff):
+            return None
+        if onto != base:
+            landed = self.names_between(base, onto)
+            if landed is None or not set(landed).isdisjoint(diff.files):
+                return None
+        return diff.files, diff.patch
 
     def note_patch(self, commit: str, patch: str) -> None:
         """``commit``'s patch on its parent, kept until ``GitRepo.commit_patch`` asks for it once."""
@@ -666,13 +740,27 @@ class GitRepo:
     async def diff_against(self, base: str) -> WorkingDiff:
         """Everything in the working tree that differs from ``base``, untracked files included: staged
         once into a throw-away index and written as a tree, the diff read between ``base`` and that tree."""
+        copy = self._watched()
+        index = await self.git_dir() / "index"
+        stamp = file_stamp(index)
+        # A recycled copy at ``base`` whose index nobody wrote since its reset stages onto ``base``'s own
+        # index: the tree then differs from ``base`` only in what the diff below shows (``.autodev/``, left
+        # out of it, is as ``base`` has it), so the diff is the whole change between the two.
+        whole = (
+            copy is not None
+            and copy.index_bytes is not None
+            and copy.head == base
+            and stamp == copy.index_stamp
+        )
         tree = await self._tree_now()
+        whole = whole and file_stamp(index) == stamp
         known = self._made.diffs.get((base, tree))
         if known is not None:
+            self._made.note_diff(known, whole=whole)
             return known  # the same two objects: the same diff (the next step asks again)
         files, patch = await self._names_and_patch(base, tree, *_ALL_BUT_STATE)
         diff = WorkingDiff(base=base, patch=patch, files=files, tree=tree)
-        self._made.note_diff(diff)
+        self._made.note_diff(diff, whole=whole)
         return diff
 
     async def _names_and_patch(self, old: str, new: str, *pathspec: str) -> tuple[tuple[str, ...], str]:
@@ -702,7 +790,8 @@ class GitRepo:
         parent = self._made.parent_of(commit)
         if parent is None or commit in self._made.changes:
             return
-        names, patch = await self._names_and_patch(parent, commit)
+        names, patch = self._made.known_change(commit) or await self._names_and_patch(parent, commit)
+        self._made.note_names(commit, names)
         self._made.note_change(commit, names, patch)
 
     async def tree_of(self, commit: str) -> str:
@@ -718,6 +807,9 @@ class GitRepo:
         """Paths whose content or mode differs between two trees (or commits)."""
         if old == new and _OBJECT_ID.fullmatch(old):
             return []
+        known = self._made.names_between(old, new)
+        if known is not None:
+            return known  # AutoDev's own landings since ``old``: no process (a pooled worktree's reset)
         # diff-tree reads the whole index first (for rename detection and attributes), which names alone do
         # not use: pointed at an index that does not exist, it skips that read (5 ms at 50,000 files).
         result = await self._run(
@@ -1033,6 +1125,32 @@ class GitRepo:
             copy.tracker.forget_before(mark)
         return dirty
 
+    async def change_bound(self, base: str) -> list[str] | None:
+        """For a recycled copy still at ``base`` with the index its reset left: the paths that may differ
+        from ``base``, from its watch alone (no process), when each is a file or nothing (a directory's
+        ``stat`` says nothing of the files in it). Every dirty path is among them, and a diff against
+        ``base`` taken now shows the whole change (``diff_against``). None otherwise."""
+        copy = self._watched()
+        if copy is None or copy.index_bytes is None or copy.head != base:
+            return None
+        if file_stamp(await self.git_dir() / "index") != copy.index_stamp or await self.head() != base:
+            return None
+        paths = await self._changed_paths(copy)
+        if paths is None or any(_is_directory(self.root / path) for path in paths):
+            return None
+        return paths
+
+    def shows_whole_change(self, diff: WorkingDiff) -> bool:
+        """Whether ``diff`` is all that differs between its base and its tree (``diff_against``)."""
+        return self._made.is_whole(diff)
+
+    async def refresh_dirty_paths(self) -> None:
+        """Let git list a watched copy's dirty paths now, when nothing is known since the last change, so
+        that ``known_dirty_paths`` answers a later question without a process; nothing for a copy that is
+        not watched (its answer would not be kept)."""
+        if self._watched() is not None and self.known_dirty_paths() is None:
+            await self.dirty_paths()
+
     def known_dirty_paths(self) -> list[str] | None:
         """``dirty_paths``' last answer for a watched copy while nothing was written, staged or moved since
         (what its tracker and the index and HEAD files say, without git); None when that is not known.
@@ -1193,7 +1311,9 @@ class GitRepo:
         if merged.code == 1:
             conflicted = [line for line in lines[1 : lines.index("") if "" in lines else None] if line]
             return conflicted or [" ".join(merged.stdout.split())[:300]]
-        return await self.commit_tree(lines[0].strip(), onto, message)
+        replayed = await self.commit_tree(lines[0].strip(), onto, message)
+        self._made.note_replay(replayed, commit)
+        return replayed
 
     async def _cherry_pick_onto(self, commit: str, onto: str) -> str | list[str]:
         await self.checkout_detached(onto)
@@ -1268,6 +1388,7 @@ class GitRepo:
             # unless ``learn_change`` read them ahead.
             known = self._made.changes.pop(commit, None)
             names, patch = known if known is not None else await self._names_and_patch(head, commit)
+            self._made.note_names(commit, names)
             written = list(names)
             self._made.note_patch(commit, patch)
         else:

@@ -106,13 +106,16 @@ class WorktreeManager:
         admin_lock: anyio.Lock | None = None,
         preparer: WorktreePreparer | None = None,
         split_index_min_entries: int = 0,
+        main_git: GitRepo | None = None,
     ) -> None:
         self.main_repo = Path(main_repo).resolve()
         self.root_dir = Path(root_dir)
         self.timeout_s = timeout_s
         # 0: never split (see ``_index_format``); the run passes ``worktree_split_index_min_files``.
         self.split_index_min_entries = split_index_min_entries
-        self._main_git = GitRepo(self.main_repo, timeout_s=timeout_s)
+        # ``main_git``: the run's own GitRepo of the main repository, whose record of the commits AutoDev
+        # made (its landings) resets a worktree to a newer base without asking git what changed.
+        self._main_git = main_git or GitRepo(self.main_repo, timeout_s=timeout_s)
         # The repository's worktree setup: every worktree made here becomes a working copy its tests accept.
         self.preparer = preparer
         self._active: dict[str, Worktree] = {}
@@ -232,7 +235,7 @@ class WorktreeManager:
         setup's copies are made again (unless ``prepare`` is false).
         """
         keep_ignored = self.preparer is not None and self.preparer.keeps_ignored
-        git = GitRepo(worktree.path, timeout_s=self.timeout_s)
+        git = GitRepo(worktree.path, timeout_s=self.timeout_s, like=self._main_git)
         try:
             recycled = await git.recycle(base, keep_ignored=keep_ignored)
         except AutodevError as exc:

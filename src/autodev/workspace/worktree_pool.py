@@ -54,6 +54,7 @@ class WorktreePool:
         preparer: WorktreePreparer | None = None,
         track_changes: bool = True,
         split_index_min_entries: int = 0,
+        main_git: GitRepo | None = None,
     ) -> None:
         if size < 0:
             raise ValueError(f"pool size must be >= 0, not {size}")
@@ -64,6 +65,7 @@ class WorktreePool:
             admin_lock=admin_lock,
             preparer=preparer,
             split_index_min_entries=split_index_min_entries,
+            main_git=main_git,
         )
         self._size = size
         self._track_changes = track_changes

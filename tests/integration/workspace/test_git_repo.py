@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from support.git_calls import command_names, git_started
 
 from autodev.state.paths import AutodevPaths, ensure_state_dir
 from autodev.workspace.git import GitError, GitRepo, run_git
@@ -263,3 +264,60 @@ async def test_the_paths_between_two_commits_are_listed_without_reading_the_inde
     _git(git_repo, "diff-tree", "-r", "--name-only", base, ahead)
     assert _index_reads(trace, "diff-tree") == [2]
     assert (git_repo / ".git" / "index").exists()
+
+
+async def _landed(repo: GitRepo, parent: str, message: str) -> str:
+    """A commit of the working tree on ``parent``, its change read as a landing reads it."""
+    commit = await repo.commit_tree(await repo.snapshot_tree(), parent, message)
+    await repo.learn_change(commit)
+    return commit
+
+
+@pytest.mark.asyncio
+async def test_the_paths_between_autodevs_own_commits_come_from_their_changes_without_git(
+    git_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = GitRepo(git_repo)
+    base = await repo.ensure_base_commit()
+    (git_repo / "pkg").mkdir()
+    (git_repo / "pkg" / "one.py").write_text("one = 1\n")
+    first = await _landed(repo, base, "one")
+    (git_repo / "kept.py").unlink()
+    (git_repo / "two.py").write_text("two = 2\n")
+    second = await _landed(repo, first, "two")
+    # Another GitRepo of the same repository (a pooled worktree's) shares what the run's one learned.
+    worktree_view = GitRepo(git_repo, like=repo)
+    started = git_started(monkeypatch)
+    assert await worktree_view.changed_between(base, second) == ["kept.py", "pkg/one.py", "two.py"]
+    assert await worktree_view.changed_between(first, second) == ["kept.py", "two.py"]
+    assert started == []
+    # Every answer is git's own.
+    assert _git(git_repo, "diff-tree", "-r", "--name-only", base, second).split() == [
+        "kept.py",
+        "pkg/one.py",
+        "two.py",
+    ]
+
+
+@pytest.mark.asyncio
+async def test_a_path_changed_by_two_of_autodevs_commits_is_left_to_git_which_sees_it_back_as_it_was(
+    git_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = GitRepo(git_repo)
+    base = await repo.ensure_base_commit()
+    (git_repo / "kept.py").write_text("a = 2\n")
+    (git_repo / "other.py").write_text("o = 1\n")
+    first = await _landed(repo, base, "change")
+    (git_repo / "kept.py").write_text("a = 1\n")  # back as the base has it
+    second = await _landed(repo, first, "change back")
+    started = git_started(monkeypatch)
+    assert await repo.changed_between(base, second) == ["other.py"]
+    assert command_names(started) == ["diff-tree"]
+    # Commits AutoDev did not make (or whose change it never read) are git's to compare as well.
+    (git_repo / "kept.py").write_text("a = 3\n")
+    _git(git_repo, "add", "-A")
+    _git(git_repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "by hand")
+    by_hand = _git(git_repo, "rev-parse", "HEAD").strip()
+    started.clear()
+    assert await repo.changed_between(base, by_hand) == ["kept.py", "other.py"]
+    assert command_names(started) == ["diff-tree"]

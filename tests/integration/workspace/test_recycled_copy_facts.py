@@ -1,0 +1,165 @@
+"""What a recycled worktree's watch and AutoDev's own landings tell without asking git, checked against
+git: the paths a developer may have changed (so its dirty paths need no ``git status``), the whole change
+a diff shows, the change a replayed landing makes, and what a worktree's reset must write. Real git, a real
+pool of worktrees."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from support.git_calls import command_names, git_started
+from support.parallel import commit_everything as _commit
+from support.parallel import git as _git
+
+from autodev.state.schemas import Task
+from autodev.workspace.git import GitRepo
+from autodev.workspace.integration import (
+    Integrated,
+    TaskWorkspace,
+    commit_task,
+    integrate,
+    prepare_landing,
+)
+from autodev.workspace.worktree_pool import WorktreePool
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path.resolve() / "repo"
+    (root / "pkg").mkdir(parents=True)
+    _git(root, "init", "-q")
+    (root / ".gitignore").write_text("*.log\n.autodev/\n")
+    (root / "app.py").write_text("VALUE = 1\n")
+    (root / "tool.sh").write_text("echo hi\n")
+    (root / "image.bin").write_bytes(bytes(range(256)))
+    (root / "pkg" / "gone.py").write_text("GONE = False\n")
+    _commit(root, "init")
+    return root
+
+
+def _head(path: Path) -> str:
+    return _git(path, "rev-parse", "HEAD").strip()
+
+
+def _status_paths(path: Path) -> set[str]:
+    """git's own list of the paths that differ from HEAD (ignored files left out, as AutoDev's are)."""
+    listing = _git(path, "status", "--porcelain", "-z", "--no-renames", "--untracked-files=all")
+    return {entry[3:] for entry in listing.split("\0") if len(entry) > 3}
+
+
+def _pool(repo: Path, main: GitRepo, size: int = 2) -> WorktreePool:
+    return WorktreePool(repo, repo / ".autodev" / "worktrees", size, main_git=main)
+
+
+@pytest.mark.asyncio
+async def test_a_recycled_copys_watch_bounds_every_kind_of_change_and_its_diff_is_the_whole_change(
+    repo: Path,
+) -> None:
+    main = GitRepo(repo)
+    pool = _pool(repo, main)
+    await pool.cold_start()
+    base = _head(repo)
+    worktree = await pool.claim("1.1", base)
+    copy = GitRepo(worktree.path, like=main)
+    root = worktree.path
+    (root / "app.py").write_text("VALUE = 2\n")  # edited
+    (root / "pkg" / "gone.py").unlink()  # deleted
+    (root / "tool.sh").chmod(0o755)  # mode change
+    (root / "image.bin").write_bytes(bytes(reversed(range(256))))  # binary
+    (root / "pkg" / "new.py").write_text("NEW = 1\n")  # new, in a directory the base has
+    os.symlink("app.py", root / "link.py")  # a link
+    (root / "debug.log").write_text("ignored\n")
+
+    bound = await copy.change_bound(base)
+    diff = await copy.diff_against(base)
+
+    changed = {"app.py", "pkg/gone.py", "tool.sh", "image.bin", "pkg/new.py", "link.py"}
+    assert bound is not None and changed <= set(bound)
+    assert copy.shows_whole_change(diff)
+    assert set(diff.files) == changed == _status_paths(root)
+    await pool.cleanup_all()
+
+
+@pytest.mark.asyncio
+async def test_a_new_directory_or_a_staged_index_leaves_the_change_to_git(repo: Path) -> None:
+    main = GitRepo(repo)
+    pool = _pool(repo, main)
+    await pool.cold_start()
+    base = _head(repo)
+    worktree = await pool.claim("1.1", base)
+    copy = GitRepo(worktree.path, like=main)
+    (worktree.path / "fresh").mkdir()
+    (worktree.path / "fresh" / "big.bin").write_bytes(b"\0" * 4096)
+    # A stat of the directory says nothing of the files in it: no bound, git lists them.
+    assert await copy.change_bound(base) is None
+    await pool.release(worktree)
+
+    worktree = await pool.claim("1.2", base)
+    copy = GitRepo(worktree.path, like=main)
+    (worktree.path / "app.py").write_text("VALUE = 3\n")
+    (worktree.path / "staged.py").write_text("STAGED = 1\n")
+    _git(worktree.path, "add", "staged.py")  # the agent staged a file itself
+    assert await copy.change_bound(base) is None
+    diff = await copy.diff_against(base)
+    assert not copy.shows_whole_change(diff)
+    assert set(diff.files) == {"app.py", "staged.py"} == set(await copy.dirty_paths())
+    await pool.cleanup_all()
+
+
+async def _develop(pool: WorktreePool, main: GitRepo, task: Task, name: str) -> TaskWorkspace:
+    """A task's worktree with its developer's file written and diffed, as the developer step leaves it."""
+    assert task.base_commit is not None
+    worktree = await pool.claim(task.id, task.base_commit)
+    workspace = TaskWorkspace(worktree.path, GitRepo(worktree.path, like=main), isolated=True)
+    (worktree.path / "pkg" / name).write_text(f"# written by task {task.id}\n")
+    await workspace.git.diff_against(task.base_commit)
+    return workspace
+
+
+async def _land(main: GitRepo, workspace: TaskWorkspace, task: Task) -> str:
+    change = await commit_task(workspace, task, resumed=False)
+    ready = await prepare_landing(main, workspace, task, change)
+    outcome = await integrate(main, workspace, task, change, ready)
+    assert isinstance(outcome, Integrated)
+    return outcome.commit
+
+
+@pytest.mark.asyncio
+async def test_a_replayed_landing_takes_the_tasks_own_diff_and_a_reset_the_landings_paths(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    main = GitRepo(repo)
+    assert await main.watch()
+    pool = _pool(repo, main)
+    await pool.cold_start()
+    base = _head(repo)
+    first = Task(id="1.1", phase_id="1", title="one", description="d", base_commit=base)
+    second = Task(id="1.2", phase_id="1", title="two", description="d", base_commit=base)
+    first_copy = await _develop(pool, main, first, "one.py")
+    second_copy = await _develop(pool, main, second, "two.py")
+
+    landed_first = await _land(main, first_copy, first)
+    started = git_started(monkeypatch)
+    # The second task's base moved (the first landed): its change is replayed onto the new HEAD.
+    landed_second = await _land(main, second_copy, second)
+    assert "merge-tree" in command_names(started)
+    assert "diff" not in command_names(started)  # what it writes is its own diff, already read
+
+    assert _head(repo) == landed_second and _git(repo, "rev-parse", "HEAD^").strip() == landed_first
+    assert _status_paths(repo) == set()
+    git_patch = _git(repo, "diff", "--binary", "--no-renames", landed_first, landed_second)
+    assert await main.commit_patch(landed_second) == git_patch
+
+    for workspace in (first_copy, second_copy):
+        await pool.release(next(w for w in pool.active if w.path == workspace.root))
+    started.clear()
+    worktree = await pool.claim("1.3", landed_second)
+    # The reset learns what changed since the worktree's base from the landings: no diff-tree.
+    assert "diff-tree" not in command_names(started)
+    assert _head(worktree.path) == landed_second
+    assert _status_paths(worktree.path) == set()
+    assert (worktree.path / "pkg" / "one.py").exists() and (worktree.path / "pkg" / "two.py").exists()
+    main.unwatch()
+    await pool.cleanup_all()
