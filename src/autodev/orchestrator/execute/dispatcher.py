@@ -203,6 +203,10 @@ class Dispatcher:
         # A start may find phases checkpointed but not reviewed (a run killed in between).
         self._review_due = True
         self._main_head: str | None = None
+        # The main checkout is looked at again after each landing (``_look_at_main_checkout``): one look
+        # at a time, and one more when a landing came during it.
+        self._looking_at_main = False
+        self._look_at_main_again = False
         self._task_group: anyio.abc.TaskGroup | None = None
         self._project_block = ""
         self.worktrees: WorkspaceProvider = self._worktree_provider()
@@ -224,9 +228,15 @@ class Dispatcher:
                 preparer=preparer,
                 track_changes=self.session.config.change_tracking_enabled,
                 split_index_min_entries=split_from,
+                main_git=self.session.git,
             )
         return WorktreeManager(
-            root, tree, admin_lock=lock, preparer=preparer, split_index_min_entries=split_from
+            root,
+            tree,
+            admin_lock=lock,
+            preparer=preparer,
+            split_index_min_entries=split_from,
+            main_git=self.session.git,
         )
 
     # --- the loop -----------------------------------------------------------------------------------
@@ -698,12 +708,37 @@ class Dispatcher:
         while its dependents start)."""
         if task.commit is not None:
             self._main_head = task.commit
+            if self.parallelism.isolated and self._task_group is not None:
+                self._task_group.start_soon(self._look_at_main_checkout, name="look at the main checkout")
         await refresh_stale_areas(self.session, task)
         self._tell_sessions(task)
         await self._checkpoint_phases()
         if not self.worktrees.recycles:  # a pooled worktree is recycled first (quick)
             self.workers.pop(task.id, None)
             self._notify(task.id)
+
+    async def _look_at_main_checkout(self) -> None:
+        """After a landing, while the tasks it freed start: what is dirty in the main checkout now, so that
+        the check after each agent's call in a worktree (``autodev.orchestrator.integrity``) finds it known
+        and starts no git on the way from that call to the next step. Outside the integration lock: an
+        answer taken while a landing writes is keyed to the state it saw and is not used once that moves
+        on. A failure is left to that check, which asks git itself."""
+        if self._looking_at_main:
+            self._look_at_main_again = True
+            return
+        self._looking_at_main = True
+        try:
+            again = True
+            while again:
+                self._look_at_main_again = False
+                try:
+                    await self.session.git.refresh_dirty_paths()
+                except AutodevError as exc:
+                    _log.debug("dispatcher.main_checkout_look_failed", error=str(exc))
+                    return
+                again = self._look_at_main_again
+        finally:
+            self._looking_at_main = False
 
     def _tell_sessions(self, landed: Task) -> None:
         """With agent sessions working lanes: which tasks of other lanes ``landed`` made pickable."""

@@ -460,6 +460,8 @@ async def _oversized(
     copy's changed paths when the caller has just listed them."""
     assert task.base_commit is not None
     git = ctx.workspace.git
+    if dirty is None and await _bound_within_limits(session, task, ctx) is not None:
+        return None
     paths = await git.dirty_paths() if dirty is None else dirty
     # A file adds at most its whole size: a change within the limits counted so is within them, and the
     # base's sizes (a git process each time) are asked for only when it may not be.
@@ -599,21 +601,21 @@ async def _developer_step(session: RunContext, task: Task, ctx: TaskContext) -> 
         # A step of its own, so that an inline answer to the first call is never taken for the second's.
         step = f"develop@{higher}"
     ctx.developer_reply = result.text
-    dirty = await ctx.workspace.git.dirty_paths()
-    refused = await _oversized(session, task, ctx, dirty)
-    touched = submodules_touched(ctx.workspace.root, dirty)
-    if touched:
-        # git shows the parent repository no change for files edited inside a submodule: refuse, never drop.
-        refused = (
-            f"the change edits the git submodule(s) {', '.join(touched)}; changes inside submodules "
-            "cannot be part of this task: undo them (`git -C <submodule> checkout -- .` where it is "
-            "checked out, else remove what you wrote there) and change only this repository's files"
+    diff = await _bounded_diff(session, task, ctx)
+    if diff is not None:
+        dirty: Sequence[str] = (
+            diff.files
+            if ctx.workspace.git.shows_whole_change(diff)
+            else await ctx.workspace.git.dirty_paths()
         )
-    diff: WorkingDiff | None = None
-    if refused is None:  # only a change small enough to stage is diffed
-        diff = await _current_diff(task, ctx)
-        ctx.change_tree = diff.tree
         refused = session.guardrails.diff_size_problem(diff.size_bytes)
+        ctx.change_tree = diff.tree
+    else:
+        dirty, refused = await _checked_before_staging(session, task, ctx)
+        if refused is None:  # only a change small enough to stage is diffed
+            diff = await _current_diff(task, ctx)
+            ctx.change_tree = diff.tree
+            refused = session.guardrails.diff_size_problem(diff.size_bytes)
     if refused is not None:
         pm.record_evidence(
             CoderEvidence(
@@ -669,6 +671,44 @@ async def _developer_step(session: RunContext, task: Task, ctx: TaskContext) -> 
     pm.update_task_status(task.id, "coded")
     ctx.developer_diff = diff
     return None
+
+
+async def _bounded_diff(session: RunContext, task: Task, ctx: TaskContext) -> WorkingDiff | None:
+    """The developer's change diffed at once, when the working copy's watch alone shows it small enough
+    to stage (``GitRepo.change_bound``: no path that may have changed is over the size limits or in a
+    submodule); None when the full checks must come first (``_checked_before_staging``)."""
+    bound = await _bound_within_limits(session, task, ctx)
+    if bound is None or submodules_touched(ctx.workspace.root, bound):
+        return None
+    return await _current_diff(task, ctx)
+
+
+async def _bound_within_limits(session: RunContext, task: Task, ctx: TaskContext) -> list[str] | None:
+    """The paths that may have changed in the working copy, from its watch alone (``GitRepo.change_bound``),
+    when none of them is over the size limits: the change is then small enough to stage, and git need not
+    list it first. None when git must."""
+    git = ctx.workspace.git
+    bound = await git.change_bound(task.base_commit) if task.base_commit is not None else None
+    if bound is None or session.guardrails.change_size_problem(git.sizes_now(bound)) is not None:
+        return None
+    return bound
+
+
+async def _checked_before_staging(
+    session: RunContext, task: Task, ctx: TaskContext
+) -> tuple[list[str], str | None]:
+    """The copy's dirty paths, and why its change must not be staged at all (None when it may be)."""
+    dirty = await ctx.workspace.git.dirty_paths()
+    refused = await _oversized(session, task, ctx, dirty)
+    touched = submodules_touched(ctx.workspace.root, dirty)
+    if touched:
+        # git shows the parent repository no change for files edited inside a submodule: refuse, never drop.
+        refused = (
+            f"the change edits the git submodule(s) {', '.join(touched)}; changes inside submodules "
+            "cannot be part of this task: undo them (`git -C <submodule> checkout -- .` where it is "
+            "checked out, else remove what you wrote there) and change only this repository's files"
+        )
+    return dirty, refused
 
 
 async def _repository_facts(
