@@ -53,14 +53,19 @@ def _pool(repo: Path, main: GitRepo, size: int = 2) -> WorktreePool:
     return WorktreePool(repo, repo / ".autodev" / "worktrees", size, main_git=main)
 
 
+async def _started_pool(repo: Path) -> tuple[GitRepo, WorktreePool, str]:
+    """The run's GitRepo of the main checkout, a started pool sharing its records, and the base."""
+    main = GitRepo(repo)
+    pool = _pool(repo, main)
+    await pool.cold_start()
+    return main, pool, _head(repo)
+
+
 @pytest.mark.asyncio
 async def test_a_recycled_copys_watch_bounds_every_kind_of_change_and_its_diff_is_the_whole_change(
     repo: Path,
 ) -> None:
-    main = GitRepo(repo)
-    pool = _pool(repo, main)
-    await pool.cold_start()
-    base = _head(repo)
+    main, pool, base = await _started_pool(repo)
     worktree = await pool.claim("1.1", base)
     copy = GitRepo(worktree.path, like=main)
     root = worktree.path
@@ -84,10 +89,7 @@ async def test_a_recycled_copys_watch_bounds_every_kind_of_change_and_its_diff_i
 
 @pytest.mark.asyncio
 async def test_a_new_directory_or_a_staged_index_leaves_the_change_to_git(repo: Path) -> None:
-    main = GitRepo(repo)
-    pool = _pool(repo, main)
-    await pool.cold_start()
-    base = _head(repo)
+    main, pool, base = await _started_pool(repo)
     worktree = await pool.claim("1.1", base)
     copy = GitRepo(worktree.path, like=main)
     (worktree.path / "fresh").mkdir()
