@@ -602,20 +602,17 @@ async def _developer_step(session: RunContext, task: Task, ctx: TaskContext) -> 
         step = f"develop@{higher}"
     ctx.developer_reply = result.text
     diff = await _bounded_diff(session, task, ctx)
+    refused: str | None = None
     if diff is not None:
-        dirty: Sequence[str] = (
-            diff.files
-            if ctx.workspace.git.shows_whole_change(diff)
-            else await ctx.workspace.git.dirty_paths()
-        )
-        refused = session.guardrails.diff_size_problem(diff.size_bytes)
-        ctx.change_tree = diff.tree
+        git = ctx.workspace.git
+        dirty: Sequence[str] = diff.files if git.shows_whole_change(diff) else await git.dirty_paths()
     else:
         dirty, refused = await _checked_before_staging(session, task, ctx)
         if refused is None:  # only a change small enough to stage is diffed
             diff = await _current_diff(task, ctx)
-            ctx.change_tree = diff.tree
-            refused = session.guardrails.diff_size_problem(diff.size_bytes)
+    if diff is not None and refused is None:
+        ctx.change_tree = diff.tree
+        refused = session.guardrails.diff_size_problem(diff.size_bytes)
     if refused is not None:
         pm.record_evidence(
             CoderEvidence(
