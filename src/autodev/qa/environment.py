@@ -181,6 +181,9 @@ async def _probe(argv: tuple[str, ...], cwd: Path, timeout_s: float) -> _Probe |
             argv=(*argv, "-c", _PROBE),
             cwd=cwd,
             timeout_s=timeout_s,
+            # The probe runs before anything is known about the project: a bytecode prefix the user set
+            # inside the working copy must not fill it.
+            env={"PYTHONDONTWRITEBYTECODE": "1"},
         ),
         on_line=None,
     )

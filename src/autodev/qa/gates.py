@@ -9,9 +9,9 @@ reports every problem; only ``test`` is not run for a language whose ``syntax`` 
 (shared by the commands of one gate), bounded output and a digest, all kept in ``GateResult.checks``.
 
 Gates never change the tree. Every command runs read-only (``ruff check --no-fix --no-cache``, pytest
-without its cache provider, bytecode under ``.autodev/cache/`` through ``PYTHONPYCACHEPREFIX``); and with a
-``TreeGuard`` the working copy's content is snapshotted before the gates and compared after each one: a
-gate that changed anything becomes an ``error`` naming the files, and the files are put back.
+without its cache provider, bytecode outside the tree through ``PYTHONPYCACHEPREFIX``: ``_bytecode_env``);
+and with a ``TreeGuard`` the working copy's content is snapshotted before the gates and compared after each
+one: a gate that changed anything becomes an ``error`` naming the files, and the files are put back.
 
 Changed files are validated with ``normalize_repo_path`` (a path leaving the repository raises
 ``PathEscapeError``); files under ``.autodev/`` or ``.git/``, and files that no longer exist (deleted by
@@ -744,9 +744,7 @@ def _project_env(project: _Project) -> dict[str, str]:
     """The environment of a command that runs the project's Python code in this working copy."""
     assert project.environment is not None
     env = dict(project.environment.env)
-    # Bytecode goes under .autodev/ (ignored, never in a diff): a gate must not leave files in the working
-    # tree, and a cache that persists between gate runs spares pytest re-compiling itself every time.
-    env["PYTHONPYCACHEPREFIX"] = str(project.state / "cache" / "pycache")
+    env.update(_bytecode_env(project))
     # The working copy's code first: an environment holding an editable install of the main checkout
     # (path- or finder-based) would otherwise import that checkout's code instead of this one's. In a
     # worktree, a start-up shim also points such installs at the worktree (see worktree_site/).
@@ -760,6 +758,27 @@ def _project_env(project: _Project) -> dict[str, str]:
         entries.append(inherited)
     env["PYTHONPATH"] = os.pathsep.join(entries)
     return env
+
+
+def _bytecode_env(project: _Project) -> dict[str, str]:
+    """Where the gates' Python writes bytecode: never into a working copy, always somewhere it persists.
+
+    Without a cache that outlives one gate run, pytest, the project and its dependencies are compiled
+    again on every run (about 0.7 s for pytest alone), so a bytecode prefix the user set is kept when it
+    is an absolute path outside the working copy and the main checkout (with their own choice of whether
+    to write there). Otherwise the bytecode goes under ``.autodev/cache/`` (ignored, never in a diff) and
+    is written there even when ``PYTHONDONTWRITEBYTECODE`` is set: what that setting keeps out of source
+    trees and images never reaches them from AutoDev's own cache.
+    """
+    inherited = {**os.environ, **(project.environment.env if project.environment else {})}.get(
+        "PYTHONPYCACHEPREFIX", ""
+    )
+    if inherited and os.path.isabs(inherited):
+        prefix = Path(os.path.realpath(inherited))
+        checkouts = [project.root, *([project.main_root.resolve()] if project.main_root else [])]
+        if not any(prefix.is_relative_to(checkout) for checkout in checkouts):
+            return {"PYTHONPYCACHEPREFIX": inherited}
+    return {"PYTHONPYCACHEPREFIX": str(project.state / "cache" / "pycache"), "PYTHONDONTWRITEBYTECODE": ""}
 
 
 def _python(gate: GateName, project: _Project) -> _Step:

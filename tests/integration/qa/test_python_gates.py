@@ -96,6 +96,62 @@ async def test_a_clean_change_passes_every_gate_with_evidence_and_leaves_no_byte
     assert _leftovers(project) == []
 
 
+def _compiled(prefix: Path) -> set[str]:
+    """The source files with bytecode under ``prefix`` (a ``PYTHONPYCACHEPREFIX``), by file name."""
+    return {path.name.split(".")[0] + ".py" for path in prefix.rglob("*.pyc")}
+
+
+@pytest.mark.asyncio
+async def test_with_bytecode_writing_off_the_test_gate_still_caches_it_under_autodev_for_the_next_run(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A shell (or a container image) that keeps bytecode out of source trees: the gates' own cache is not
+    # one, and without it every run would compile pytest and the project again.
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
+
+    results = await run_gates(project, ["tests/test_calc.py"], _only("test"))
+
+    assert _gate(results, "test").status == "pass"
+    compiled = _compiled(project / ".autodev" / "cache" / "pycache")
+    assert {"calc.py", "test_calc.py", "fixtures.py"} <= compiled  # the project's, the test's, pytest's
+    assert _leftovers(project) == []
+
+
+@pytest.mark.asyncio
+async def test_a_bytecode_prefix_the_user_set_outside_the_project_is_kept(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    users = tmp_path / "bytecode"
+    monkeypatch.setenv("PYTHONPYCACHEPREFIX", str(users))
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+
+    results = await run_gates(project, ["tests/test_calc.py"], _only("test"))
+
+    assert _gate(results, "test").status == "pass"
+    assert {"calc.py", "test_calc.py"} <= _compiled(users)
+    assert not (project / ".autodev" / "cache" / "pycache").exists()
+    assert _leftovers(project) == []
+
+
+@pytest.mark.parametrize("inside", ["build/bytecode", "relative"])
+@pytest.mark.asyncio
+async def test_a_bytecode_prefix_inside_the_working_copy_gives_way_to_autodevs_cache(
+    project: Path, inside: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Absolute and inside the working copy, or relative (to each command's directory, the working copy):
+    # either would put bytecode into the tree.
+    monkeypatch.setenv("PYTHONPYCACHEPREFIX", str(project / inside) if inside != "relative" else "pyc")
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+
+    results = await run_gates(project, ["tests/test_calc.py"], _only("test"))
+
+    assert _gate(results, "test").status == "pass"
+    assert {"calc.py", "test_calc.py"} <= _compiled(project / ".autodev" / "cache" / "pycache")
+    assert not (project / "build").exists() and not (project / "pyc").exists()
+    assert _leftovers(project) == []
+
+
 @pytest.mark.asyncio
 async def test_a_syntax_error_fails_syntax_and_blocks_the_tests(project: Path) -> None:
     _write(project, {"src/demo/calc.py": "def add(a, b:\n    return a + b\n", "src/demo/more.py": "x = (\n"})
