@@ -14,19 +14,27 @@ from autodev.workspace import changes
 
 
 @pytest.fixture(autouse=True, scope="session")
-def _child_process_environment() -> Iterator[None]:
+def _child_process_environment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """What the child processes the tests start see (set when the session starts, not at import, so that
     pytest's own workers and plugins are untouched).
 
     The projects these tests build run their tests with the QA gates' ``pytest``, and their plain tests need
-    none of the plugins installed beside AutoDev: importing (and, in each fresh project, compiling) those
-    is most of a gate run's time. They find their Python environment as a user's shell would give it: the
-    one the suite runs in, as if activated (tests of the environment search set their own); without it the
-    search would fall through to whatever python3 the machine has on PATH.
+    none of the plugins installed beside AutoDev: importing those is most of a gate run's time. Bytecode
+    goes to one cache for the whole session (both workers' temp directories share its parent), as a
+    developer's own ``PYTHONPYCACHEPREFIX`` would: the gates keep a prefix outside the project, so pytest
+    is compiled once, not once in every fresh project (twice the time of the run itself). They find their
+    Python environment as a user's shell would give it: the one the suite runs in, as if activated (tests
+    of the environment search set their own); without it the search would fall through to whatever python3
+    the machine has on PATH.
     """
     with pytest.MonkeyPatch.context() as patch:
         if "PYTEST_DISABLE_PLUGIN_AUTOLOAD" not in os.environ:
             patch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+        session_temp = tmp_path_factory.getbasetemp()
+        if "PYTEST_XDIST_WORKER" in os.environ:
+            session_temp = session_temp.parent  # the workers' own are popen-gw0, popen-gw1, ... inside it
+        patch.setenv("PYTHONPYCACHEPREFIX", str(session_temp / "bytecode"))
+        patch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
         patch.setenv("VIRTUAL_ENV", sys.prefix)
         patch.delenv("CONDA_PREFIX", raising=False)
         yield
