@@ -22,10 +22,10 @@ def _child_process_environment(tmp_path_factory: pytest.TempPathFactory) -> Iter
     none of the plugins installed beside AutoDev: importing those is most of a gate run's time. Bytecode
     goes to one cache for the whole session (both workers' temp directories share its parent), as a
     developer's own ``PYTHONPYCACHEPREFIX`` would: the gates keep a prefix outside the project, so pytest
-    is compiled once, not once in every fresh project (twice the time of the run itself). They find their
-    Python environment as a user's shell would give it: the one the suite runs in, as if activated (tests
-    of the environment search set their own); without it the search would fall through to whatever python3
-    the machine has on PATH.
+    is compiled once, not in every fresh project (0.7 s each time, three times the run itself). They find
+    their Python environment as a user's shell would give it: the one the suite runs in, as if activated
+    (tests of the environment search set their own); without it the search would fall through to whatever
+    python3 the machine has on PATH.
     """
     with pytest.MonkeyPatch.context() as patch:
         if "PYTEST_DISABLE_PLUGIN_AUTOLOAD" not in os.environ:
