@@ -770,9 +770,8 @@ def _bytecode_env(project: _Project) -> dict[str, str]:
     is written there even when ``PYTHONDONTWRITEBYTECODE`` is set: what that setting keeps out of source
     trees and images never reaches them from AutoDev's own cache.
     """
-    inherited = {**os.environ, **(project.environment.env if project.environment else {})}.get(
-        "PYTHONPYCACHEPREFIX", ""
-    )
+    # The command's environment is this process's with the activation's PATH and VIRTUAL_ENV laid over it.
+    inherited = os.environ.get("PYTHONPYCACHEPREFIX", "")
     if inherited and os.path.isabs(inherited):
         prefix = Path(os.path.realpath(inherited))
         checkouts = [project.root, *([project.main_root.resolve()] if project.main_root else [])]
