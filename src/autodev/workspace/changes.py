@@ -36,8 +36,12 @@ import threading
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from autodev.logging import get_logger
+
+if TYPE_CHECKING:
+    import anyio
 
 __all__ = ["ChangeTracker", "WatchedCopy", "file_stamp", "forget", "forget_all", "watch", "watched"]
 
@@ -375,6 +379,8 @@ class WatchedCopy:
     # The last ``dirty_paths`` answer, and the (generation, index stamp, head) it was given for.
     status_key: tuple[int, tuple[int, int, int, int, int] | None, str] | None = None
     status_paths: tuple[str, ...] | None = None
+    # Set while a ``dirty_paths`` look asks git, so that a second caller waits for its answer.
+    status_look: anyio.Event | None = field(default=None, repr=False)
     # git's answers about two fixed states (what differs between two commits, between an index file of a
     # given stamp and a commit), asked again by each check until the copy's next mark.
     answers: dict[tuple[str, str, object], list[str]] = field(default_factory=dict, repr=False)

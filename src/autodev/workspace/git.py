@@ -1111,6 +1111,22 @@ class GitRepo:
         known = self.known_dirty_paths()
         if known is not None:
             return known
+        if copy.status_look is not None:
+            # git is being asked already (the look after a landing while a freed task's check comes in):
+            # its answer is this one too when nothing has changed since it began.
+            await copy.status_look.wait()
+            known = self.known_dirty_paths()
+            if known is not None:
+                return known
+        look = copy.status_look = anyio.Event()
+        try:
+            return await self._look_at_dirty_paths(copy)
+        finally:
+            if copy.status_look is look:
+                copy.status_look = None
+            look.set()
+
+    async def _look_at_dirty_paths(self, copy: WatchedCopy) -> list[str]:
         # Taken before git looks: whatever changes while it does is after the new mark.
         mark = copy.tracker.mark() if copy.index_bytes is None else None
         stamp = file_stamp(await self.git_dir() / "index")

@@ -14,9 +14,11 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
 import pytest_asyncio
 from support.git_calls import command_names, git_started
@@ -581,6 +583,60 @@ async def test_the_known_dirty_paths_are_the_last_answer_only_while_nothing_chan
         _git(repo, "commit", "-q", "-m", "notes")  # HEAD moves
         assert main.known_dirty_paths() is None
         assert await main.dirty_paths() == ["app.py"] == main.known_dirty_paths()
+    finally:
+        main.unwatch()
+
+
+@pytest.mark.asyncio
+async def test_a_look_already_asking_git_answers_a_second_caller_unless_something_changed_meanwhile(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two checks of the main checkout at once (the look after a landing, a freed task's check after its
+    call) start one ``git status``; a write made while git looks makes the waiting caller ask again."""
+    main = GitRepo(repo)
+    assert await main.watch()
+    try:
+        assert await main.dirty_paths() == []
+        (repo / "app.py").write_text("VALUE = 3\n")
+        started: list[tuple[str, ...]] = []
+        real = git_module.run_git_now
+        late_writes: list[Path] = []
+
+        def slow_status(args: Sequence[str], **kwargs: Any) -> subprocess.CompletedProcess[bytes]:
+            started.append(tuple(args))
+            result = real(args, **kwargs)
+            if "status" in args:
+                time.sleep(0.3)  # the second caller comes in while this look is still in flight
+                for path in late_writes:
+                    path.write_text("written while git looked\n")
+                late_writes.clear()
+            return result
+
+        monkeypatch.setattr(git_module, "run_git_now", slow_status)
+
+        async def both() -> list[list[str]]:
+            answers: list[list[str]] = [[], []]
+
+            async def ask(slot: int, delay: float) -> None:
+                await anyio.sleep(delay)
+                answers[slot] = sorted(await main.dirty_paths())
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(ask, 0, 0.0)
+                group.start_soon(ask, 1, 0.1)
+            return answers
+
+        assert await both() == [["app.py"], ["app.py"]]
+        assert command_names(started) == ["status"]
+
+        started.clear()
+        (repo / "app.py").write_text("VALUE = 4\n")
+        late_writes.append(repo / "late.txt")
+        first, second = await both()
+        assert first == ["app.py"]  # git looked before the write
+        assert second == ["app.py", "late.txt"]
+        assert command_names(started) == ["status", "status"]
+        assert second == sorted(await _unwatched(main).dirty_paths())
     finally:
         main.unwatch()
 
