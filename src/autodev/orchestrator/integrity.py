@@ -354,8 +354,16 @@ class AgentWatch:
         tip = tip or await self.main.head()
         if tip is None or not commits:
             return
-        moved_on = self._landed_tip is not None and self._landed_tip != tip
-        if moved_on and not await self.main.is_ancestor(self._landed_tip or tip, tip):
+        last = self._landed_tip
+        behind = self.main.made_since(tip, last) if last is not None and last != tip else None
+        if behind:
+            # ``tip`` is a branch read before the last check's (another task's check came in between), or
+            # the branch went back to it. The commits checked then are on ``tip`` too, but for AutoDev's
+            # own commits after it: only those, and the ones never checked, are looked at, on ``tip``.
+            listed = set(commits.values())
+            await self._check_on(tip, commits, (listed - self._landed_checked) | (listed & behind))
+            return
+        if last is not None and last != tip and not await self.main.is_ancestor(last, tip):
             self._landed_checked.clear()
             self._landed_listing = None
         self._landed_tip = tip
@@ -363,7 +371,12 @@ class AgentWatch:
             return
         # A set difference in C, not a loop over every landed task: this runs after every agent call, and
         # all but the newest commits were checked before.
-        unchecked = set(commits.values()) - self._landed_checked
+        await self._check_on(tip, commits, set(commits.values()) - self._landed_checked)
+        self._landed_listing = commits
+
+    async def _check_on(self, tip: str, commits: Mapping[str, str], unchecked: set[str]) -> None:
+        """Raise, naming the tasks, when any of ``unchecked`` (among ``commits``) is not on ``tip``; those
+        found there need no new look while the branch only moves forward."""
         gone: set[str] = set()
         for commit in sorted(unchecked):
             if await self.main.is_ancestor(commit, tip):
@@ -371,7 +384,6 @@ class AgentWatch:
             else:
                 gone.add(commit)
         if not gone:
-            self._landed_listing = commits
             return
         missing = [
             f"task {task_id} ({commit[:10]})" for task_id, commit in sorted(commits.items()) if commit in gone

@@ -483,6 +483,20 @@ class CommitFacts:
             self.trees[commit] = tree
             self._parents[commit] = parent
 
+    def made_since(self, ancestor: str, commit: str) -> set[str] | None:
+        """The commits from ``commit`` back to ``ancestor`` (excluded) when that line is all of commits
+        AutoDev made, else None."""
+        found: set[str] = set()
+        current: str | None = commit
+        for _ in range(self._WALK_LIMIT):
+            if current == ancestor:
+                return found
+            if current is None:
+                return None
+            found.add(current)
+            current = self._parents.get(current)
+        return None
+
     def descends(self, commit: str, ancestor: str) -> bool:
         """Whether ``ancestor`` is ``commit`` or reached from it through parents AutoDev gave; False means
         only "not known here"."""
@@ -1007,6 +1021,11 @@ class GitRepo:
         head = await self.head()
         self._note_own_move(await self.head_ref_key(), head)
         return head
+
+    def made_since(self, ancestor: str, descendant: str) -> set[str] | None:
+        """The commits after ``ancestor`` up to ``descendant`` when all are AutoDev's own (each made on the
+        one before), known without git; None when that is not known here."""
+        return self._made.made_since(ancestor, descendant)
 
     async def is_ancestor(self, ancestor: str, descendant: str) -> bool:
         """Whether ``ancestor`` is ``descendant`` or one of its ancestors (known without git when the line

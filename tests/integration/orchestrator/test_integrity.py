@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from types import MappingProxyType
 
@@ -203,6 +204,50 @@ def test_a_listing_found_on_the_branch_is_looked_at_again_once_the_branch_is_rew
     git(root, "reset", "-q", "--hard", first)
     with pytest.raises(RepositoryChangedError, match=r"task 1\.2"):
         anyio.run(watch.check_landed, listing)
+
+
+def test_a_branch_read_before_the_last_check_looks_only_at_what_is_new(tmp_path: Path) -> None:
+    """Two tasks' checks finish out of order: the later one carries the branch as it was read before the
+    earlier one's. Nothing checked before is looked at again (a run of thousands of tasks would look at
+    every landed commit once per such check), what is new is looked at on the older branch, and a branch
+    that went back behind a recorded commit still stops the run."""
+    root = tmp_path / "repo"
+    base, _ = _two_commits(root)
+    repo, watch = _watch(root)
+    asked: list[tuple[str, str]] = []
+    is_ancestor = repo.is_ancestor
+
+    async def counted(ancestor: str, descendant: str) -> bool:
+        asked.append((ancestor, descendant))
+        return await is_ancestor(ancestor, descendant)
+
+    async def landings(count: int) -> list[str]:
+        tree = await repo.tree_of(base)
+        made = [base]
+        for number in range(count):
+            made.append(await repo.commit_tree(tree, made[-1], f"autodev: 1.{number} landed"))
+        return made[1:]
+
+    made = anyio.run(landings, 40)
+    repo.is_ancestor = counted  # type: ignore[method-assign]
+    early = {f"1.{number}": commit for number, commit in enumerate(made[:30])}
+    anyio.run(partial(watch.check_landed, MappingProxyType(dict(early)), tip=made[-1]))
+    assert len(asked) == 30
+
+    asked.clear()
+    later = MappingProxyType({**early, "1.30": made[30]})
+    anyio.run(partial(watch.check_landed, later, tip=made[35]))  # read before the branch reached made[-1]
+    assert asked == [(made[30], made[35])]
+
+    asked.clear()
+    anyio.run(partial(watch.check_landed, later, tip=made[-1]))  # the newest tip again: nothing new
+    anyio.run(partial(watch.check_landed, later, tip=made[-1]))
+    assert asked == []
+
+    # The branch went back to made[35] while made[38] is recorded as landed: named, as before.
+    recorded = MappingProxyType({**later, "1.38": made[38]})
+    with pytest.raises(RepositoryChangedError, match=r"task 1\.38"):
+        anyio.run(partial(watch.check_landed, recorded, tip=made[35]))
 
 
 def test_diffing_commands_run_without_external_drivers() -> None:
