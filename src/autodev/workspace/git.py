@@ -484,11 +484,12 @@ class CommitFacts:
             self._parents[commit] = parent
 
     def made_since(self, ancestor: str, commit: str) -> set[str] | None:
-        """The commits from ``commit`` back to ``ancestor`` (excluded) when that line is all of commits
-        AutoDev made, else None."""
+        """The commits from ``commit`` back to ``ancestor`` (excluded) when that line is of commits AutoDev
+        made, and short; else None. Short: asked after every agent call, mostly about an ``ancestor`` that
+        is not one (a branch moved forward), which a long walk would learn only at the chain's start."""
         found: set[str] = set()
         current: str | None = commit
-        for _ in range(self._WALK_LIMIT):
+        for _ in range(self._NAMES_WALK):
             if current == ancestor:
                 return found
             if current is None:
@@ -1024,7 +1025,7 @@ class GitRepo:
 
     def made_since(self, ancestor: str, descendant: str) -> set[str] | None:
         """The commits after ``ancestor`` up to ``descendant`` when all are AutoDev's own (each made on the
-        one before), known without git; None when that is not known here."""
+        one before) and a few hundred at most, known without git; None when that is not known here."""
         return self._made.made_since(ancestor, descendant)
 
     async def is_ancestor(self, ancestor: str, descendant: str) -> bool:
