@@ -193,7 +193,8 @@ class Dispatcher:
         self.workers: dict[str, _Worker] = {}
         self.speculating: dict[str, str] = {}  # child -> parent
         self.rolling_back: dict[str, str] = {}  # child -> reason
-        self.processed: list[str] = []
+        # The tasks started, in order (a dict for an ordered set: looked up at every start).
+        self.processed: dict[str, None] = {}
         # Tasks whose verified change waits for adoption and that this run tried to land once already.
         self.adoption_tried: set[str] = set()
         self._changed = anyio.Event()
@@ -300,7 +301,7 @@ class Dispatcher:
         waiting = self.pm.pending_adoptions()
         if waiting:
             raise AdoptionPendingError(pending_message(waiting))
-        return self.processed
+        return list(self.processed)
 
     def _settle_approvals(self) -> None:
         """Apply the answers given meanwhile; with ``--wait``, block what waited past its deadline."""
@@ -418,8 +419,7 @@ class Dispatcher:
             raise StateError("the dispatcher is not running")
         worker = _Worker(anyio.CancelScope(), in_place=False)
         self.workers[task_id] = worker
-        if task_id not in self.processed:
-            self.processed.append(task_id)
+        self.processed[task_id] = None
         self._task_group.start_soon(self._aside, task_id, worker, job, name=f"task {task_id}")
 
     async def _aside(self, task_id: str, worker: _Worker, job: Callable[[str], Awaitable[None]]) -> None:
@@ -504,8 +504,7 @@ class Dispatcher:
         isolated = recorded or (self.parallelism.isolated and not in_place)
         worker = _Worker(anyio.CancelScope(), in_place=not isolated)
         self.workers[task_id] = worker
-        if task_id not in self.processed:
-            self.processed.append(task_id)
+        self.processed[task_id] = None
         self._task_group.start_soon(self._work, task_id, worker, isolated, name=f"task {task_id}")
 
     # --- one worker ---------------------------------------------------------------------------------
