@@ -355,17 +355,19 @@ class AgentWatch:
         if tip is None or not commits:
             return
         last = self._landed_tip
-        behind = self.main.made_since(tip, last) if last is not None and last != tip else None
-        if behind:
-            # ``tip`` is a branch read before the last check's (another task's check came in between), or
-            # the branch went back to it. The commits checked then are on ``tip`` too, but for AutoDev's
-            # own commits after it: only those, and the ones never checked, are looked at, on ``tip``.
-            listed = set(commits.values())
-            await self._check_on(tip, commits, (listed - self._landed_checked) | (listed & behind))
-            return
-        if last is not None and last != tip and not await self.main.is_ancestor(last, tip):
-            self._landed_checked.clear()
-            self._landed_listing = None
+        # Forward along AutoDev's own landings (the usual case), known in a few steps without git.
+        if last is not None and last != tip and self.main.made_since(last, tip) is None:
+            behind = self.main.made_since(tip, last)
+            if behind:
+                # ``tip`` is a branch read before the last check's (another task's check came in between),
+                # or the branch went back to it. The commits checked then are on ``tip`` too, but for
+                # AutoDev's own commits after it: only those, and the ones never checked, are looked at.
+                listed = set(commits.values())
+                await self._check_on(tip, commits, (listed - self._landed_checked) | (listed & behind))
+                return
+            if not await self.main.is_ancestor(last, tip):
+                self._landed_checked.clear()
+                self._landed_listing = None
         self._landed_tip = tip
         if commits is self._landed_listing:
             return
