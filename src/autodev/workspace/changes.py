@@ -43,7 +43,16 @@ from autodev.logging import get_logger
 if TYPE_CHECKING:
     import anyio
 
-__all__ = ["ChangeTracker", "WatchedCopy", "file_stamp", "forget", "forget_all", "watch", "watched"]
+__all__ = [
+    "ChangeTracker",
+    "StatusKey",
+    "WatchedCopy",
+    "file_stamp",
+    "forget",
+    "forget_all",
+    "watch",
+    "watched",
+]
 
 _log = get_logger("autodev.changes")
 
@@ -353,6 +362,10 @@ def _unescape(mount_point: bytes) -> bytes:
     return mount_point
 
 
+# What a ``dirty_paths`` answer is valid for: the tracker's generation, the index file's stamp, HEAD's commit.
+StatusKey = tuple[int, tuple[int, int, int, int, int] | None, str]
+
+
 @dataclass
 class WatchedCopy:
     """A working copy whose changes a tracker follows, and what AutoDev last knew for certain about it.
@@ -377,10 +390,12 @@ class WatchedCopy:
     # The throw-away index that wrote ``snapshot_tree`` (a recycled copy's commit installs it).
     snapshot_index: bytes | None = field(default=None, repr=False)
     # The last ``dirty_paths`` answer, and the (generation, index stamp, head) it was given for.
-    status_key: tuple[int, tuple[int, int, int, int, int] | None, str] | None = None
+    status_key: StatusKey | None = None
     status_paths: tuple[str, ...] | None = None
     # Set while a ``dirty_paths`` look asks git, so that a second caller waits for its answer.
     status_look: anyio.Event | None = field(default=None, repr=False)
+    # The (generation, index stamp, head) that look's answer will be for, once it has read them.
+    status_look_key: StatusKey | None = None
     # git's answers about two fixed states (what differs between two commits, between an index file of a
     # given stamp and a commit), asked again by each check until the copy's next mark.
     answers: dict[tuple[str, str, object], list[str]] = field(default_factory=dict, repr=False)

@@ -29,7 +29,7 @@ from autodev.gitsafety import HARDENED_CONFIG
 from autodev.logging import get_logger
 from autodev.scratch import owned_prefix, remove_abandoned
 from autodev.workspace import changes
-from autodev.workspace.changes import WatchedCopy, file_stamp
+from autodev.workspace.changes import StatusKey, WatchedCopy, file_stamp
 from autodev.workspace.refs import read_refs
 
 __all__ = ["GitError", "GitRepo", "WorkingDiff", "index_entries", "read_head_file", "run_git"]
@@ -1131,19 +1131,22 @@ class GitRepo:
         known = self.known_dirty_paths()
         if known is not None:
             return known
-        if copy.status_look is not None:
-            # git is being asked already (the look after a landing while a freed task's check comes in):
-            # its answer is this one too when nothing has changed since it began.
-            await copy.status_look.wait()
+        looking = copy.status_look
+        if looking is not None and copy.status_look_key in (None, self._status_key_now(copy)):
+            # git is being asked already (the look after a landing while a freed task's check comes in),
+            # and nothing has changed since it began: its answer is this one too. A look that began
+            # before a change is not waited for; its answer would not be this one.
+            await looking.wait()
             known = self.known_dirty_paths()
             if known is not None:
                 return known
         look = copy.status_look = anyio.Event()
+        copy.status_look_key = None
         try:
             return await self._look_at_dirty_paths(copy)
         finally:
             if copy.status_look is look:
-                copy.status_look = None
+                copy.status_look = copy.status_look_key = None
             look.set()
 
     async def _look_at_dirty_paths(self, copy: WatchedCopy) -> list[str]:
@@ -1152,6 +1155,7 @@ class GitRepo:
         stamp = file_stamp(await self.git_dir() / "index")
         head = await self.head()
         key = (copy.tracker.generation, stamp, head or "")
+        copy.status_look_key = key
         paths = await self._changed_paths(copy)
         dirty = await self._status(paths)
         if paths is not None:
@@ -1193,15 +1197,22 @@ class GitRepo:
 
         Synchronous on purpose: nothing else on the event loop runs between the look and the answer."""
         copy = self._watched()
+        if copy is None or copy.status_paths is None:
+            return None
+        key = self._status_key_now(copy)
+        return list(copy.status_paths) if key is not None and copy.status_key == key else None
+
+    def _status_key_now(self, copy: WatchedCopy) -> StatusKey | None:
+        """What a ``dirty_paths`` answer is valid for, as the copy is now (its tracker's generation, the
+        index file's stamp, HEAD's commit), read without git; None for a HEAD only git can resolve."""
         git_dir = self._git_dir_path
-        if copy is None or copy.status_paths is None or git_dir is None:
+        if git_dir is None:
             return None
         content = read_head_file(git_dir)
         head = content if _OBJECT_ID.fullmatch(content) else _loose_branch(git_dir, content)
         if head is None:
-            return None  # a HEAD only git can resolve: not known here
-        key = (copy.tracker.generation, file_stamp(git_dir / "index"), head)
-        return list(copy.status_paths) if copy.status_key == key else None
+            return None
+        return (copy.tracker.generation, file_stamp(git_dir / "index"), head)
 
     async def _status(self, paths: Sequence[str] | None = None) -> list[str]:
         if paths is None:

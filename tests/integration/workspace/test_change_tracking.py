@@ -592,7 +592,8 @@ async def test_a_look_already_asking_git_answers_a_second_caller_unless_somethin
     repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Two checks of the main checkout at once (the look after a landing, a freed task's check after its
-    call) start one ``git status``; a write made while git looks makes the waiting caller ask again."""
+    call) start one ``git status``; a write made while git looks makes the waiting caller ask again, and a
+    caller that comes after a write does not wait for a look begun before it."""
     main = GitRepo(repo)
     assert await main.watch()
     try:
@@ -602,23 +603,31 @@ async def test_a_look_already_asking_git_answers_a_second_caller_unless_somethin
         real = git_module.run_git_now
         late_writes: list[Path] = []
 
+        looking: list[int] = []  # how many other statuses were under way as each one started
+
         def slow_status(args: Sequence[str], **kwargs: Any) -> subprocess.CompletedProcess[bytes]:
             started.append(tuple(args))
+            if "status" not in args:
+                return real(args, **kwargs)
+            looking.append(sum(1 for entry in looking if entry >= 0))
+            index = len(looking) - 1
             result = real(args, **kwargs)
-            if "status" in args:
-                time.sleep(0.3)  # the second caller comes in while this look is still in flight
-                for path in late_writes:
-                    path.write_text("written while git looked\n")
-                late_writes.clear()
+            time.sleep(0.3)  # the second caller comes in while this look is still in flight
+            for path in late_writes:
+                path.write_text("written while git looked\n")
+            late_writes.clear()
+            looking[index] = -1 - looking[index]  # done: no longer counted as under way
             return result
 
         monkeypatch.setattr(git_module, "run_git_now", slow_status)
 
-        async def both() -> list[list[str]]:
+        async def both(write_between: Path | None = None) -> list[list[str]]:
             answers: list[list[str]] = [[], []]
 
             async def ask(slot: int, delay: float) -> None:
                 await anyio.sleep(delay)
+                if slot == 1 and write_between is not None:
+                    await anyio.Path(write_between).write_text("written after git read the tree\n")
                 answers[slot] = sorted(await main.dirty_paths())
 
             async with anyio.create_task_group() as group:
@@ -630,13 +639,24 @@ async def test_a_look_already_asking_git_answers_a_second_caller_unless_somethin
         assert command_names(started) == ["status"]
 
         started.clear()
+        looking.clear()
         (repo / "app.py").write_text("VALUE = 4\n")
         late_writes.append(repo / "late.txt")
         first, second = await both()
         assert first == ["app.py"]  # git looked before the write
         assert second == ["app.py", "late.txt"]
         assert command_names(started) == ["status", "status"]
+        assert looking == [-1, -1]  # the second began after the first had ended: it waited
         assert second == sorted(await _unwatched(main).dirty_paths())
+
+        started.clear()
+        looking.clear()
+        (repo / "app.py").write_text("VALUE = 5\n")
+        first, second = await both(write_between=repo / "between.txt")
+        assert first == ["app.py", "late.txt"]
+        assert second == ["app.py", "between.txt", "late.txt"]
+        assert command_names(started) == ["status", "status"]
+        assert looking == [-1, -2]  # the second began while the first was under way: it did not wait
     finally:
         main.unwatch()
 
