@@ -3,8 +3,12 @@
 Prints JSON, one entry per plan size: the time per task (median of the intervals between consecutive task
 completions in the ledger, which with zero-latency agents is the orchestrator's own work per task at the
 run's parallelism), the same median over the first and the last tenth of the run and their ratio (flat in
-plan size means a ratio near 1), ledger ops per task, and the cost of one state transition (median
-``update_task_status`` inside the run). ``--repo-files`` first commits a generated tree of that many files
+plan size means a ratio near 1), ledger ops per task, the cost of one state transition (median
+``update_task_status`` inside the run), the git processes AutoDev started per task (in all, and for each
+command started at least once a task on average), and the time per task of the check that every commit
+recorded as landed is still on the branch (``AgentWatch.check_landed``, after every agent call). The counts
+and that time are what a change to the per-task work can be judged by on a machine whose speed drifts
+between runs. ``--repo-files`` first commits a generated tree of that many files
 (nested directories of 20 files, like a real source tree), to show what the size of the repository costs.
 
     python bench/overhead.py [--tasks 100,1000,5000] [--repo-files 0] [--workers N] [--pool on|off]
@@ -21,7 +25,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Coroutine, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
@@ -34,7 +39,9 @@ from _scenario import bench_config, git_repo, independent_plan, succeeding_scrip
 from autodev.adapters.scripted import ScriptedAdapter
 from autodev.logging import configure_quiet_logging
 from autodev.orchestrator import Orchestrator
+from autodev.orchestrator.integrity import AgentWatch
 from autodev.state.plan_manager import PlanManager
+from autodev.workspace import git as git_module
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -50,6 +57,35 @@ def timing(function: Callable[P, R], timings: list[float]) -> Callable[P, R]:
         start = time.perf_counter()
         try:
             return function(*args, **kwargs)
+        finally:
+            timings.append(time.perf_counter() - start)
+
+    return timed
+
+
+def counting(function: Callable[P, R], commands: Counter[str]) -> Callable[P, R]:
+    """``run_git_now`` with the same signature, counting each git command it starts by name."""
+
+    def counted(*args: P.args, **kwargs: P.kwargs) -> R:
+        arguments = args[0] if args else kwargs["args"]
+        assert isinstance(arguments, Sequence)
+        commands[
+            next((str(a) for a in arguments if not str(a).startswith("-") and "=" not in str(a)), "?")
+        ] += 1
+        return function(*args, **kwargs)
+
+    return counted
+
+
+def timing_async(
+    function: Callable[P, Coroutine[Any, Any, R]], timings: list[float]
+) -> Callable[P, Coroutine[Any, Any, R]]:
+    """An async ``function`` with the same signature, appending the seconds of every call to ``timings``."""
+
+    async def timed(*args: P.args, **kwargs: P.kwargs) -> R:
+        start = time.perf_counter()
+        try:
+            return await function(*args, **kwargs)
         finally:
             timings.append(time.perf_counter() - start)
 
@@ -96,14 +132,22 @@ def measure(n_tasks: int, repo_files: int, overrides: dict[str, Any]) -> dict[st
             write_scope="**",
         )
         timings: list[float] = []
+        landed_checks: list[float] = []
+        commands: Counter[str] = Counter()
         original = PlanManager.update_task_status
+        original_check = AgentWatch.check_landed
+        original_git = git_module.run_git_now
         PlanManager.update_task_status = timing(original, timings)  # type: ignore[method-assign]
+        AgentWatch.check_landed = timing_async(original_check, landed_checks)  # type: ignore[method-assign]
+        git_module.run_git_now = counting(original_git, commands)
         try:
             started, started_at = time.perf_counter(), datetime.now(UTC)
             tasks = anyio.run(orchestrator.execute)
             wall = time.perf_counter() - started
         finally:
             PlanManager.update_task_status = original  # type: ignore[method-assign]
+            AgentWatch.check_landed = original_check  # type: ignore[method-assign]
+            git_module.run_git_now = original_git
         assert all(task.status == "complete" for task in tasks), "every task must complete"
         manager = PlanManager.open(root, readonly=True)
         entries = list(manager.ledger.entries())
@@ -127,6 +171,11 @@ def measure(n_tasks: int, repo_files: int, overrides: dict[str, Any]) -> dict[st
             "transition_ms_median": round(statistics.median(timings) * 1000, 3),
             "transition_ms_p95": round(statistics.quantiles(timings, n=20)[-1] * 1000, 3),
             "ledger_ops_per_task": round(len(entries) / n_tasks, 1),
+            "git_processes_per_task": round(sum(commands.values()) / n_tasks, 2),
+            "git_commands_per_task": {
+                name: round(count / n_tasks, 2) for name, count in commands.most_common() if count >= n_tasks
+            },
+            "landed_check_ms_per_task": round(sum(landed_checks) * 1000 / n_tasks, 3),
         }
 
 
