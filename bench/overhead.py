@@ -69,9 +69,8 @@ def counting(function: Callable[P, R], commands: Counter[str]) -> Callable[P, R]
     def counted(*args: P.args, **kwargs: P.kwargs) -> R:
         arguments = args[0] if args else kwargs["args"]
         assert isinstance(arguments, Sequence)
-        commands[
-            next((str(a) for a in arguments if not str(a).startswith("-") and "=" not in str(a)), "?")
-        ] += 1
+        words = [str(word) for word in arguments]  # past git's own options (``-c name=value``)
+        commands[next((word for word in words if not word.startswith("-") and "=" not in word), "?")] += 1
         return function(*args, **kwargs)
 
     return counted

@@ -601,62 +601,73 @@ async def test_a_look_already_asking_git_answers_a_second_caller_unless_somethin
         (repo / "app.py").write_text("VALUE = 3\n")
         started: list[tuple[str, ...]] = []
         real = git_module.run_git_now
-        late_writes: list[Path] = []
-
-        looking: list[int] = []  # how many other statuses were under way as each one started
+        early_writes: list[Path] = []  # written as soon as git has read the tree
+        late_writes: list[Path] = []  # written once the second caller has come in
+        git_has_read = threading.Event()
+        under_way = 0
+        overlapped: list[bool] = []  # for each status: whether another one was under way as it started
 
         def slow_status(args: Sequence[str], **kwargs: Any) -> subprocess.CompletedProcess[bytes]:
+            nonlocal under_way
             started.append(tuple(args))
             if "status" not in args:
                 return real(args, **kwargs)
-            looking.append(sum(1 for entry in looking if entry >= 0))
-            index = len(looking) - 1
-            result = real(args, **kwargs)
-            time.sleep(0.3)  # the second caller comes in while this look is still in flight
-            for path in late_writes:
-                path.write_text("written while git looked\n")
-            late_writes.clear()
-            looking[index] = -1 - looking[index]  # done: no longer counted as under way
-            return result
+            overlapped.append(under_way > 0)
+            under_way += 1
+            try:
+                result = real(args, **kwargs)
+                for path in early_writes:
+                    path.write_text("written after git read the tree\n")
+                early_writes.clear()
+                git_has_read.set()
+                time.sleep(0.3)  # the second caller comes in while this look is still in flight
+                for path in late_writes:
+                    path.write_text("written while git looked\n")
+                late_writes.clear()
+                return result
+            finally:
+                under_way -= 1
 
         monkeypatch.setattr(git_module, "run_git_now", slow_status)
 
-        async def both(write_between: Path | None = None) -> list[list[str]]:
+        async def both() -> list[list[str]]:
+            """Ask twice: first at once, then as soon as the first look's git has read the tree."""
             answers: list[list[str]] = [[], []]
+            git_has_read.clear()
 
-            async def ask(slot: int, delay: float) -> None:
-                await anyio.sleep(delay)
-                if slot == 1 and write_between is not None:
-                    await anyio.Path(write_between).write_text("written after git read the tree\n")
+            async def ask(slot: int) -> None:
+                if slot == 1:
+                    await anyio.to_thread.run_sync(git_has_read.wait)
                 answers[slot] = sorted(await main.dirty_paths())
 
             async with anyio.create_task_group() as group:
-                group.start_soon(ask, 0, 0.0)
-                group.start_soon(ask, 1, 0.1)
+                group.start_soon(ask, 0)
+                group.start_soon(ask, 1)
             return answers
 
         assert await both() == [["app.py"], ["app.py"]]
         assert command_names(started) == ["status"]
 
         started.clear()
-        looking.clear()
+        overlapped.clear()
         (repo / "app.py").write_text("VALUE = 4\n")
         late_writes.append(repo / "late.txt")
         first, second = await both()
         assert first == ["app.py"]  # git looked before the write
         assert second == ["app.py", "late.txt"]
         assert command_names(started) == ["status", "status"]
-        assert looking == [-1, -1]  # the second began after the first had ended: it waited
+        assert overlapped == [False, False]  # the second began after the first had ended: it waited
         assert second == sorted(await _unwatched(main).dirty_paths())
 
         started.clear()
-        looking.clear()
+        overlapped.clear()
         (repo / "app.py").write_text("VALUE = 5\n")
-        first, second = await both(write_between=repo / "between.txt")
+        early_writes.append(repo / "between.txt")
+        first, second = await both()
         assert first == ["app.py", "late.txt"]
         assert second == ["app.py", "between.txt", "late.txt"]
         assert command_names(started) == ["status", "status"]
-        assert looking == [-1, -2]  # the second began while the first was under way: it did not wait
+        assert overlapped == [False, True]  # the second began while the first was under way: it did not wait
     finally:
         main.unwatch()
 
