@@ -30,6 +30,7 @@ from autodev.logging import get_logger
 from autodev.scratch import owned_prefix, remove_abandoned
 from autodev.workspace import changes
 from autodev.workspace.changes import StatusKey, WatchedCopy, file_stamp
+from autodev.workspace.objects import CommitWriter
 from autodev.workspace.refs import read_refs
 
 __all__ = ["GitError", "GitRepo", "WorkingDiff", "index_entries", "read_head_file", "run_git"]
@@ -228,6 +229,17 @@ def _outermost(paths: Iterable[str]) -> list[str]:
 
 def _absent(root: Path, paths: Sequence[str]) -> list[str]:
     return [path for path in paths if not os.path.lexists(root / path)]
+
+
+def _config_entries(listing: str) -> dict[str, str]:
+    """``git config -z --list`` as a mapping of lower-case keys to their last value (a key without a value
+    is a boolean true)."""
+    entries: dict[str, str] = {}
+    for record in listing.split("\0"):
+        if record:
+            key, _, value = record.partition("\n")
+            entries[key.lower()] = value if "\n" in record else "true"
+    return entries
 
 
 def _replace_under_git_lock(target: Path, data: bytes, still: Callable[[], bool] = lambda: True) -> bool:
@@ -532,6 +544,10 @@ class GitRepo:
         # A worktree shares its repository's configuration: ``like`` (that repository) lends its identity.
         self._like = like
         self._identity_args: tuple[str, ...] | None = None
+        # Whether AutoDev may write its commits without starting git, and how (asked of git once).
+        self._commit_writer_asked = False
+        self._commit_writer: CommitWriter | None = None
+        self._commit_writer_lock = anyio.Lock()  # tasks that commit at once ask git once
         # Where AutoDev itself last moved each ref, and where it had put it before that (shared by every
         # GitRepo of one repository): a ref found elsewhere after an agent's call was moved by someone else
         # (``autodev.orchestrator.integrity``, through ``moved_by_autodev``).
@@ -1377,11 +1393,42 @@ class GitRepo:
         return replayed
 
     async def commit_tree(self, tree: str, parent: str, message: str) -> str:
-        """A commit of ``tree`` on top of ``parent``, made in the object store only (no branch moves)."""
-        made = await self._run(*await self._identity(), "commit-tree", tree, "-p", parent, "-m", message)
-        commit = made.stdout.strip()
+        """A commit of ``tree`` on top of ``parent``, made in the object store only (no branch moves):
+        written as git writes it where that is certain to be the same (``autodev.workspace.objects``), by
+        ``git commit-tree`` otherwise."""
+        writer = await self._writer()
+        commit: str | None = None
+        if writer is not None and writer.still_valid(os.environ):
+            try:
+                commit = await anyio.to_thread.run_sync(writer.write, tree, parent, message)
+            except OSError as exc:  # git says what is wrong (a full disk, a permission) in its own words
+                _log.debug("git.commit_object_not_written", root=str(self.root), error=str(exc))
+        if commit is None:
+            made = await self._run(*await self._identity(), "commit-tree", tree, "-p", parent, "-m", message)
+            commit = made.stdout.strip()
         self._made.note(commit, tree=tree, parent=parent)
         return commit
+
+    async def _writer(self) -> CommitWriter | None:
+        """The repository's in-process commit writer, or None where git must write its commits."""
+        if self._like is not None:
+            return await self._like._writer()
+        async with self._commit_writer_lock:
+            if not self._commit_writer_asked:
+                identity = await self._identity()
+                author = await self._run(*identity, "var", "GIT_AUTHOR_IDENT", check=False)
+                committer = await self._run(*identity, "var", "GIT_COMMITTER_IDENT", check=False)
+                listing = await self._run("config", "-z", "--list", check=False)
+                if author.code == committer.code == listing.code == 0:
+                    self._commit_writer = CommitWriter.from_git(
+                        await self.common_dir() / "objects",
+                        author.stdout,
+                        committer.stdout,
+                        _config_entries(listing.stdout),
+                        os.environ,
+                    )
+                self._commit_writer_asked = True
+        return self._commit_writer
 
     async def reset_soft(self, commit: str) -> None:
         """Move HEAD to ``commit`` and leave every file as it is (only ever in a task's own worktree)."""
