@@ -69,14 +69,20 @@ async def _commit(git: GitRepo, message: str = _MESSAGE) -> str:
     return await git.commit_tree(await git.tree_of(head), head, message)
 
 
+def _asked_already(root: Path) -> GitRepo:
+    """The repository's GitRepo after its first commit, which asks git how it would write one."""
+    git = GitRepo(root)
+    anyio.run(_commit, git)
+    return git
+
+
 @pytest.mark.parametrize("zone", ["UTC", "Asia/Kolkata", "America/St_Johns"])
 def test_a_commit_written_in_process_is_the_one_git_commit_tree_writes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, zone: str
 ) -> None:
     monkeypatch.setenv("TZ", zone)
     root = _project(tmp_path / "repo")
-    git = GitRepo(root)
-    anyio.run(_commit, git)  # the first commit asks git how it would write one
+    git = _asked_already(root)
     started = git_started(monkeypatch)
 
     commit = anyio.run(_commit, git)
@@ -189,8 +195,7 @@ def test_an_environment_changed_after_git_was_asked_leaves_the_commit_to_git(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = _project(tmp_path / "repo")
-    git = GitRepo(root)
-    anyio.run(_commit, git)
+    git = _asked_already(root)
     monkeypatch.setenv("GIT_AUTHOR_NAME", "Someone Else")
     monkeypatch.setenv("GIT_COMMITTER_DATE", "1700000000 +0000")
     started = git_started(monkeypatch)
@@ -205,8 +210,7 @@ def test_a_store_that_cannot_be_written_leaves_the_commit_to_git(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = _project(tmp_path / "repo")
-    git = GitRepo(root)
-    anyio.run(_commit, git)
+    git = _asked_already(root)
 
     def refuse(self: CommitWriter, object_id: str, compressed: bytes) -> None:
         raise OSError(28, "No space left on device")
