@@ -59,6 +59,18 @@ _OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _LOOSE_COMPRESSION = 1
 
 
+def _read_by_git(environment: Mapping[str, str]) -> tuple[tuple[str, str | None], ...]:
+    """What of ``environment`` git reads for a commit: ``IDENTITY_ENVIRONMENT`` and the numbered settings
+    ``GIT_CONFIG_COUNT`` adds (``GIT_CONFIG_KEY_<n>``, ``GIT_CONFIG_VALUE_<n>``)."""
+    named = [(name, environment.get(name)) for name in IDENTITY_ENVIRONMENT]
+    numbered = sorted(
+        (name, value)
+        for name, value in environment.items()
+        if name.startswith(("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_"))
+    )
+    return (*named, *numbered)
+
+
 def git_timezone(seconds: int) -> str:
     """The local UTC offset at ``seconds`` as git writes it: ``+0100``, ``-0530``."""
     offset = time.localtime(seconds).tm_gmtoff
@@ -102,7 +114,7 @@ class CommitWriter:
     author: str  # ``Name <email>``, as git's ident has it
     committer: str
     compression: int
-    environment: tuple[str | None, ...]  # IDENTITY_ENVIRONMENT when git's answer was taken
+    environment: tuple[tuple[str, str | None], ...]  # what git read of it when its answer was taken
 
     @classmethod
     def from_git(
@@ -136,12 +148,12 @@ class CommitWriter:
             author.group("who"),
             committer.group("who"),
             compression,
-            tuple(environment.get(name) for name in IDENTITY_ENVIRONMENT),
+            _read_by_git(environment),
         )
 
     def still_valid(self, environment: Mapping[str, str]) -> bool:
         """Whether git would still give the same identities: the environment it read is unchanged."""
-        return self.environment == tuple(environment.get(name) for name in IDENTITY_ENVIRONMENT)
+        return self.environment == _read_by_git(environment)
 
     def write(self, tree: str, parent: str, message: str, *, now: int | None = None) -> str | None:
         """The id of a commit of ``tree`` on ``parent`` with ``message``, written now (the object is

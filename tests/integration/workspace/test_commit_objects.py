@@ -206,6 +206,23 @@ def test_an_environment_changed_after_git_was_asked_leaves_the_commit_to_git(
     assert _git(root, "log", "-1", "--format=%an|%ct", commit) == "Someone Else|1700000000"
 
 
+def test_a_setting_added_through_the_environment_after_git_was_asked_leaves_the_commit_to_git(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _project(tmp_path / "repo")
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", "user.name")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", "First Name")
+    git = _asked_already(root)
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", "Second Name")
+    started = git_started(monkeypatch)
+
+    commit = anyio.run(_commit, git)
+
+    assert "commit-tree" in command_names(started)
+    assert _git(root, "log", "-1", "--format=%an", commit) == "Second Name"
+
+
 def test_a_store_that_cannot_be_written_leaves_the_commit_to_git(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
