@@ -31,7 +31,7 @@ from autodev.scratch import owned_prefix, remove_abandoned
 from autodev.workspace import changes
 from autodev.workspace.changes import StatusKey, WatchedCopy, file_stamp
 from autodev.workspace.objects import CommitWriter
-from autodev.workspace.refs import read_refs
+from autodev.workspace.refs import BranchMoveError, advance_branch, read_refs
 
 __all__ = ["GitError", "GitRepo", "WorkingDiff", "index_entries", "read_head_file", "run_git"]
 
@@ -1493,11 +1493,31 @@ class GitRepo:
             restored = await self._restore_from(commit, written)
             if restored.code != 0:
                 return False  # what it wrote is what a fast-forward cut short leaves: the caller repairs
-        args = ("update-ref", "-m", f"merge {commit}: Fast-forward", "HEAD", commit, head)
-        if (await self._run(*args, check=False)).code != 0:
-            return False
+        message = f"merge {commit}: Fast-forward"
+        if not await self._advance_branch(commit, head, message):
+            args = ("update-ref", "-m", message, "HEAD", commit, head)
+            if (await self._run(*args, check=False)).code != 0:
+                return False
         copy.note_move(head, commit, written)
         return True
+
+    async def _advance_branch(self, new: str, old: str, message: str) -> bool:
+        """``update-ref -m <message> HEAD <new> <old>`` written as git writes it, reflogs included
+        (``autodev.workspace.refs.advance_branch``); False when git must move the branch."""
+        writer = await self._writer()
+        if writer is None or writer.reflogs is None or not writer.still_valid(os.environ):
+            return False
+        git_dir = await self.git_dir()
+        if git_dir != await self.common_dir():
+            return False  # a linked worktree's HEAD and reflog are apart from its branches: git moves it
+        line = writer.reflog_line(old, new, message)
+        move = functools.partial(
+            advance_branch, git_dir, new, old, line, create_logs=writer.reflogs == "create"
+        )
+        try:
+            return await anyio.to_thread.run_sync(move)
+        except BranchMoveError as exc:
+            raise GitError(f"cannot move the branch in {self.root} to {new[:10]}: {exc.strerror}") from exc
 
     async def _restore_from(self, commit: str, paths: Sequence[str]) -> _GitOutput:
         """``paths`` of the index and the working tree as ``commit`` has them (removed where it has none)."""

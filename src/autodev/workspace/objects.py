@@ -106,6 +106,19 @@ def blocking_settings(config: Mapping[str, str]) -> list[str]:
     return blocking
 
 
+def _reflogs(config: Mapping[str, str]) -> str | None:
+    """How git keeps a branch's and HEAD's reflogs in a repository with a work tree, by
+    ``core.logAllRefUpdates`` (unset: kept); None for a bare repository or a value not known here."""
+    if config.get("core.bare", "false").lower() not in ("false", "no", "off", "0"):
+        return None
+    setting = config.get("core.logallrefupdates", "true").lower()
+    if setting in ("true", "yes", "on", "1", "always"):
+        return "create"
+    if setting in ("false", "no", "off", "0"):
+        return "existing"
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class CommitWriter:
     """Writes commit objects into ``objects_dir`` as git would, for the identities git gave."""
@@ -115,6 +128,9 @@ class CommitWriter:
     committer: str
     compression: int
     environment: tuple[tuple[str, str | None], ...]  # what git read of it when its answer was taken
+    # Reflogs of the branch and HEAD when the branch moves (``core.logAllRefUpdates``): "create" them,
+    # append to "existing" ones only, or None where git must move the branch itself.
+    reflogs: str | None
 
     @classmethod
     def from_git(
@@ -149,11 +165,18 @@ class CommitWriter:
             committer.group("who"),
             compression,
             _read_by_git(environment),
+            _reflogs(config),
         )
 
     def still_valid(self, environment: Mapping[str, str]) -> bool:
         """Whether git would still give the same identities: the environment it read is unchanged."""
         return self.environment == _read_by_git(environment)
+
+    def reflog_line(self, old: str, new: str, message: str, *, now: int | None = None) -> bytes:
+        """The reflog entry git writes for a ref moved from ``old`` to ``new`` with ``message`` now."""
+        seconds = int(time.time()) if now is None else now
+        line = f"{old} {new} {self.committer} {seconds} {git_timezone(seconds)}\t{message}\n"
+        return line.encode("utf-8", errors="surrogateescape")
 
     def write(self, tree: str, parent: str, message: str, *, now: int | None = None) -> str | None:
         """The id of a commit of ``tree`` on ``parent`` with ``message``, written now (the object is

@@ -13,13 +13,14 @@ it deletes the loose files, so a ref being packed meanwhile is found in one of t
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import stat
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["read_refs"]
+__all__ = ["BranchMoveError", "advance_branch", "read_refs"]
 
 _OBJECT_ID = re.compile(rb"[0-9a-f]{40}|[0-9a-f]{64}")
 # A loose ref file holds one object id and a line break; anything much longer is not a ref git wrote.
@@ -130,3 +131,77 @@ def _valid_name(name: str) -> bool:
     if _REFUSED_IN_NAME.search(name) or name.endswith((".", "/")):
         return False
     return all(part and not part.startswith(".") and not part.endswith(".lock") for part in name.split("/"))
+
+
+class BranchMoveError(OSError):
+    """A branch move that failed after its reflog entries were written: git must not write them again."""
+
+
+def advance_branch(git_dir: Path, new: str, old: str, log_line: bytes, *, create_logs: bool) -> bool:
+    """``git update-ref -m <message> HEAD <new> <old>`` for a HEAD on a loose branch, written as git writes
+    it: ``HEAD.lock`` and the branch's lock taken, the branch checked to be at ``old`` under its lock,
+    ``log_line`` appended to HEAD's reflog and the branch's (created with ``create_logs``, git's
+    ``core.logAllRefUpdates``; otherwise only appended to logs that exist), the branch's lock renamed over
+    it, ``HEAD.lock`` removed.
+
+    ``git_dir`` must be the repository's own git directory (a linked worktree keeps HEAD apart from the
+    branches). False, with nothing changed, when git has to do it: HEAD not on a branch, the branch
+    packed, a lock held, the branch not at ``old``, the reftable backend, or a file that cannot be
+    written before the reflogs are. A failure after the reflogs were written raises ``BranchMoveError``.
+    """
+    if (git_dir / "reftable").exists():
+        return False
+    head = _loose_text(git_dir / "HEAD")
+    branch = head.removeprefix("ref: ") if head is not None and head.startswith("ref: refs/heads/") else ""
+    if not _valid_name(branch):
+        return False
+    head_lock = git_dir / "HEAD.lock"
+    branch_file = git_dir / branch
+    branch_lock = branch_file.with_name(f"{branch_file.name}.lock")
+    taken: list[Path] = []
+    try:
+        try:
+            for lock in (head_lock, branch_lock):
+                os.close(os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666))
+                taken.append(lock)
+            # Read again under the locks: neither HEAD nor the branch can move until they are released.
+            if _loose_text(git_dir / "HEAD") != head or _loose_value(branch_file) != old:
+                return False
+            branch_lock.write_bytes(f"{new}\n".encode("ascii"))
+        except OSError:
+            return False
+        try:
+            for log in (git_dir / "logs" / "HEAD", git_dir / "logs" / branch):
+                if create_logs:
+                    log.parent.mkdir(parents=True, exist_ok=True)
+                elif not log.is_file():
+                    continue
+                fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o666)
+                try:
+                    os.write(fd, log_line)
+                finally:
+                    os.close(fd)
+            os.replace(branch_lock, branch_file)
+            taken.remove(branch_lock)
+        except OSError as exc:
+            raise BranchMoveError(exc.errno, exc.strerror or str(exc)) from exc
+        return True
+    finally:
+        for lock in taken:
+            with contextlib.suppress(OSError):
+                lock.unlink()
+
+
+def _loose_text(path: Path) -> str | None:
+    """A small regular file's text without its final line break (HEAD), or None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        data = os.read(fd, _LOOSE_LIMIT + 1) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+    finally:
+        os.close(fd)
+    if not data or len(data) > _LOOSE_LIMIT:
+        return None
+    return data.rstrip(b"\n").decode("utf-8", errors="surrogateescape")
