@@ -1508,7 +1508,7 @@ class GitRepo:
         if writer is None or writer.reflogs is None or not writer.still_valid(os.environ):
             return False
         git_dir = await self.git_dir()
-        if git_dir != await self.common_dir():
+        if git_dir.resolve() != (await self.common_dir()).resolve():
             return False  # a linked worktree's HEAD and reflog are apart from its branches: git moves it
         line = writer.reflog_line(old, new, message)
         move = functools.partial(
