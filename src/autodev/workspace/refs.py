@@ -82,18 +82,22 @@ def _loose_refs(common_dir: Path, prefix: str) -> dict[str, str] | None:
 
 
 def _loose_value(path: Path) -> str | None:
+    # None for a file gone (deleted or packed since the listing): git is asked for the whole picture.
+    value = (_loose_bytes(path) or b"").rstrip(b"\n")
+    return value.decode("ascii") if _OBJECT_ID.fullmatch(value) else None
+
+
+def _loose_bytes(path: Path) -> bytes | None:
+    """A loose ref file's bytes (at most ``_LOOSE_LIMIT`` + 1), read without following a link or blocking
+    on a FIFO; b"" for anything but a regular file, None when it cannot be opened."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return None  # deleted or packed since the listing: git is asked for the whole picture
     except OSError:
         return None
     try:
-        data = os.read(fd, _LOOSE_LIMIT + 1) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+        return os.read(fd, _LOOSE_LIMIT + 1) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
     finally:
         os.close(fd)
-    value = data.rstrip(b"\n")
-    return value.decode("ascii") if _OBJECT_ID.fullmatch(value) else None
 
 
 def _packed_refs(path: Path) -> dict[str, str] | None:
@@ -194,14 +198,7 @@ def advance_branch(git_dir: Path, new: str, old: str, log_line: bytes, *, create
 
 def _loose_text(path: Path) -> str | None:
     """A small regular file's text without its final line break (HEAD), or None."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        data = os.read(fd, _LOOSE_LIMIT + 1) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
-    finally:
-        os.close(fd)
+    data = _loose_bytes(path)
     if not data or len(data) > _LOOSE_LIMIT:
         return None
     return data.rstrip(b"\n").decode("utf-8", errors="surrogateescape")
