@@ -3,7 +3,8 @@
 A task costs two commits (its own, and its replay onto the branch), and each ``git commit-tree`` is a
 process of a few milliseconds on the path from an agent's last answer to the dependents' start. A commit
 object is a few lines of text: this module writes it as git would, as a loose object, byte for byte what
-``git commit-tree <tree> -p <parent> -m <message>`` writes at the same moment.
+``git commit-tree <tree> -p <parent> -m <message>`` writes at the same moment. The same identity and
+clock give the reflog line of a landing's fast-forward (``autodev.workspace.refs.advance_branch``).
 
 Only where the result is certain to be the same. What the commit says of its author and committer is what
 git itself answered once (``git var GIT_AUTHOR_IDENT`` and ``GIT_COMMITTER_IDENT``: the configuration,
