@@ -1413,6 +1413,9 @@ class GitRepo:
         """The repository's in-process commit writer, or None where git must write its commits."""
         if self._like is not None:
             return await self._like._writer()
+        if self._commit_writer_asked:
+            # Known: no lock, whose acquiring hands the event loop to every other ready task first.
+            return self._commit_writer
         async with self._commit_writer_lock:
             if not self._commit_writer_asked:
                 identity = await self._identity()
