@@ -357,18 +357,34 @@ class Orchestrator:
         await require_repository(self.git)
 
     @contextlib.asynccontextmanager
-    async def _opened(self, *, allow_detached: bool | None = None) -> AsyncIterator[RunContext]:
+    async def _opened(
+        self, *, allow_detached: bool | None = None, gates: bool = False
+    ) -> AsyncIterator[RunContext]:
         """How every command that may call an agent begins: a git repository, HEAD checked (not when
         ``allow_detached`` is None: the plan phase commits nothing), the run lock held, what a killed run
-        left cleared, and what interrupted agent calls did to git named."""
+        left cleared, and what interrupted agent calls did to git named. A command that runs the gates
+        (``gates``) finds the project's environment meanwhile (``RunContext.find_environment_early``)."""
         await self._require_git()
         if allow_detached is not None:
             await check_head(self.git, self.emit, allow_detached=allow_detached)
         with self._session():
             session = self._context()
             await self._recover_from_a_killed_run(session)
-            await self._check_interrupted_calls()
-            yield session
+            failure: Exception | None = None
+            async with anyio.create_task_group() as beside:
+                if gates:
+                    beside.start_soon(session.find_environment_early)
+                try:
+                    await self._check_interrupted_calls()
+                    yield session
+                except Exception as exc:
+                    # Raised below as itself: leaving the task group with it would wrap it in a group.
+                    failure = exc
+                finally:
+                    # Whatever the body did not wait for is not needed any more.
+                    beside.cancel_scope.cancel()
+            if failure is not None:
+                raise failure
 
     async def _check_agent(self) -> None:
         """Once per facade, before its first agent call and after the free local checks (a clean tree, the
@@ -456,7 +472,7 @@ class Orchestrator:
         """
         check_autonomy(self.config, self.repo_root)
         declaration = self._command_line_scope(write_scope or self.write_scope)
-        async with self._opened(allow_detached=allow_detached) as session:
+        async with self._opened(allow_detached=allow_detached, gates=True) as session:
             selection = (
                 await resolve_selection(self.plan_manager, self.git, evidence)
                 if evidence is not None
@@ -488,7 +504,7 @@ class Orchestrator:
             self._command_line_scope(scope)
             intent = f"{check_intent(intent)}\nWrite scope: {scope}"
         declared_scope(intent, self.repo_root, "intent")
-        async with self._opened(allow_detached=allow_detached) as session:
+        async with self._opened(allow_detached=allow_detached, gates=True) as session:
             await require_clean_tree(session)
             await check_base_at_start(session, fetch=self.fetch_base)
             await session.preflight()
@@ -508,7 +524,7 @@ class Orchestrator:
         """Continue after an inline suspend, a crash, an approval or a budget stop (``allow_detached``: see
         ``execute``)."""
         check_autonomy(self.config, self.repo_root)
-        async with self._opened(allow_detached=allow_detached) as session:
+        async with self._opened(allow_detached=allow_detached, gates=True) as session:
             state = load_suspend_state(self.paths)
             if state is not None and not await anyio.Path(state.response_path).exists():
                 raise ResponseMissingError(

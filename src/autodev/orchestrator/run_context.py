@@ -52,6 +52,8 @@ class _Found:
     """What a call finds out once, on first use."""
 
     environment: EnvironmentResolution | None = None
+    # Set while a caller finds the environment; set (and cleared) when it is found or the caller gave up.
+    environment_search: anyio.Event | None = None
     checks: ChangeChecks | None = None
     # The gates with an area's test recipe as the test command, by that command.
     recipe_checks: dict[tuple[str, ...], ChangeChecks] = field(default_factory=dict)
@@ -142,16 +144,36 @@ class RunContext:
             self._found.prepared.add(key)
 
     async def project_environment(self) -> EnvironmentResolution:
-        """The project's environment (``autodev.qa.environment``), found once per call."""
-        if self._found.environment is None:
-            resolution = await resolve_environment(self.repo_root, self.config.environment)
-            self._found.environment = resolution
+        """The project's environment (``autodev.qa.environment``), found once per call: a caller that comes
+        while another finds it waits for that answer (and asks itself if that caller gave up)."""
+        found = self._found
+        while found.environment is None:
+            if found.environment_search is not None:
+                await found.environment_search.wait()
+                continue
+            found.environment_search = search = anyio.Event()
+            try:
+                resolution = await resolve_environment(self.repo_root, self.config.environment)
+                found.environment = resolution
+            finally:
+                found.environment_search = None
+                search.set()
             _log.info(
                 "orchestrator.environment",
                 chosen=resolution.environment.summary() if resolution.environment else None,
                 problem=resolution.problem,
             )
-        return self._found.environment
+        return found.environment
+
+    async def find_environment_early(self) -> None:
+        """``project_environment()``, started beside a command's first checks by a command that will need
+        it: the probe starts the project's interpreter (over 100 ms through a version manager's shim) and
+        needs nothing those checks find. A failure is left for the caller that needs the answer, which asks
+        again and meets it itself."""
+        try:
+            await self.project_environment()
+        except Exception as exc:
+            _log.debug("orchestrator.environment_early_failed", error=str(exc))
 
     @property
     def worktree_preparer(self) -> WorktreePreparer:
