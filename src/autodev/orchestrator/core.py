@@ -369,12 +369,13 @@ class Orchestrator:
             await check_head(self.git, self.emit, allow_detached=allow_detached)
         with self._session():
             session = self._context()
-            await self._recover_from_a_killed_run(session)
             failure: Exception | None = None
             async with anyio.create_task_group() as beside:
                 if gates:
+                    # Taking the run lock stopped a killed run's children: the probe is not one of them.
                     beside.start_soon(session.find_environment_early)
                 try:
+                    await self._recover_from_a_killed_run(session)
                     await self._check_interrupted_calls()
                     yield session
                 except Exception as exc:
