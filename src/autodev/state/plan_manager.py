@@ -486,6 +486,11 @@ class PlanManager:
         """The ids of the slices ``task_id`` was split into, in plan order (none: it was never sliced)."""
         return list(self._slices.get(task_id, ()))
 
+    def count_with_status(self, *statuses: TaskStatus) -> int:
+        """How many tasks are currently in any of ``statuses`` (distinct statuses: each task counts once)."""
+        self._require_plan()
+        return sum(len(self._by_status.get(status, ())) for status in set(statuses))
+
     def task_ids_with_status(self, *statuses: TaskStatus) -> list[str]:
         """Ids of the tasks currently in any of ``statuses``, in plan order (no copies made)."""
         self._require_plan()

@@ -87,6 +87,11 @@ class WorkspaceProvider(Protocol):
         adoption), and a later start keeps it while that task is in flight."""
         ...
 
+    async def wind_down(self) -> None:
+        """No task is left to start: what is kept only for a next task goes now, and what comes back goes
+        when released. A claim after it is still served."""
+        ...
+
     async def cleanup_all(self) -> None:
         """Remove every worktree this provider holds (the run is over)."""
         ...
@@ -299,6 +304,10 @@ class WorktreeManager:
     def keep(self, worktree: Worktree) -> None:
         """Forget ``worktree`` without removing it (``WorkspaceProvider.keep``)."""
         self._active.pop(worktree.name, None)
+
+    async def wind_down(self) -> None:
+        """``WorkspaceProvider.wind_down``: this manager keeps nothing for a next task (a released worktree
+        is removed at once), so there is nothing to remove early."""
 
     async def cleanup_all(self) -> None:
         """Remove every worktree this manager created (safe to call in ``finally``)."""

@@ -74,6 +74,8 @@ class WorktreePool:
         self._pooled: set[str] = set()  # names of the pool's own worktrees: idle, claimed or being reset
         self._idle: deque[Worktree] = deque()
         self._claimed: dict[str, Worktree] = {}
+        # No task is left to start (``wind_down``): a released worktree is removed instead of kept idle.
+        self._winding_down = False
 
     @property
     def size(self) -> int:
@@ -149,6 +151,7 @@ class WorktreePool:
 
         Takes an idle pooled worktree when there is one, else creates ``task-<task_id>`` (removed on release).
         """
+        self._winding_down = False  # a task started after all: the pool serves the ones that follow
         target = base or self._baseline or await self._head()
         while self._idle:
             worktree = self._idle.popleft()  # no await since the check: no other claim can take it
@@ -195,7 +198,19 @@ class WorktreePool:
             if self._claimed.get(worktree.name) is not worktree:
                 return
             del self._claimed[worktree.name]
+            if self._winding_down:
+                await self._drop(worktree)
+                return
             self._idle.append(worktree)
+
+    async def wind_down(self) -> None:
+        """No task is left to start (``WorkspaceProvider.wind_down``): the idle worktrees are removed now,
+        while the last tasks' agents work, instead of after them, and each claimed one when released. A
+        claim after it is served as before, and ends it."""
+        self._winding_down = True
+        with anyio.CancelScope(shield=True):
+            while self._idle and self._winding_down:
+                await self._drop(self._idle[0])
 
     def adopt(self, path: Path, base: str) -> Worktree:
         """Track a resumed task's existing worktree; it is removed on release (see ``WorktreeManager``)."""

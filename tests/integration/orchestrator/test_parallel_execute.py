@@ -284,6 +284,47 @@ def test_the_worktree_pool_runs_a_plan_and_leaves_nothing_behind(tmp_path: Path,
     assert changes.watched(root) is None  # the run stopped following the checkout when it ended
 
 
+class WorktreesSeenLast(WatchedAdapter):
+    """Waits, in the last task's last call, until the repository has no worktree but that task's (10 s at
+    most), and records what it saw."""
+
+    def __init__(self, last_task: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.last_task = last_task
+        self.seen: list[str] = []
+
+    async def execute(self, inv: AgentInvocation) -> AgentResult:
+        if inv.task_id == self.last_task and inv.role == "test_engineer":
+            for _ in range(200):
+                self.seen = [
+                    line.removeprefix("worktree ")
+                    for line in git(inv.cwd, "worktree", "list", "--porcelain").splitlines()
+                    if line.startswith("worktree ")
+                ]
+                if len(self.seen) <= 2:
+                    break
+                await anyio.sleep(0.05)
+        return await super().execute(inv)
+
+
+def test_once_no_task_is_left_to_start_the_idle_pool_worktrees_go_while_the_last_ones_work(
+    tmp_path: Path,
+) -> None:
+    root = git_repo(tmp_path / "repo")
+    save_plan(root, plan_of([Spec("1.1"), Spec("1.2"), Spec("1.3", deps=("1.1", "1.2"))]))
+    adapter = WorktreesSeenLast("1.3", script=script_of(entries_for(), latency_s=0.02), gather=2)
+    run = orchestrator(root, adapter, 3, worktree_pool_enabled=True)
+
+    tasks = anyio.run(run.execute)
+
+    assert {t.status for t in tasks} == {"complete"}
+    last_copy = next(call.cwd for call in adapter.calls if call.task_id == "1.3")
+    assert last_copy.name.startswith("pool-")
+    # Two pool worktrees served 1.1 and 1.2; the one 1.3 did not take was removed while 1.3 worked.
+    assert sorted(adapter.seen) == sorted([str(root.resolve()), str(last_copy.resolve())])
+    _no_leftovers(root)
+
+
 class IndexFormatSeen(WatchedAdapter):
     """Records the format of the index of each developer's working copy while it works."""
 

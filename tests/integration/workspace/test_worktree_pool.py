@@ -213,6 +213,41 @@ async def test_a_started_pool_makes_its_worktrees_as_claims_need_them(repo: Path
 
 
 @pytest.mark.asyncio
+async def test_winding_down_removes_the_idle_worktrees_now_and_the_claimed_ones_as_they_come_back(
+    repo: Path,
+) -> None:
+    pool = _pool(repo, 3)
+    created = await pool.cold_start()
+    claimed = [await pool.claim("a"), await pool.claim("b")]
+    (idle,) = [worktree for worktree in created if worktree.name not in {w.name for w in claimed}]
+
+    await pool.wind_down()
+
+    assert not idle.path.exists() and set(_registered(repo)) == {repo, *(w.path for w in claimed)}
+    first = pool.active[0]
+    _scribble(first)
+    await pool.release(first)
+    assert not first.path.exists() and len(pool.active) == 1
+    # A task that starts after all is served as before, at the base it asks for, and ends the wind-down.
+    late = await pool.claim("late", _head(repo))
+    assert late.name.startswith("pool-") and _dirt(late.path) == "" and _head(late.path) == _head(repo)
+    await pool.release(late)
+    assert late.path.exists() and len(pool.active) == 2
+    await pool.cleanup_all()
+    assert _registered(repo) == [repo]
+
+
+@pytest.mark.asyncio
+async def test_a_manager_has_nothing_to_wind_down_and_removes_on_release_as_before(repo: Path) -> None:
+    manager = WorktreeManager(repo, repo / ".autodev" / "worktrees")
+    held = await manager.claim("a", _head(repo))
+    await manager.wind_down()
+    assert held.path.exists() and _registered(repo) == [repo, held.path]
+    await manager.release(held)
+    assert _registered(repo) == [repo]
+
+
+@pytest.mark.asyncio
 async def test_cleanup_all_removes_everything_and_can_run_again(repo: Path) -> None:
     root_dir = repo / ".autodev" / "worktrees"
     pool = _pool(repo, 2)

@@ -396,6 +396,20 @@ def test_dropped_plan_steps_stay_dropped_after_a_reopen(repo: Path) -> None:
         assert sorted(reopened.plan_phase.steps) == ["explorer"]
 
 
+def test_counts_by_status_follow_every_transition_and_count_a_task_once(repo: Path) -> None:
+    with PlanManager(repo) as pm:
+        pm.init_plan(make_plan(3))
+        assert pm.count_with_status("pending") == 3
+        pm.update_task_status("1.1", "in_progress")
+        pm.update_task_status("1.2", "in_progress")
+        pm.update_task_status("1.2", "coded")
+        assert pm.count_with_status("pending", "in_progress", "coded") == 3
+        assert pm.count_with_status("in_progress", "in_progress") == 1
+        pm.update_task_status("1.1", "blocked", reason="x")
+        assert (pm.count_with_status("pending"), pm.count_with_status("blocked")) == (1, 1)
+        assert pm.count_with_status("complete") == len(pm.task_ids_with_status("complete")) == 0
+
+
 def test_retry_back_to_developer_is_one_atomic_op(repo: Path) -> None:
     with PlanManager(repo) as pm:
         pm.init_plan(make_plan(1))

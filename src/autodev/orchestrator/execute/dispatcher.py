@@ -197,6 +197,8 @@ class Dispatcher:
         self.processed: dict[str, None] = {}
         # Tasks whose verified change waits for adoption and that this run tried to land once already.
         self.adoption_tried: set[str] = set()
+        # Whether the worktrees were last told that no task is left to start (``_wind_down_worktrees``).
+        self._winding_down = False
         self._changed = anyio.Event()
         # Set when a worker stops the whole run: nothing new starts while the task group winds down (a
         # restarted task could reach its next agent call before the group's cancellation reaches it).
@@ -280,6 +282,7 @@ class Dispatcher:
                     self._check_speculation()
                     self._settle_approvals()
                     self._fill()
+                    self._wind_down_worktrees()
                     if not self.workers:
                         if self.approval_waits and self.session.wait_for_approval and not self._stopping:
                             await self._wait_for_an_answer()
@@ -339,6 +342,22 @@ class Dispatcher:
     def _current_phase(self) -> str | None:
         """The first phase (plan order) with an unfinished task: the only one the per-phase mode runs."""
         return next((phase.phase_id for phase in self.pm.phase_progress() if not phase.finished), None)
+
+    def _wind_down_worktrees(self) -> None:
+        """Once every task left is running, let the worktree provider remove what it keeps for a next task
+        while those tasks work, instead of after the last one (``WorkspaceProvider.wind_down``)."""
+        # A task just started may still be pending in the ledger: its worker runs it all the same. Counted
+        # first: this runs after every start and finish, and a long plan has thousands of pending tasks.
+        statuses = ("pending", *IN_FLIGHT_STATUSES)
+        nothing_left = (
+            self.parallelism.isolated
+            and not self.approval_waits
+            and self.pm.count_with_status(*statuses) <= len(self.workers)
+            and all(task_id in self.workers for task_id in self.pm.task_ids_with_status(*statuses))
+        )
+        if nothing_left and not self._winding_down and self._task_group is not None:
+            self._task_group.start_soon(self.worktrees.wind_down)
+        self._winding_down = nothing_left
 
     def _fill(self) -> None:
         """Start as many tasks as the free slots, the dependencies and the file sets allow."""
