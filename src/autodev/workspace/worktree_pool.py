@@ -199,7 +199,7 @@ class WorktreePool:
                 return
             del self._claimed[worktree.name]
             if self._winding_down:
-                await self._drop(worktree)
+                await self._retire(worktree)
                 return
             self._idle.append(worktree)
 
@@ -210,7 +210,15 @@ class WorktreePool:
         self._winding_down = True
         with anyio.CancelScope(shield=True):
             while self._idle and self._winding_down:
-                await self._drop(self._idle[0])
+                await self._retire(self._idle[0])
+
+    async def _retire(self, worktree: Worktree) -> None:
+        """Remove a pooled worktree no task is waiting for. A failure stops neither the task releasing it
+        nor the run: the worktree is left to the next start's prune of stale worktrees."""
+        try:
+            await self._drop(worktree)
+        except WorktreeError as exc:
+            _log.warning("worktree_pool.remove_failed", name=worktree.name, error=str(exc))
 
     def adopt(self, path: Path, base: str) -> Worktree:
         """Track a resumed task's existing worktree; it is removed on release (see ``WorktreeManager``)."""

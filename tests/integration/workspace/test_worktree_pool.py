@@ -238,6 +238,27 @@ async def test_winding_down_removes_the_idle_worktrees_now_and_the_claimed_ones_
 
 
 @pytest.mark.asyncio
+async def test_a_worktree_that_cannot_be_removed_in_a_wind_down_stops_neither_it_nor_a_release(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pool = _pool(repo, 2)
+    await pool.cold_start()
+    held = await pool.claim("a")
+
+    async def refused(worktree: Worktree) -> None:
+        raise WorktreeError(f"cannot remove {worktree.name}")
+
+    monkeypatch.setattr(WorktreeManager, "remove", lambda self, worktree: refused(worktree))
+    await pool.wind_down()
+    await pool.release(held)
+
+    monkeypatch.undo()
+    await pool.cleanup_all()
+    await WorktreeManager(repo, repo / ".autodev" / "worktrees").prune_stale()
+    assert _registered(repo) == [repo]
+
+
+@pytest.mark.asyncio
 async def test_a_manager_has_nothing_to_wind_down_and_removes_on_release_as_before(repo: Path) -> None:
     manager = WorktreeManager(repo, repo / ".autodev" / "worktrees")
     held = await manager.claim("a", _head(repo))
