@@ -25,7 +25,7 @@ from typing import IO
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 
-from autodev.processes import TAG_VARIABLE, call_tag, kill_adopted, kill_tagged
+from autodev.processes import TAG_VARIABLE, call_tag, kill_adopted, kill_tagged, own_child, starting_child
 from autodev.state.children import register_child
 
 __all__ = ["ProcessOutcome", "ProcessSpec", "ProcessStartError", "run_process"]
@@ -176,16 +176,20 @@ async def run_process(spec: ProcessSpec, on_line: Callable[[bytes], None]) -> Pr
     started = time.monotonic()
     tag = call_tag(spec.children_dir.parent if spec.children_dir else None)
     env = {**(spec.env if spec.env is not None else os.environ), TAG_VARIABLE: tag}
+    # Ours until waited for: a search for orphans (``kill_adopted``) must not reap it under us.
+    ours = contextlib.ExitStack()
     try:
-        process = await anyio.open_process(
-            list(spec.argv),
-            stdin=subprocess.PIPE if spec.stdin_data is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=spec.cwd,
-            env=env,
-            start_new_session=True,
-        )
+        with starting_child():
+            process = await anyio.open_process(
+                list(spec.argv),
+                stdin=subprocess.PIPE if spec.stdin_data is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=spec.cwd,
+                env=env,
+                start_new_session=True,
+            )
+            ours.enter_context(own_child(process.pid))
     except FileNotFoundError as exc:
         raise ProcessStartError(spec.argv[0], True, "not found on PATH") from exc
     except OSError as exc:
@@ -269,6 +273,7 @@ async def run_process(spec: ProcessSpec, on_line: Callable[[bytes], None]) -> Pr
                 transcript.close()
             with contextlib.suppress(OSError, anyio.BrokenResourceError):
                 await process.aclose()
+            ours.close()
     killed_by_us = outcome.timed_out or outcome.output_limited or outcome.stalled
     outcome.exit_code = None if killed_by_us else process.returncode
     outcome.duration_s = time.monotonic() - started

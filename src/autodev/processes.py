@@ -11,7 +11,11 @@ Two mechanisms close that (ADR 0014):
 - **A child subreaper** (Linux ``prctl(PR_SET_CHILD_SUBREAPER)``, set by the CLI at start): a process
   whose parent died is re-parented to AutoDev instead of init, so one that also emptied its environment
   is still AutoDev's child; the CLI stops every such adopted process before it exits, and reaps the
-  killed ones so that none stays a zombie.
+  killed ones so that none stays a zombie. AutoDev's own children in sessions of their own look the same
+  at two moments, which ``starting_child`` and ``own_child`` cover: between fork and exec (the child still
+  has AutoDev's untagged environment) and between exit and their caller's wait (a zombie's environment
+  cannot be read). Taking one for an orphan there would reap it under its caller, whose wait then finds
+  no exit status.
 
 Elsewhere than Linux there is no ``/proc``: only the process group is stopped there.
 """
@@ -24,8 +28,11 @@ import os
 import secrets
 import signal
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import ClassVar
 
 __all__ = [
     "TAG_VARIABLE",
@@ -33,13 +40,53 @@ __all__ = [
     "call_tag",
     "kill_adopted",
     "kill_tagged",
+    "own_child",
     "repository_tag",
+    "starting_child",
 ]
 
 TAG_VARIABLE = "AUTODEV_PROCESS_TAG"
 _PR_SET_CHILD_SUBREAPER = 36
 _PROC = Path("/proc")
 _REAP_WAIT_S = 1.0
+
+
+class _Children:
+    """What ``kill_adopted`` leaves alone (see the module docstring), under one condition variable: the
+    starts under way, the children not waited for yet, and whether a search for orphans is looking."""
+
+    changed = threading.Condition()
+    starting = 0
+    own: ClassVar[set[int]] = set()
+    searching = False
+
+
+@contextlib.contextmanager
+def starting_child() -> Iterator[None]:
+    """Around starting a child in a session of its own, until its pid is passed to ``own_child``: no
+    search for orphans looks meanwhile. A start waits for a search that is looking (a few ms of ``/proc``)."""
+    with _Children.changed:
+        while _Children.searching:
+            _Children.changed.wait()
+        _Children.starting += 1
+    try:
+        yield
+    finally:
+        with _Children.changed:
+            _Children.starting -= 1
+            _Children.changed.notify_all()
+
+
+@contextlib.contextmanager
+def own_child(pid: int) -> Iterator[None]:
+    """While the caller that started ``pid`` has not waited for it: never taken for an orphan."""
+    with _Children.changed:
+        _Children.own.add(pid)
+    try:
+        yield
+    finally:
+        with _Children.changed:
+            _Children.own.discard(pid)
 
 
 def repository_tag(state_dir: Path | None) -> str:
@@ -112,22 +159,30 @@ def _pids() -> list[int]:
 
 def _kill_and_reap(pids: list[int]) -> list[int]:
     """SIGKILL ``pids``; wait (briefly) for those that are this process's children, so none stays a zombie."""
+    return _reap(_kill(pids))
+
+
+def _kill(pids: list[int]) -> list[int]:
     killed = []
     for pid in pids:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
             killed.append(pid)
-    own = {pid for pid in killed if _parent_of(pid) == os.getpid()}
+    return killed
+
+
+def _reap(killed: list[int]) -> list[int]:
+    children = {pid for pid in killed if _parent_of(pid) == os.getpid()}
     deadline = time.monotonic() + _REAP_WAIT_S
-    while own and time.monotonic() < deadline:
-        for pid in list(own):
+    while children and time.monotonic() < deadline:
+        for pid in list(children):
             try:
                 done, _ = os.waitpid(pid, os.WNOHANG)
             except ChildProcessError:
                 done = pid  # reaped elsewhere already
             if done == pid:
-                own.discard(pid)
-        if own:
+                children.discard(pid)
+        if children:
             time.sleep(0.01)
     return killed
 
@@ -157,9 +212,23 @@ def kill_adopted() -> list[int]:
         return []
     me = os.getpid()
     session = os.getsid(0)
-    adopted = []
-    for pid in _pids():
-        found = _parent_and_session(pid)
-        if found is not None and found[0] == me and found[1] != session and _tag_of(pid) is None:
-            adopted.append(pid)
-    return _kill_and_reap(adopted)
+    with _Children.changed:
+        while _Children.starting:
+            _Children.changed.wait()
+        _Children.searching = True
+        started_here = set(_Children.own)
+    try:
+        adopted = []
+        for pid in _pids():
+            if pid in started_here:
+                continue
+            found = _parent_and_session(pid)
+            if found is not None and found[0] == me and found[1] != session and _tag_of(pid) is None:
+                adopted.append(pid)
+        killed = _kill(adopted)
+    finally:
+        with _Children.changed:
+            _Children.searching = False
+            _Children.changed.notify_all()
+    # Reaped after the search: the starts it held back need not wait for the killed ones to die.
+    return _reap(killed)

@@ -5,13 +5,23 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 from support.processes import running
 
-from autodev.processes import TAG_VARIABLE, call_tag, kill_tagged, repository_tag
+from autodev import processes
+from autodev.processes import (
+    TAG_VARIABLE,
+    call_tag,
+    kill_adopted,
+    kill_tagged,
+    own_child,
+    repository_tag,
+    starting_child,
+)
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
@@ -45,3 +55,44 @@ def test_the_repository_part_of_a_tag_is_stable_and_differs_between_repositories
     assert call_tag(first).split(":")[0] == repository_tag(first) == repository_tag(first)
     assert repository_tag(first) != repository_tag(second)
     assert call_tag(first) != call_tag(first)
+
+
+def _exited_untagged() -> subprocess.Popen[bytes]:
+    """A child in a session of its own, untagged, that has exited and was not waited for: a zombie, whose
+    environment cannot be read, as an orphan that exited looks to a search for orphans."""
+    env = {name: value for name, value in os.environ.items() if name != TAG_VARIABLE}
+    child = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"], env=env, start_new_session=True)
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+        assert time.monotonic() < deadline, "the child did not exit"
+        time.sleep(0.01)
+    return child
+
+
+def test_a_child_its_caller_has_not_waited_for_is_not_taken_for_an_orphan(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(processes._Subreaper, "active", True)
+    mine, orphan_like = _exited_untagged(), _exited_untagged()
+    # Only these two are looked at: the test process may have other children of other tests.
+    monkeypatch.setattr(processes, "_pids", lambda: [mine.pid, orphan_like.pid])
+
+    with own_child(mine.pid):
+        killed = kill_adopted()
+
+    assert killed == [orphan_like.pid]
+    assert mine.wait(timeout=10) == 3  # its exit status is still the caller's to read
+    orphan_like.wait(timeout=10)  # reaped by the search: the Popen learns that it is gone
+
+
+def test_a_search_for_orphans_waits_for_a_child_being_started(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(processes._Subreaper, "active", True)
+    monkeypatch.setattr(processes, "_pids", list)
+    searched = threading.Event()
+    search = threading.Thread(target=lambda: (kill_adopted(), searched.set()))
+
+    with starting_child():
+        search.start()
+        assert not searched.wait(0.3)
+    assert searched.wait(10)
+    search.join()

@@ -19,7 +19,7 @@ from types import MappingProxyType
 from autodev.adapters.sandbox import SandboxMode, compatible_platforms
 from autodev.config.schema import PLATFORMS
 from autodev.errors import ConfigError
-from autodev.processes import TAG_VARIABLE, call_tag
+from autodev.processes import TAG_VARIABLE, call_tag, own_child, starting_child
 
 __all__ = [
     "CLI_EXECUTABLES",
@@ -113,15 +113,21 @@ def read_version(path: str, timeout_s: float = VERSION_TIMEOUT_S) -> str:
     program that cannot be started raises ``OSError``.
     """
     argv = [path, "--version"]
-    with subprocess.Popen(
-        argv,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-        # Tagged like every process AutoDev starts in a session of its own: not taken for an orphan.
-        env={**os.environ, TAG_VARIABLE: call_tag(None)},
-    ) as process:
+    with contextlib.ExitStack() as ours:
+        with starting_child():
+            process = ours.enter_context(
+                subprocess.Popen(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    start_new_session=True,
+                    # Tagged like every process AutoDev starts in a session of its own: not an orphan.
+                    env={**os.environ, TAG_VARIABLE: call_tag(None)},
+                )
+            )
+            # Left before the Popen itself, by when communicate() or wait() below has reaped the process.
+            ours.enter_context(own_child(process.pid))
         try:
             stdout, stderr = process.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
