@@ -89,7 +89,12 @@ def test_a_search_for_orphans_waits_for_a_child_being_started(monkeypatch: pytes
     monkeypatch.setattr(processes._Subreaper, "active", True)
     monkeypatch.setattr(processes, "_pids", list)
     searched = threading.Event()
-    search = threading.Thread(target=lambda: (kill_adopted(), searched.set()))
+
+    def look() -> None:
+        kill_adopted()
+        searched.set()
+
+    search = threading.Thread(target=look)
 
     with starting_child():
         search.start()
