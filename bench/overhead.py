@@ -63,15 +63,23 @@ def timing(function: Callable[P, R], timings: list[float]) -> Callable[P, R]:
     return timed
 
 
-def counting(function: Callable[P, R], commands: Counter[str]) -> Callable[P, R]:
-    """``run_git_now`` with the same signature, counting each git command it starts by name."""
+def counting(
+    function: Callable[P, R], commands: Counter[str], seconds: dict[str, float]
+) -> Callable[P, R]:
+    """``run_git_now`` with the same signature, counting each git command it starts by name and adding up
+    the seconds each name's processes took, from start to exit."""
 
     def counted(*args: P.args, **kwargs: P.kwargs) -> R:
         arguments = args[0] if args else kwargs["args"]
         assert isinstance(arguments, Sequence)
         words = [str(word) for word in arguments]  # past git's own options (``-c name=value``)
-        commands[next((word for word in words if not word.startswith("-") and "=" not in word), "?")] += 1
-        return function(*args, **kwargs)
+        name = next((word for word in words if not word.startswith("-") and "=" not in word), "?")
+        commands[name] += 1
+        start = time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - start
 
     return counted
 
@@ -133,12 +141,13 @@ def measure(n_tasks: int, repo_files: int, overrides: dict[str, Any]) -> dict[st
         timings: list[float] = []
         landed_checks: list[float] = []
         commands: Counter[str] = Counter()
+        git_seconds: dict[str, float] = {}
         original = PlanManager.update_task_status
         original_check = AgentWatch.check_landed
         original_git = git_module.run_git_now
         PlanManager.update_task_status = timing(original, timings)  # type: ignore[method-assign]
         AgentWatch.check_landed = timing_async(original_check, landed_checks)  # type: ignore[method-assign]
-        git_module.run_git_now = counting(original_git, commands)
+        git_module.run_git_now = counting(original_git, commands, git_seconds)
         try:
             started, started_at = time.perf_counter(), datetime.now(UTC)
             tasks = anyio.run(orchestrator.execute)
@@ -173,6 +182,11 @@ def measure(n_tasks: int, repo_files: int, overrides: dict[str, Any]) -> dict[st
             "git_processes_per_task": round(sum(commands.values()) / n_tasks, 2),
             "git_commands_per_task": {
                 name: round(count / n_tasks, 2) for name, count in commands.most_common() if count >= n_tasks
+            },
+            "git_ms_per_task": {
+                name: round(git_seconds[name] * 1000 / n_tasks, 2)
+                for name, count in commands.most_common()
+                if count >= n_tasks
             },
             "landed_check_ms_per_task": round(sum(landed_checks) * 1000 / n_tasks, 3),
         }

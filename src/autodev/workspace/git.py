@@ -647,8 +647,11 @@ class GitRepo:
         return created
 
     @contextmanager
-    def _scratch_index(self, git_dir: Path) -> Iterator[dict[str, str]]:
-        """The environment of git commands that stage into a throw-away copy of this tree's index."""
+    def _scratch_index(self, git_dir: Path, own: WatchedCopy | None = None) -> Iterator[dict[str, str]]:
+        """The environment of git commands that stage into a throw-away copy of this tree's index.
+
+        ``own``: a recycled copy whose index file is still the one its last reset left; the copy is then
+        made from the bytes AutoDev kept of it, not from the file (which anyone may write meanwhile)."""
         index = _scratch_directory() / f"index-{next(_SCRATCH_NUMBERS)}"
         real_index = git_dir / "index"
         try:
@@ -656,7 +659,11 @@ class GitRepo:
             # copy keeps the index's mtime (copy2): git trusts an entry's stat data only when the entry is
             # older than the index file, and a copy stamped "now" would hide a file rewritten, at the same
             # size, within the timestamp granularity of its last staging ("racy git").
-            if real_index.exists():
+            if own is not None and own.index_bytes is not None and own.index_stamp is not None:
+                index.write_bytes(own.index_bytes)
+                mtime = own.index_stamp[3]
+                os.utime(index, ns=(mtime, mtime))
+            elif real_index.exists():
                 shutil.copy2(real_index, index)
             yield {"GIT_INDEX_FILE": str(index)}
         finally:
@@ -760,9 +767,21 @@ class GitRepo:
         paths = await self._changed_paths(copy)
         # A recycled copy keeps the index this writes: its commit installs it instead of staging again.
         keep = copy is not None and copy.index_bytes is not None and paths is not None
-        with self._scratch_index(git_dir) as env:
+        own = (
+            copy
+            if copy is not None
+            and copy.index_bytes is not None
+            and file_stamp(git_dir / "index") == copy.index_stamp
+            else None
+        )
+        # Staged onto the index its reset left, every entry names an object the store has (git wrote that
+        # index from a commit) or one ``add`` just wrote: git's look for each entry's object, a ``stat``
+        # per loose object (thousands for a directory of thousands of files), would prove nothing more.
+        # An index anyone else may have written is checked as git checks it.
+        missing_ok = ("--missing-ok",) if own is not None else ()
+        with self._scratch_index(git_dir, own) as env:
             await self._stage(paths, env)
-            tree = (await self._run("write-tree", env=env)).stdout.strip()
+            tree = (await self._run("write-tree", *missing_ok, env=env)).stdout.strip()
             staged = await anyio.to_thread.run_sync(Path(env["GIT_INDEX_FILE"]).read_bytes) if keep else None
         if copy is not None and paths is not None:
             copy.snapshot_key, copy.snapshot_tree, copy.snapshot_index = key, tree, staged

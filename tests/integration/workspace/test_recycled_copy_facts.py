@@ -14,7 +14,7 @@ from support.parallel import commit_everything as _commit
 from support.parallel import git as _git
 
 from autodev.state.schemas import Task
-from autodev.workspace.git import GitRepo
+from autodev.workspace.git import GitError, GitRepo
 from autodev.workspace.integration import (
     Integrated,
     TaskWorkspace,
@@ -107,6 +107,39 @@ async def test_a_new_directory_or_a_staged_index_leaves_the_change_to_git(repo: 
     diff = await copy.diff_against(base)
     assert not copy.shows_whole_change(diff)
     assert set(diff.files) == {"app.py", "staged.py"} == set(await copy.dirty_paths())
+    await pool.cleanup_all()
+
+
+def _write_tree_args(started: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    return [args for args, name in zip(started, command_names(started), strict=True) if name == "write-tree"]
+
+
+@pytest.mark.asyncio
+async def test_git_looks_for_each_entrys_object_only_in_an_index_anyone_else_wrote(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    main, pool, base = await _started_pool(repo)
+    worktree = await pool.claim("1.1", base)
+    copy = GitRepo(worktree.path, like=main)
+    (worktree.path / "app.py").write_text("VALUE = 2\n")
+    started = git_started(monkeypatch)
+    diff = await copy.diff_against(base)
+    # The index its reset left: every entry's object is in the store, git is not asked to look for each.
+    assert diff.files == ("app.py",)
+    assert [args[-1] for args in _write_tree_args(started)] == ["--missing-ok"]
+    await pool.release(worktree)
+
+    worktree = await pool.claim("1.2", base)
+    copy = GitRepo(worktree.path, like=main)
+    (worktree.path / "app.py").write_text("VALUE = 3\n")
+    # The agent writes the index itself: an entry naming an object the store does not have, in a
+    # directory no diff shows. A tree naming it must not be written, let alone committed.
+    missing = "0123456789abcdef0123456789abcdef01234567"
+    _git(worktree.path, "update-index", "--add", "--info-only", "--cacheinfo", f"100644,{missing},.autodev/x")
+    started.clear()
+    with pytest.raises(GitError):
+        await copy.diff_against(base)
+    assert [args[-1] for args in _write_tree_args(started)] == ["write-tree"]
     await pool.cleanup_all()
 
 
