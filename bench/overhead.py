@@ -63,9 +63,7 @@ def timing(function: Callable[P, R], timings: list[float]) -> Callable[P, R]:
     return timed
 
 
-def counting(
-    function: Callable[P, R], commands: Counter[str], seconds: dict[str, float]
-) -> Callable[P, R]:
+def counting(function: Callable[P, R], commands: Counter[str], seconds: dict[str, float]) -> Callable[P, R]:
     """``run_git_now`` with the same signature, counting each git command it starts by name and adding up
     the seconds each name's processes took, from start to exit."""
 

@@ -25,7 +25,14 @@ from typing import IO
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 
-from autodev.processes import TAG_VARIABLE, call_tag, kill_adopted, kill_tagged, own_child, starting_child
+from autodev.processes import (
+    TAG_VARIABLE,
+    call_tag,
+    kill_adopted,
+    kill_tagged,
+    own_child,
+    starting_child_soon,
+)
 from autodev.state.children import register_child
 
 __all__ = ["ProcessOutcome", "ProcessSpec", "ProcessStartError", "run_process"]
@@ -179,7 +186,7 @@ async def run_process(spec: ProcessSpec, on_line: Callable[[bytes], None]) -> Pr
     # Ours until waited for: a search for orphans (``kill_adopted``) must not reap it under us.
     ours = contextlib.ExitStack()
     try:
-        with starting_child():
+        async with starting_child_soon():
             process = await anyio.open_process(
                 list(spec.argv),
                 stdin=subprocess.PIPE if spec.stdin_data is not None else subprocess.DEVNULL,

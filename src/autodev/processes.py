@@ -30,9 +30,11 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import ClassVar
+
+import anyio
 
 __all__ = [
     "TAG_VARIABLE",
@@ -43,6 +45,7 @@ __all__ = [
     "own_child",
     "repository_tag",
     "starting_child",
+    "starting_child_soon",
 ]
 
 TAG_VARIABLE = "AUTODEV_PROCESS_TAG"
@@ -65,16 +68,46 @@ class _Children:
 def starting_child() -> Iterator[None]:
     """Around starting a child in a session of its own, until its pid is passed to ``own_child``: no
     search for orphans looks meanwhile. A start waits for a search that is looking (a few ms of ``/proc``)."""
-    with _Children.changed:
-        while _Children.searching:
-            _Children.changed.wait()
-        _Children.starting += 1
+    while not _start_unless_searching():
+        _wait_for_the_search()
     try:
         yield
     finally:
-        with _Children.changed:
-            _Children.starting -= 1
-            _Children.changed.notify_all()
+        _end_start()
+
+
+@contextlib.asynccontextmanager
+async def starting_child_soon() -> AsyncIterator[None]:
+    """``starting_child`` for a caller on an event loop: a start that comes while a search is looking
+    waits for it in a worker thread, so that the loop's other work goes on meanwhile (the search's time
+    grows with the processes on the machine)."""
+    while not _start_unless_searching():
+        await anyio.to_thread.run_sync(_wait_for_the_search)
+    try:
+        yield
+    finally:
+        _end_start()
+
+
+def _start_unless_searching() -> bool:
+    """Count a start now unless a search is looking; whether it was counted."""
+    with _Children.changed:
+        if _Children.searching:
+            return False
+        _Children.starting += 1
+        return True
+
+
+def _wait_for_the_search() -> None:
+    with _Children.changed:
+        while _Children.searching:
+            _Children.changed.wait()
+
+
+def _end_start() -> None:
+    with _Children.changed:
+        _Children.starting -= 1
+        _Children.changed.notify_all()
 
 
 @contextlib.contextmanager

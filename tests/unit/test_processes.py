@@ -9,6 +9,7 @@ import threading
 import time
 from pathlib import Path
 
+import anyio
 import pytest
 from support.processes import running
 
@@ -21,6 +22,7 @@ from autodev.processes import (
     own_child,
     repository_tag,
     starting_child,
+    starting_child_soon,
 )
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
@@ -101,3 +103,40 @@ def test_a_search_for_orphans_waits_for_a_child_being_started(monkeypatch: pytes
         assert not searched.wait(0.3)
     assert searched.wait(10)
     search.join()
+
+
+@pytest.mark.asyncio
+async def test_a_start_on_the_event_loop_waits_for_a_search_without_stopping_the_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(processes._Subreaper, "active", True)
+    looking, may_finish = threading.Event(), threading.Event()
+
+    def slow_listing() -> list[int]:
+        looking.set()
+        may_finish.wait(10)
+        return []
+
+    monkeypatch.setattr(processes, "_pids", slow_listing)
+    search = threading.Thread(target=kill_adopted)
+    search.start()
+    assert looking.wait(10)
+    steps: list[str] = []
+
+    async def start() -> None:
+        async with starting_child_soon():
+            steps.append("started")
+
+    async def other_work() -> None:
+        for _ in range(5):
+            await anyio.sleep(0.02)
+        steps.append("other work done")  # the loop went on while the start waited
+        may_finish.set()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(start)
+        group.start_soon(other_work)
+    search.join(10)
+    # The start came after the search had stopped looking, and the loop ran other work meanwhile.
+    assert steps == ["other work done", "started"]
+    assert processes._Children.starting == 0
