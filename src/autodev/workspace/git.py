@@ -1428,6 +1428,11 @@ class GitRepo:
         self._made.note(commit, tree=tree, parent=parent)
         return commit
 
+    async def prepare_commits(self) -> None:
+        """Learn now what AutoDev's commits need from git (the identities and configuration it resolves),
+        which the first commit would otherwise ask for on its way."""
+        await self._writer()
+
     async def _writer(self) -> CommitWriter | None:
         """The repository's in-process commit writer, or None where git must write its commits."""
         if self._like is not None:

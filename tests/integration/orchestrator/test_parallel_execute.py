@@ -8,6 +8,7 @@ from typing import Any
 
 import anyio
 import pytest
+from support.git_calls import command_names, git_started
 from support.parallel import (
     Spec,
     WatchedAdapter,
@@ -323,6 +324,41 @@ def test_once_no_task_is_left_to_start_the_idle_pool_worktrees_go_while_the_last
     # Two pool worktrees served 1.1 and 1.2; the one 1.3 did not take was removed while 1.3 worked.
     assert sorted(adapter.seen) == sorted([str(root.resolve()), str(last_copy.resolve())])
     _no_leftovers(root)
+
+
+class CommitsPreparedSeen(WatchedAdapter):
+    """Waits in the first developer call, up to 5 s, for AutoDev to ask git for the commits' identities."""
+
+    def __init__(self, started: list[tuple[str, ...]], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.started = started
+        self.asked_while_working: bool | None = None
+
+    async def execute(self, inv: AgentInvocation) -> AgentResult:
+        if inv.role == "developer" and self.asked_while_working is None:
+            for _ in range(250):  # git runs in a worker thread: polled, as nothing on the loop says when
+                if "var" in command_names(self.started):
+                    break
+                await anyio.sleep(0.02)
+            self.asked_while_working = "var" in command_names(self.started)
+        return await super().execute(inv)
+
+
+def test_what_the_commits_need_from_git_is_asked_while_the_first_agents_work(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = git_repo(tmp_path / "repo")
+    save_plan(root, plan_of([Spec("1.1"), Spec("1.2")]))
+    started = git_started(monkeypatch)
+    adapter = CommitsPreparedSeen(started, script=script_of(entries_for()))
+    run = orchestrator(root, adapter, 2)
+
+    tasks = anyio.run(run.execute)
+
+    assert {t.status for t in tasks} == {"complete"}
+    # Not on the first landing's way: asked once, before any task had anything to commit.
+    assert adapter.asked_while_working is True
+    assert command_names(started).count("var") == 2  # the author's and the committer's identity
 
 
 class IndexFormatSeen(WatchedAdapter):

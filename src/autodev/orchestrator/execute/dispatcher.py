@@ -275,6 +275,8 @@ class Dispatcher:
         try:
             async with anyio.create_task_group() as group:
                 self._task_group = group
+                if self.pm.count_with_status("pending", *IN_FLIGHT_STATUSES):
+                    group.start_soon(self._prepare_commits, name="prepare the commits")
                 await self._checkpoint_phases()
                 await self._review_phases()
                 self.approval_waits.begin()
@@ -734,6 +736,15 @@ class Dispatcher:
         if not self.worktrees.recycles:  # a pooled worktree is recycled first (quick)
             self.workers.pop(task.id, None)
             self._notify(task.id)
+
+    async def _prepare_commits(self) -> None:
+        """While the first tasks' agents work: what AutoDev's commits need from git (the identities, the
+        configuration), which the first landing would otherwise wait for. A failure is left to that
+        landing, which asks again."""
+        try:
+            await self.session.git.prepare_commits()
+        except AutodevError as exc:
+            _log.debug("dispatcher.prepare_commits_failed", error=str(exc))
 
     async def _look_at_main_checkout(self) -> None:
         """After a landing, while the tasks it freed start: what is dirty in the main checkout now, so that
