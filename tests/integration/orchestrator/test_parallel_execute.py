@@ -329,18 +329,18 @@ def test_once_no_task_is_left_to_start_the_idle_pool_worktrees_go_while_the_last
 class CommitsPreparedSeen(WatchedAdapter):
     """Waits in the first developer call, up to 5 s, for AutoDev to ask git for the commits' identities."""
 
-    def __init__(self, started: list[tuple[str, ...]], **kwargs: Any) -> None:
+    def __init__(self, git_commands: list[tuple[str, ...]], **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.started = started
+        self.git_commands = git_commands
         self.asked_while_working: bool | None = None
 
     async def execute(self, inv: AgentInvocation) -> AgentResult:
         if inv.role == "developer" and self.asked_while_working is None:
             for _ in range(250):  # git runs in a worker thread: polled, as nothing on the loop says when
-                if "var" in command_names(self.started):
+                if "var" in command_names(self.git_commands):
                     break
                 await anyio.sleep(0.02)
-            self.asked_while_working = "var" in command_names(self.started)
+            self.asked_while_working = "var" in command_names(self.git_commands)
         return await super().execute(inv)
 
 

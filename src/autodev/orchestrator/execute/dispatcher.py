@@ -211,6 +211,7 @@ class Dispatcher:
         self._looking_at_main = False
         self._look_at_main_again = False
         self._task_group: anyio.abc.TaskGroup | None = None
+        self._commits_prepared = False
         self._project_block = ""
         self.worktrees: WorkspaceProvider = self._worktree_provider()
 
@@ -275,8 +276,6 @@ class Dispatcher:
         try:
             async with anyio.create_task_group() as group:
                 self._task_group = group
-                if self.pm.count_with_status("pending", *IN_FLIGHT_STATUSES):
-                    group.start_soon(self._prepare_commits, name="prepare the commits")
                 await self._checkpoint_phases()
                 await self._review_phases()
                 self.approval_waits.begin()
@@ -535,6 +534,7 @@ class Dispatcher:
             with worker.scope:
                 workspace = worker.workspace = await self._open_workspace(task_id, worker, isolated)
                 if workspace is not None:
+                    self._prepare_commits_soon()
                     context = self._context(task_id, workspace, resumed=worker.resumed)
                     await self.executor.run_task(self.session, task_id, context)
         except _RUN_FATAL as exc:
@@ -736,6 +736,13 @@ class Dispatcher:
         if not self.worktrees.recycles:  # a pooled worktree is recycled first (quick)
             self.workers.pop(task.id, None)
             self._notify(task.id)
+
+    def _prepare_commits_soon(self) -> None:
+        """Once the first task has its working copy (after it, not beside its making, which the task waits
+        for): ask git in the background what AutoDev's commits need."""
+        if not self._commits_prepared and self._task_group is not None:
+            self._commits_prepared = True
+            self._task_group.start_soon(self._prepare_commits, name="prepare the commits")
 
     async def _prepare_commits(self) -> None:
         """While the first tasks' agents work: what AutoDev's commits need from git (the identities, the
