@@ -605,7 +605,9 @@ class GitRepo:
         a lock with no live git holding it can only be debris, and git refuses to work until it is gone.
         """
         git_dir = await self.git_dir()
-        candidates = [git_dir / "index.lock", git_dir / "HEAD.lock", git_dir / "ORIG_HEAD.lock"]
+        # ``index.lock.lock``: git's lock on the copy of the index a fast-forward restores into.
+        candidates = [git_dir / "index.lock", git_dir / "index.lock.lock", git_dir / "HEAD.lock"]
+        candidates.append(git_dir / "ORIG_HEAD.lock")
         candidates += list((git_dir / "refs").rglob("*.lock"))
         # Worktrees (parallel tasks, tournament variants) keep their own index and HEAD.
         for worktree_dir in (git_dir / "worktrees").glob("*"):
@@ -1517,7 +1519,7 @@ class GitRepo:
         if _overlapping(await self.dirty_paths(), written):
             return False
         if written:
-            restored = await self._restore_from(commit, written)
+            restored = await self._restore_noting_the_index(copy, commit, written)
             if restored.code != 0:
                 return False  # what it wrote is what a fast-forward cut short leaves: the caller repairs
         message = f"merge {commit}: Fast-forward"
@@ -1546,13 +1548,63 @@ class GitRepo:
         except BranchMoveError as exc:
             raise GitError(f"cannot move the branch in {self.root} to {new[:10]}: {exc.strerror}") from exc
 
-    async def _restore_from(self, commit: str, paths: Sequence[str]) -> _GitOutput:
-        """``paths`` of the index and the working tree as ``commit`` has them (removed where it has none)."""
+    async def _restore_from(
+        self, commit: str, paths: Sequence[str], *, index_file: Path | None = None
+    ) -> _GitOutput:
+        """``paths`` of the index (``index_file`` instead when given) and the working tree as ``commit`` has
+        them (removed where it has none)."""
         listing = "\0".join(paths).encode("utf-8", errors="surrogateescape")
         args = ("restore", f"--source={commit}", "--staged", "--worktree")
+        env = _LITERAL if index_file is None else {**_LITERAL, "GIT_INDEX_FILE": str(index_file)}
         return await self._run(
-            *args, "--pathspec-from-file=-", "--pathspec-file-nul", env=_LITERAL, stdin=listing, check=False
+            *args, "--pathspec-from-file=-", "--pathspec-file-nul", env=env, stdin=listing, check=False
         )
+
+    async def _restore_noting_the_index(
+        self, copy: WatchedCopy, commit: str, paths: Sequence[str]
+    ) -> _GitOutput:
+        """``_restore_from`` in a watched main checkout whose index AutoDev knows: git restores into a copy
+        of that index held under git's own index lock, which then replaces the index as git's own write
+        would. The new index differs from the copy's HEAD at most where the one before did and at
+        ``paths``: remembered, so the next look at the checkout asks git for the index's changes no more
+        (``_changed_paths``). An index nobody knows, or a lock someone holds, is restored as before."""
+        git_dir = await self.git_dir()
+        index, lock = git_dir / "index", git_dir / "index.lock"
+        head, stamp = copy.head, file_stamp(index)
+        # At the mark's own index, what it has staged is among the mark's dirty paths already.
+        known = [] if stamp == copy.index_stamp else copy.answers.get(("index", head, stamp))
+        if stamp is None or known is None:
+            return await self._restore_from(commit, paths)
+        try:
+            os.close(os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        except FileExistsError:
+            return await self._restore_from(commit, paths)  # git then says who holds it
+        try:
+            # A copy that keeps the index's mtime, for git's racy-entry rule (see ``_scratch_index``). Under
+            # the lock no git writes the index: a stamp that moved anyway is someone else's write.
+            shutil.copy2(index, lock)
+            if file_stamp(index) != stamp:
+                lock.unlink()
+                return await self._restore_from(commit, paths)
+            restored = await self._restore_from(commit, paths, index_file=lock)
+            if restored.code != 0:
+                lock.unlink()
+                return restored
+            written = os.stat(lock)
+            os.replace(lock, index)
+        except BaseException:
+            lock.unlink(missing_ok=True)
+            raise
+        now = file_stamp(index)
+        # The same file, unwritten since (a rename changes its ctime, nothing else): the index git wrote.
+        if now is not None and now[:4] == (
+            written.st_dev,
+            written.st_ino,
+            written.st_size,
+            written.st_mtime_ns,
+        ):
+            copy.remember(("index", head, now), sorted({*known, *paths}))
+        return restored
 
     async def paths_unlike(self, paths: Sequence[str], *commits: str) -> list[str]:
         """Those of ``paths`` whose file in this working tree (or its absence) matches their version in

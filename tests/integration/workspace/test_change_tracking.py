@@ -439,6 +439,50 @@ async def test_a_watched_main_checkout_fast_forwards_like_git_merge(repo: Path, 
         main.unwatch()
 
 
+def _ahead_of_main(repo: Path) -> str:
+    """A commit one ahead of the checked-out branch, made on another: an edit, a new file, a deletion."""
+    _git(repo, "checkout", "-q", "-b", "work")
+    (repo / "app.py").write_text("VALUE = 5\n")
+    (repo / "pkg" / "gone.py").unlink()
+    (repo / "pkg" / "deep" / "more.py").write_text("MORE = 1\n")
+    ahead = _commit(repo, "ahead")
+    _git(repo, "checkout", "-q", "-")
+    return ahead
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("staged_after_the_look", [False, True])
+async def test_after_its_own_fast_forward_a_watched_main_checkout_knows_its_index_unless_someone_wrote_it(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, staged_after_the_look: bool
+) -> None:
+    ahead = _ahead_of_main(repo)
+    main = GitRepo(repo)
+    assert await main.watch()
+    try:
+        (repo / "unrelated.txt").write_text("a local change the merge leaves alone\n")
+        (repo / "staged.py").write_text("STAGED = 1\n")
+        _git(repo, "add", "staged.py")  # the user staged a file: the look asks git about the index
+        assert sorted(await main.dirty_paths()) == ["staged.py", "unrelated.txt"]
+        if staged_after_the_look:
+            (repo / "later.py").write_text("LATER = 1\n")
+            _git(repo, "add", "later.py")  # an index AutoDev has not looked at
+        started = git_started(monkeypatch)
+
+        assert await main.fast_forward(ahead)
+        dirty = await main.dirty_paths()
+
+        assert sorted(dirty) == sorted(await _unwatched(main).dirty_paths())
+        expected = ["staged.py", "unrelated.txt", *(["later.py"] if staged_after_the_look else [])]
+        assert sorted(dirty) == sorted(expected)
+        assert _git(repo, "rev-parse", "HEAD").strip() == ahead
+        assert (repo / "app.py").read_text() == "VALUE = 5\n" and not (repo / "pkg" / "gone.py").exists()
+        assert not (repo / ".git" / "index.lock").exists()
+        # Its own restore's index is known; one someone else wrote is asked about, as before.
+        assert ("diff-index" in command_names(started)) is staged_after_the_look
+    finally:
+        main.unwatch()
+
+
 @pytest.mark.asyncio
 async def test_a_recycled_worktree_commits_only_what_changed(watched_worktree: tuple[GitRepo, str]) -> None:
     git, _ = watched_worktree
