@@ -409,15 +409,21 @@ async def test_the_watched_main_checkout_sees_what_a_full_status_sees(repo: Path
         main.unwatch()
 
 
-@pytest.mark.asyncio
-async def test_a_watched_main_checkout_fast_forwards_like_git_merge(repo: Path, tmp_path: Path) -> None:
-    base = _git(repo, "rev-parse", "HEAD").strip()
+def _ahead_of_main(repo: Path) -> str:
+    """A commit one ahead of the checked-out branch, made on another: an edit, a new file, a deletion."""
     _git(repo, "checkout", "-q", "-b", "work")
     (repo / "app.py").write_text("VALUE = 5\n")
     (repo / "pkg" / "gone.py").unlink()
     (repo / "pkg" / "deep" / "more.py").write_text("MORE = 1\n")
     ahead = _commit(repo, "ahead")
     _git(repo, "checkout", "-q", "-")
+    return ahead
+
+
+@pytest.mark.asyncio
+async def test_a_watched_main_checkout_fast_forwards_like_git_merge(repo: Path, tmp_path: Path) -> None:
+    base = _git(repo, "rev-parse", "HEAD").strip()
+    ahead = _ahead_of_main(repo)
     main = GitRepo(repo)
     assert await main.watch()
     try:
@@ -437,17 +443,6 @@ async def test_a_watched_main_checkout_fast_forwards_like_git_merge(repo: Path, 
         assert "Fast-forward" in _git(repo, "reflog", "-1")
     finally:
         main.unwatch()
-
-
-def _ahead_of_main(repo: Path) -> str:
-    """A commit one ahead of the checked-out branch, made on another: an edit, a new file, a deletion."""
-    _git(repo, "checkout", "-q", "-b", "work")
-    (repo / "app.py").write_text("VALUE = 5\n")
-    (repo / "pkg" / "gone.py").unlink()
-    (repo / "pkg" / "deep" / "more.py").write_text("MORE = 1\n")
-    ahead = _commit(repo, "ahead")
-    _git(repo, "checkout", "-q", "-")
-    return ahead
 
 
 @pytest.mark.asyncio
