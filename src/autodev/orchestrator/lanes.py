@@ -215,6 +215,8 @@ class LaneOrder:
     what cannot start (held files).
     """
 
+    follows_statuses = True  # each lane's room is what its tasks in flight leave
+
     def __init__(self, config: AutodevConfig) -> None:
         self._config = config
         self.held: frozenset[str] = frozenset()

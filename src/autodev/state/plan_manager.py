@@ -106,6 +106,21 @@ _REVERTIBLE = frozenset(TASK_STATUSES) - DONE_STATUSES
 _log = get_logger("autodev.plan_manager")
 
 
+@dataclass
+class _OfferedOrder:
+    """A scheduler's order of the plan's tasks, kept while the plan keeps its tasks (``children``, rebuilt
+    whenever tasks are added or the plan replaced): the dispatcher asks for the next tasks after every task,
+    and ordering the whole plan each time costs its size."""
+
+    scheduler: TaskScheduler
+    children: Mapping[str, Sequence[str]]
+    tasks: Sequence[Task]
+    # How many tasks at the head of ``tasks`` were found not pending, and ``PlanManager._requeued`` then:
+    # none of them can be picked until a task goes back to pending, which starts the count again.
+    settled: int
+    requeued: int
+
+
 class EvidenceRef(BaseModel):
     """Where one evidence file is and what its bytes hashed to when it was recorded."""
 
@@ -331,6 +346,8 @@ class PlanManager:
         self._by_status: dict[str, set[str]] = {status: set() for status in TASK_STATUSES}
         self._position: dict[str, int] = {}
         self._open_in_phase: Counter[str] = Counter()
+        self._requeued = 0  # status changes to pending (``_offered_from_first_pending``)
+        self._offered: _OfferedOrder | None = None
         self._snapshot_seq = -1
         # Whether load() could use plan.json (False: missing, stale beyond repair, or corrupt).
         self.snapshot_usable = False
@@ -570,9 +587,9 @@ class PlanManager:
         for task_id in in_flight:
             busy_files.update(self._task(task_id).files)
         picked: list[Task] = []
-        plan = self._require_plan()
-        offered = (scheduler or _PLAN_ORDER).order(plan.iter_tasks(), self._children)
-        for task in offered:
+        offered, first = self._offered_from_first_pending(scheduler or _PLAN_ORDER)
+        for position in range(first, len(offered)):
+            task = offered[position]
             if len(picked) >= limit:
                 break
             if task.status != "pending" or task.id in in_flight:
@@ -586,6 +603,25 @@ class PlanManager:
             busy_files.update(task.files)
             picked.append(task.model_copy(deep=True))
         return picked
+
+    def _offered_from_first_pending(self, scheduler: TaskScheduler) -> tuple[Sequence[Task], int]:
+        """``scheduler``'s order of the plan's tasks, and a position in it before which no task is pending.
+
+        For an order that does not follow the statuses, the order is kept and so is that position, moved on
+        past the tasks found started or finished: a run then looks at each task a bounded number of times
+        instead of at the whole plan after every task (quadratic in the plan's size)."""
+        plan = self._require_plan()
+        if scheduler.follows_statuses:
+            return scheduler.order(plan.iter_tasks(), self._children), 0
+        kept = self._offered
+        if kept is None or kept.scheduler is not scheduler or kept.children is not self._children:
+            tasks = scheduler.order(plan.iter_tasks(), self._children)
+            kept = self._offered = _OfferedOrder(scheduler, self._children, tasks, 0, self._requeued)
+        elif kept.requeued != self._requeued:
+            kept.settled, kept.requeued = 0, self._requeued
+        while kept.settled < len(kept.tasks) and kept.tasks[kept.settled].status != "pending":
+            kept.settled += 1
+        return kept.tasks, kept.settled
 
     def speculable_candidate(self, parent_id: str, in_flight: Collection[str]) -> Task | None:
         """The one child that may start before ``parent_id`` finishes, or None.
@@ -1967,6 +2003,8 @@ class PlanManager:
         if was_open != now_open:
             self._open_in_phase[task.phase_id] += 1 if now_open else -1
         task.status = status
+        if status == "pending":
+            self._requeued += 1
         if status == "pending" or status in TERMINAL_STATUSES:
             self._state.workers.pop(task.id, None)
 

@@ -25,6 +25,13 @@ __all__ = ["LongestChainFirst", "PlanOrder", "TaskScheduler", "scheduler_for"]
 class TaskScheduler(Protocol):
     """Orders a plan's tasks for picking; must not change them."""
 
+    @property
+    def follows_statuses(self) -> bool:
+        """Whether the order depends on the tasks' statuses or on anything else that changes during a run.
+        False: the same plan (and ``children`` mapping) is always offered in the same order, which the plan
+        manager then keeps instead of asking again after every task."""
+        ...
+
     def order(self, tasks: Sequence[Task], children: Mapping[str, Sequence[str]]) -> Sequence[Task]:
         """``tasks`` (every task of the plan, in plan order) in the order they are offered to start.
         ``children`` maps a task id to the ids of the tasks that depend on it."""
@@ -33,6 +40,8 @@ class TaskScheduler(Protocol):
 
 class PlanOrder:
     """Phase, then position in the phase."""
+
+    follows_statuses = False
 
     def order(self, tasks: Sequence[Task], children: Mapping[str, Sequence[str]]) -> Sequence[Task]:
         return tasks
@@ -44,6 +53,8 @@ class LongestChainFirst:
     Statuses change while the graph does not: the order (as positions in plan order) is computed once per
     ``children`` mapping, which the plan manager builds anew for each plan, and then only indexed.
     """
+
+    follows_statuses = False
 
     def __init__(self) -> None:
         self._children: Mapping[str, Sequence[str]] | None = None
