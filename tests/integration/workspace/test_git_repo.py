@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -321,3 +322,48 @@ async def test_a_path_changed_by_two_of_autodevs_commits_is_left_to_git_which_se
     started.clear()
     assert await repo.changed_between(base, by_hand) == ["kept.py", "other.py"]
     assert command_names(started) == ["diff-tree"]
+
+
+def _preloads(trace: Path) -> Counter[str]:
+    """How often each git command preloaded its whole index (``GIT_TRACE2_EVENT``)."""
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    names = {event["sid"]: event["name"] for event in events if event["event"] == "cmd_name"}
+    return Counter(
+        names.get(event["sid"], "?")
+        for event in events
+        if event["event"] == "region_enter" and event.get("label") == "preload"
+    )
+
+
+@pytest.mark.asyncio
+async def test_commands_on_a_few_paths_leave_the_rest_of_the_index_alone(
+    git_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # git's index preload matches every entry against the pathspecs in threads (about 1 ms a command at
+    # 5,000 entries) for the one or two paths a task wrote.
+    (git_repo / "other.py").write_text("b = 1\n")
+    _git(git_repo, "add", "other.py")
+    _git(git_repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "other")
+    base = _git(git_repo, "rev-parse", "HEAD").strip()
+    monkeypatch.setenv("GIT_TEST_PRELOAD_INDEX", "1")  # git preloads from two entries, not from 1,000
+    trace = tmp_path / "trace.json"
+    monkeypatch.setenv("GIT_TRACE2_EVENT", str(trace))
+    repo = GitRepo(git_repo)
+    assert await repo.dirty_paths() == []
+    assert _preloads(trace) == {"status": 1}  # the whole tree: as git does it
+    assert await repo.watch()
+    try:
+        trace.unlink()
+        started = git_started(monkeypatch)
+        (git_repo / "kept.py").write_text("a = 2\n")
+        assert await repo.dirty_paths() == ["kept.py"]
+        assert await repo.is_clean(["other.py"])
+        ahead = await repo.commit_all("change")
+        assert ahead is not None
+        _git(git_repo, "reset", "-q", "--hard", base)
+        assert await repo.fast_forward(ahead)
+        assert (git_repo / "kept.py").read_text() == "a = 2\n"
+        assert {"status", "add", "restore"} <= set(command_names(started))
+        assert not {"status", "add", "restore"} & set(_preloads(trace))
+    finally:
+        repo.unwatch()
