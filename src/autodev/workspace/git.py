@@ -268,6 +268,26 @@ def _replace_under_git_lock(target: Path, data: bytes, still: Callable[[], bool]
     return True
 
 
+def _copy_under_git_lock(index: Path, lock: Path, stamp: tuple[int, int, int, int, int]) -> bool:
+    """Take git's own lock on ``index`` (``lock`` created exclusively) and fill it with a copy of the index
+    that keeps its mtime, for git's racy-entry rule (see ``GitRepo._scratch_index``): True once held.
+    False, with no lock left, when someone holds it or the index is no longer at ``stamp`` (under the lock
+    no git writes it: a stamp that moved anyway is someone else's write)."""
+    try:
+        os.close(os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+    except FileExistsError:
+        return False
+    try:
+        shutil.copy2(index, lock)
+        if file_stamp(index) == stamp:
+            return True
+    except BaseException:
+        lock.unlink(missing_ok=True)
+        raise
+    lock.unlink()
+    return False
+
+
 def _write_index(git_dir: Path, data: bytes) -> None:
     if not _replace_under_git_lock(git_dir / "index", data):
         raise GitError(f"{git_dir / 'index.lock'} exists: another git process is using {git_dir}")
@@ -618,8 +638,12 @@ class GitRepo:
         """
         git_dir = await self.git_dir()
         # ``index.lock.lock``: git's lock on the copy of the index a fast-forward restores into.
-        candidates = [git_dir / "index.lock", git_dir / "index.lock.lock", git_dir / "HEAD.lock"]
-        candidates.append(git_dir / "ORIG_HEAD.lock")
+        candidates = [
+            git_dir / "index.lock",
+            git_dir / "index.lock.lock",
+            git_dir / "HEAD.lock",
+            git_dir / "ORIG_HEAD.lock",
+        ]
         candidates += list((git_dir / "refs").rglob("*.lock"))
         # Worktrees (parallel tasks, tournament variants) keep their own index and HEAD.
         for worktree_dir in (git_dir / "worktrees").glob("*"):
@@ -1596,17 +1620,12 @@ class GitRepo:
         known = [] if stamp == copy.index_stamp else copy.answers.get(("index", head, stamp))
         if stamp is None or known is None:
             return await self._restore_from(commit, paths)
+        # In a worker thread: the index is copied whole (megabytes in a large repository), and a landing's
+        # fast-forward must not stop every other task's work on the event loop meanwhile.
+        if not await anyio.to_thread.run_sync(_copy_under_git_lock, index, lock, stamp):
+            # A lock someone holds (git then says who), or an index someone wrote meanwhile.
+            return await self._restore_from(commit, paths)
         try:
-            os.close(os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-        except FileExistsError:
-            return await self._restore_from(commit, paths)  # git then says who holds it
-        try:
-            # A copy that keeps the index's mtime, for git's racy-entry rule (see ``_scratch_index``). Under
-            # the lock no git writes the index: a stamp that moved anyway is someone else's write.
-            shutil.copy2(index, lock)
-            if file_stamp(index) != stamp:
-                lock.unlink()
-                return await self._restore_from(commit, paths)
             restored = await self._restore_from(commit, paths, index_file=lock)
             if restored.code != 0:
                 lock.unlink()
