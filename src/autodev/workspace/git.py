@@ -16,8 +16,8 @@ import shutil
 import stat
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -145,6 +145,19 @@ def _scratch_directory() -> Path:
         _scratch[:] = [Path(tempfile.mkdtemp(prefix=owned_prefix("autodev-index-")))]
         atexit.register(shutil.rmtree, _scratch[0], ignore_errors=True)
     return _scratch[0]
+
+
+def _seed_scratch_index(index: Path, real_index: Path, own: WatchedCopy | None) -> None:
+    """Fill the scratch ``index`` from the tree's own: unchanged files keep their stat data and are not
+    hashed again. The copy keeps the index's mtime (copy2): git trusts an entry's stat data only when the
+    entry is older than the index file, and a copy stamped "now" would hide a file rewritten, at the same
+    size, within the timestamp granularity of its last staging ("racy git")."""
+    if own is not None and own.index_bytes is not None and own.index_stamp is not None:
+        index.write_bytes(own.index_bytes)
+        mtime = own.index_stamp[3]
+        os.utime(index, ns=(mtime, mtime))
+    elif real_index.exists():
+        shutil.copy2(real_index, index)
 
 
 def _git_dir_on_disk(root: Path) -> Path | None:
@@ -684,25 +697,19 @@ class GitRepo:
             raise GitError(f"could not create an initial commit in {self.root}")
         return created
 
-    @contextmanager
-    def _scratch_index(self, git_dir: Path, own: WatchedCopy | None = None) -> Iterator[dict[str, str]]:
+    @asynccontextmanager
+    async def _scratch_index(
+        self, git_dir: Path, own: WatchedCopy | None = None
+    ) -> AsyncIterator[dict[str, str]]:
         """The environment of git commands that stage into a throw-away copy of this tree's index.
 
         ``own``: a recycled copy whose index file is still the one its last reset left; the copy is then
         made from the bytes AutoDev kept of it, not from the file (which anyone may write meanwhile)."""
         index = _scratch_directory() / f"index-{next(_SCRATCH_NUMBERS)}"
-        real_index = git_dir / "index"
         try:
-            # Seeded from the real index: unchanged files keep their stat data and are not hashed again. The
-            # copy keeps the index's mtime (copy2): git trusts an entry's stat data only when the entry is
-            # older than the index file, and a copy stamped "now" would hide a file rewritten, at the same
-            # size, within the timestamp granularity of its last staging ("racy git").
-            if own is not None and own.index_bytes is not None and own.index_stamp is not None:
-                index.write_bytes(own.index_bytes)
-                mtime = own.index_stamp[3]
-                os.utime(index, ns=(mtime, mtime))
-            elif real_index.exists():
-                shutil.copy2(real_index, index)
+            # The copy is as large as the index (megabytes at tens of thousands of files): written in a
+            # worker thread, so the other tasks' work on the event loop does not wait for it.
+            await anyio.to_thread.run_sync(_seed_scratch_index, index, git_dir / "index", own)
             yield {"GIT_INDEX_FILE": str(index)}
         finally:
             for leftover in (index, index.with_name(f"{index.name}.lock")):
@@ -819,7 +826,7 @@ class GitRepo:
         # per loose object (thousands for a directory of thousands of files), would prove nothing more.
         # An index anyone else may have written is checked as git checks it.
         missing_ok = ("--missing-ok",) if own is not None else ()
-        with self._scratch_index(git_dir, own) as env:
+        async with self._scratch_index(git_dir, own) as env:
             await self._stage(paths, env)
             tree = (await self._run("write-tree", *missing_ok, env=env)).stdout.strip()
             staged = await anyio.to_thread.run_sync(Path(env["GIT_INDEX_FILE"]).read_bytes) if keep else None
@@ -921,7 +928,7 @@ class GitRepo:
         listed = await self._run("ls-tree", "-r", "-z", "--name-only", tree, "--", *paths)
         present = [name for name in listed.stdout.split("\0") if name]
         if present:
-            with self._scratch_index(await self.git_dir()) as env:
+            async with self._scratch_index(await self.git_dir()) as env:
                 await self._run("read-tree", tree, env=env)
                 await self._run("checkout-index", "-f", "--", *present, env=env)
         for path in sorted(set(paths) - set(present)):

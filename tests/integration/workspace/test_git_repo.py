@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import threading
 from collections import Counter
 from pathlib import Path
 
@@ -12,6 +13,8 @@ import pytest
 from support.git_calls import command_names, git_started
 
 from autodev.state.paths import AutodevPaths, ensure_state_dir
+from autodev.workspace import git as git_module
+from autodev.workspace.changes import WatchedCopy
 from autodev.workspace.git import GitError, GitRepo, run_git
 
 
@@ -367,3 +370,28 @@ async def test_commands_on_a_few_paths_leave_the_rest_of_the_index_alone(
         assert not {"status", "add", "restore"} & set(_preloads(trace))
     finally:
         repo.unwatch()
+
+
+@pytest.mark.asyncio
+async def test_the_scratch_index_is_copied_beside_the_event_loop_not_on_it(
+    git_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The copy is as large as the index (megabytes in a large repository): every other task's work on the
+    event loop would wait for each snapshot's copy if it were made there."""
+    seeded_in: list[int] = []
+    seed = git_module._seed_scratch_index
+
+    def recording_seed(index: Path, real_index: Path, own: WatchedCopy | None) -> None:
+        seeded_in.append(threading.get_ident())
+        seed(index, real_index, own)
+
+    monkeypatch.setattr(git_module, "_seed_scratch_index", recording_seed)
+    repo = GitRepo(git_repo)
+    base = await repo.ensure_base_commit()
+    (git_repo / "kept.py").write_text("a = 2\n")
+    diff = await repo.diff_against(base)
+    assert diff.files == ("kept.py",)  # staged onto the copy of the real index, which knew kept.py
+    await repo.restore_from_tree(await repo.tree_of(base), ["kept.py"])
+    assert (git_repo / "kept.py").read_text() == "a = 1\n"
+    assert len(seeded_in) == 2
+    assert threading.get_ident() not in seeded_in
