@@ -78,6 +78,11 @@ class WorkspaceProvider(Protocol):
         """The task is done with ``worktree``."""
         ...
 
+    async def advance(self, base: str) -> None:
+        """A landing is about to move the branch to ``base``: what the next claim will take is made ready
+        at it meanwhile, so the tasks that landing frees start without waiting for that."""
+        ...
+
     def adopt(self, path: Path, base: str) -> Worktree:
         """Take over a worktree a killed run left at ``path`` (its task resumes there)."""
         ...
@@ -215,6 +220,9 @@ class WorktreeManager:
     async def release(self, worktree: Worktree) -> None:
         """Give back a worktree from ``claim`` or ``adopt``: it is removed."""
         await self.remove(worktree)
+
+    async def advance(self, base: str) -> None:
+        """Nothing to make ready: each task's worktree is made when it is claimed."""
 
     def adopt(self, path: Path, base: str) -> Worktree:
         """Track an existing worktree under ``root_dir`` (a resumed task's) as this manager's own.

@@ -13,6 +13,10 @@ finished frees at once and neither a task writing after its release nor a cancel
 next task. A worktree that cannot be reset is removed and the claim takes another. Beyond the pool's size,
 or before it is started, a claim gets a fresh ``task-<id>`` worktree, removed again on release. Otherwise the
 pool offers ``WorktreeManager``'s calls, delegating to the manager it wraps.
+
+A landing about to move the branch has the idle worktree the next claim takes reset to the new commit
+meanwhile (``advance``), beside the main checkout's fast-forward: the task that landing frees claims a
+worktree already there, and its claim's reset is left only what was written in it since, usually nothing.
 """
 
 from __future__ import annotations
@@ -76,6 +80,10 @@ class WorktreePool:
         self._claimed: dict[str, Worktree] = {}
         # No task is left to start (``wind_down``): a released worktree is removed instead of kept idle.
         self._winding_down = False
+        # The newest commit a landing announced (``advance``), and the reset towards it under way, if any:
+        # a claim waits for that reset rather than take the worktree halfway.
+        self._advance_to: str | None = None
+        self._advancing: anyio.Event | None = None
 
     @property
     def size(self) -> int:
@@ -136,7 +144,7 @@ class WorktreePool:
     async def warm_up(self, workers: int) -> None:
         """Start the pool at the main HEAD; its worktrees are made by the claims that need them, so the
         first task waits for one checkout, not ``workers``. ``workers`` above the pool's size is capped."""
-        del workers  # the pool's size already is the run's parallelism
+        del workers  # the pool's size already follows the run's parallelism
         if self._started:
             return
         self._started = True
@@ -153,6 +161,8 @@ class WorktreePool:
         """
         self._winding_down = False  # a task started after all: the pool serves the ones that follow
         target = base or self._baseline or await self._head()
+        while self._advancing is not None:
+            await self._advancing.wait()
         while self._idle:
             worktree = self._idle.popleft()  # no await since the check: no other claim can take it
             try:
@@ -171,11 +181,75 @@ class WorktreePool:
             return await self._new_pooled(target)
         return await self._manager.claim(task_id, target)
 
-    async def _new_pooled(self, base: str) -> Worktree:
-        # Named before the first await, so concurrent claims never pick the same name.
+    async def advance(self, base: str) -> None:
+        """Reset the idle worktree the next claim takes to ``base``, the commit a landing is about to move
+        the branch to (see the module docstring). One reset at a time; a landing announced meanwhile is
+        reset to after it. The claim resets the worktree again all the same: what anyone wrote in it since
+        is undone there, and only that is left to do.
+
+        With none idle and room in the pool, a new worktree is made at ``base`` instead, beside the tasks:
+        the spare the next landings reset ahead. A claim never waits for its making."""
+        if self._advancing is not None:
+            self._advance_to = base  # the reset under way goes on to this commit when it is done
+            return
+        if not self._idle:
+            await self._make_spare(base)
+            return
+        self._advance_to = base
+        done = self._advancing = anyio.Event()
+        try:
+            while self._idle and not self._winding_down and self._advance_to is not None:
+                target, self._advance_to = self._advance_to, None
+                worktree = self._idle.popleft()  # the one the next claim takes
+                try:
+                    # The setup's copies are made by the claim's reset, once.
+                    moved = await self._manager.reset(worktree, target, prepare=False)
+                except WorktreeError as exc:
+                    _log.warning("worktree_pool.reset_failed", name=worktree.name, error=str(exc))
+                    await self._retire(worktree)
+                    continue
+                except BaseException:
+                    self._idle.appendleft(worktree)  # still ours: the next claim resets it anyway
+                    raise
+                if self._winding_down:
+                    await self._retire(moved)  # no task is left to start (``wind_down``)
+                else:
+                    self._idle.appendleft(moved)
+        finally:
+            self._advance_to = None
+            self._advancing = None
+            done.set()
+
+    async def _make_spare(self, base: str) -> None:
+        """A new pooled worktree at ``base``, queued idle once made (see ``advance``)."""
+        if not self._started or self._winding_down or len(self._pooled) >= self._size:
+            return
+        name = self._pooled_name()
+        try:
+            worktree = await self._manager.create(name, base, replace=True)
+        except WorktreeError as exc:
+            self._pooled.discard(name)
+            _log.warning("worktree_pool.create_failed", name=name, error=str(exc))
+            return
+        except BaseException:
+            self._pooled.discard(name)
+            raise
+        await self._watch(worktree)
+        if self._winding_down:
+            await self._retire(worktree)
+        else:
+            self._idle.append(worktree)
+
+    def _pooled_name(self) -> str:
+        """A free ``pool-<n>`` name, taken at once: named before any await, so concurrent makings never
+        pick the same one."""
         taken = self._pooled | {worktree.name for worktree in self._manager.active}
         name = next(name for name in (f"pool-{i}" for i in range(len(taken) + 1)) if name not in taken)
         self._pooled.add(name)
+        return name
+
+    async def _new_pooled(self, base: str) -> Worktree:
+        name = self._pooled_name()
         try:
             worktree = await self._manager.create(name, base, replace=True)
         except BaseException:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from support.git_calls import git_started
 from support.parallel import commit_everything as _commit
 from support.parallel import git as _git
 
@@ -374,3 +375,137 @@ async def test_pool_adopts_a_resumed_worktree_and_removes_it_on_release(repo: Pa
     assert not adopted.path.exists() and [worktree.name for worktree in pool.active] == ["pool-1"]
     await pool.cleanup_all()
     assert not root_dir.exists()
+
+
+def _land(repo: Path, name: str) -> str:
+    """A commit on the main branch, as a task's landing makes one: its id."""
+    (repo / f"{name}.py").write_text(f"LANDED = {name!r}\n")
+    (repo / "app.py").write_text(f"VALUE = {name!r}\n")
+    _commit(repo, f"land {name}")
+    return _head(repo)
+
+
+@pytest.mark.asyncio
+async def test_a_landing_readies_the_worktree_the_next_claim_takes_and_that_claim_starts_no_git(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pool = _pool(repo, 2)
+    await pool.warm_up(2)
+    first = await pool.claim("a")
+    _scribble(first)
+    await pool.release(first)
+    landed = _land(repo, "landed")
+
+    await pool.advance(landed)
+
+    assert _head(first.path) == landed and _dirt(first.path) == ""
+    started = git_started(monkeypatch)
+    claimed = await pool.claim("b", landed)
+    assert claimed.name == first.name and claimed.base == landed
+    assert started == []  # the claim's reset found nothing left to do
+    assert _dirt(claimed.path) == "" and (claimed.path / "app.py").read_text() == "VALUE = 'landed'\n"
+    await pool.cleanup_all()
+
+
+@pytest.mark.asyncio
+async def test_what_is_written_in_a_readied_worktree_before_its_claim_does_not_reach_the_task(
+    repo: Path,
+) -> None:
+    pool = _pool(repo, 1)
+    await pool.warm_up(1)
+    first = await pool.claim("a")
+    await pool.release(first)
+    landed = _land(repo, "landed")
+    await pool.advance(landed)
+    # An agent of another task, or anyone, writes in the idle worktree between the landing and the claim.
+    (first.path / "app.py").write_text("VALUE = 'forged'\n")
+    (first.path / "stray.py").write_text("STRAY = 1\n")
+    (first.path / "debug.log").write_text("noise\n")
+
+    claimed = await pool.claim("b", landed)
+
+    assert claimed.name == first.name and _head(claimed.path) == landed and _dirt(claimed.path) == ""
+    assert (claimed.path / "app.py").read_text() == "VALUE = 'landed'\n"
+    await pool.cleanup_all()
+
+
+@pytest.mark.asyncio
+async def test_a_claim_while_a_worktree_is_readied_waits_for_it_and_gets_its_own_base(repo: Path) -> None:
+    pool = _pool(repo, 1)
+    await pool.warm_up(1)
+    first = await pool.claim("a")
+    _scribble(first)
+    await pool.release(first)
+    baseline = pool.baseline
+    assert baseline is not None
+    landed = _land(repo, "landed")
+    claims: list[Worktree] = []
+
+    async def claim_at_the_old_base() -> None:
+        claims.append(await pool.claim("b", baseline))
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(pool.advance, landed)
+        group.start_soon(claim_at_the_old_base)
+
+    (claimed,) = claims
+    assert claimed.name == first.name  # not a second worktree made beside the one being readied
+    assert _head(claimed.path) == baseline and _dirt(claimed.path) == ""
+    assert (claimed.path / "app.py").read_text() == "VALUE = 1\n" and not (
+        claimed.path / "landed.py"
+    ).exists()
+    await pool.cleanup_all()
+
+
+@pytest.mark.asyncio
+async def test_with_none_idle_a_landing_makes_a_spare_within_the_pools_size(repo: Path) -> None:
+    pool = _pool(repo, 2)
+    await pool.warm_up(2)
+    first = await pool.claim("a")
+    landed = _land(repo, "landed")
+
+    await pool.advance(landed)  # every worktree is claimed: the spare is made at the landed commit
+
+    assert sorted(worktree.name for worktree in pool.active) == ["pool-0", "pool-1"]
+    spare = await pool.claim("b", landed)
+    assert spare.name == "pool-1" and _head(spare.path) == landed and _dirt(spare.path) == ""
+    again = _land(repo, "again")
+    await pool.advance(again)  # the pool is full, and none is idle: nothing more is made
+    assert len(pool.active) == 2 and len(_registered(repo)) == 3
+    for worktree in (first, spare):
+        await pool.release(worktree)
+    await pool.cleanup_all()
+
+
+@pytest.mark.asyncio
+async def test_a_landing_after_the_wind_down_readies_and_makes_nothing(repo: Path) -> None:
+    pool = _pool(repo, 2)
+    await pool.warm_up(2)
+    first = await pool.claim("a")
+    await pool.wind_down()
+
+    await pool.advance(_land(repo, "landed"))
+
+    assert [worktree.name for worktree in pool.active] == [first.name]
+    assert _head(first.path) == pool.baseline
+    await pool.release(first)
+    assert pool.active == [] and _registered(repo) == [repo]
+    await pool.cleanup_all()
+
+
+@pytest.mark.asyncio
+async def test_a_worktree_that_cannot_be_readied_is_removed_and_the_next_claim_makes_one(repo: Path) -> None:
+    pool = _pool(repo, 1)
+    await pool.warm_up(1)
+    first = await pool.claim("a")
+    git_dir = Path(_git(first.path, "rev-parse", "--absolute-git-dir").strip())
+    (git_dir / "index.lock").write_text("")  # as a git killed mid-command leaves it
+    await pool.release(first)
+    landed = _land(repo, "landed")
+
+    await pool.advance(landed)  # logged, not raised: the landing goes on
+
+    assert pool.active == [] and not first.path.exists()
+    claimed = await pool.claim("b", landed)
+    assert claimed.name == "pool-0" and _head(claimed.path) == landed and _dirt(claimed.path) == ""
+    await pool.cleanup_all()
