@@ -21,7 +21,7 @@ ends with the same single commit: a rerun recognises a landed task by its commit
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -270,9 +270,11 @@ async def integrate(
     task: Task,
     change: TaskCommit,
     ready: Landing | None = None,
+    landing: Callable[[str], None] | None = None,
 ) -> Integrated | IntegrationConflict:
     """Bring an isolated task's committed change onto the main tree ``main`` (see the module docstring);
-    ``ready``: what ``prepare_landing`` made of it before the lock.
+    ``ready``: what ``prepare_landing`` made of it before the lock; ``landing``: told the commit the main
+    tree is about to fast-forward to, before it does (work that waits for it can start meanwhile).
 
     The caller holds the integration lock: the main tree's HEAD does not move underneath.
     """
@@ -293,6 +295,8 @@ async def integrate(
         if isinstance(replayed, list):
             return IntegrationConflict(head, tuple(replayed), commit)
         commit = replayed
+    if landing is not None:
+        landing(commit)
     await land_on_main(main, commit, head)
     return Integrated(commit, pinned)
 

@@ -29,6 +29,7 @@ from autodev.errors import PlanParseError
 from autodev.guardrails import BudgetExceededError
 from autodev.state.plan_manager import PlanManager
 from autodev.workspace import changes
+from autodev.workspace.worktree_pool import WorktreePool
 
 
 def _manager(root: Path) -> PlanManager:
@@ -278,7 +279,8 @@ def test_the_worktree_pool_runs_a_plan_and_leaves_nothing_behind(tmp_path: Path,
     tasks = anyio.run(run.execute)
     assert {t.status for t in tasks} == {"complete"}
     pool_dirs = {call.cwd.name for call in adapter.calls if call.role == "developer"}
-    assert pool_dirs <= {"pool-0", "pool-1"}
+    # Two tasks at once, and the spare each landing readies for the next task: never a worktree of its own.
+    assert pool_dirs <= {"pool-0", "pool-1", "pool-2"}
     for i in range(1, 6):
         assert (root / own_file(f"1.{i}")).read_text() == f"VALUE = '1.{i}'\n"
     _no_leftovers(root)
@@ -508,4 +510,52 @@ def test_a_resumed_speculative_child_whose_parent_failed_meanwhile_waits_for_its
     assert ("1.2", "developer") in adapter.started
     history = git(root, "log", "--format=%s").splitlines()
     assert history.index("autodev: 1.2 Task 1.2") < history.index("autodev: 1.1 Task 1.1")
+    _no_leftovers(root)
+
+
+def test_each_landing_names_its_commit_to_the_pool_before_the_tasks_it_frees_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = git_repo(tmp_path / "repo")
+    save_plan(root, plan_of([Spec("1.1"), Spec("1.2", deps=("1.1",)), Spec("1.3", deps=("1.2",))]))
+    announced: list[tuple[str, str]] = []
+    real = WorktreePool.advance
+
+    async def recording(pool: WorktreePool, base: str) -> None:
+        announced.append((base, git(root, "rev-parse", "HEAD").strip()))
+        await real(pool, base)
+
+    monkeypatch.setattr(WorktreePool, "advance", recording)
+    adapter = WatchedAdapter(script=script_of(entries_for(), latency_s=0.02))
+
+    tasks = anyio.run(orchestrator(root, adapter, 2, worktree_pool_enabled=True).execute)
+
+    assert {t.status for t in tasks} == {"complete"}
+    commits = [_manager(root).get_task(task_id).commit for task_id in ("1.1", "1.2", "1.3")]
+    assert [base for base, _ in announced] == commits
+    # Each named before the branch moved to it, so the reset beside the fast-forward is not late.
+    assert all(head != base for base, head in announced)
+    # The dependents still worked on their parent's change.
+    for task_id, parent in (("1.2", "1.1"), ("1.3", "1.2")):
+        cwd = next(call.cwd for call in adapter.calls if call.task_id == task_id)
+        assert cwd.name.startswith("pool-")
+        assert _manager(root).get_task(task_id).base_commit == _manager(root).get_task(parent).commit
+    _no_leftovers(root)
+
+
+def test_a_pool_that_fails_to_ready_a_worktree_stops_no_task(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = git_repo(tmp_path / "repo")
+    save_plan(root, plan_of([Spec("1.1"), Spec("1.2", deps=("1.1",)), Spec("1.3")]))
+
+    async def failing(pool: WorktreePool, base: str) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(WorktreePool, "advance", failing)
+    adapter = WatchedAdapter(script=script_of(entries_for(), latency_s=0.02))
+
+    tasks = anyio.run(orchestrator(root, adapter, 2, worktree_pool_enabled=True).execute)
+
+    assert {t.status for t in tasks} == {"complete"}  # each claim resets its worktree itself
     _no_leftovers(root)

@@ -173,3 +173,37 @@ def test_a_conflict_met_while_preparing_is_reported_by_the_landing(tmp_path: Pat
     assert ready is None
     assert outcome == IntegrationConflict(head, ("task.txt",), change.commit)
     assert _git(root, "rev-parse", "HEAD") == head
+
+
+def test_a_landing_names_its_commit_before_the_main_tree_moves_to_it(tmp_path: Path) -> None:
+    """What waits for the landing (a worktree readied for the tasks it frees) can start beside the
+    fast-forward: it is told the commit while the branch and the checkout are still at the old head."""
+    root, main, workspace, task, change = _task_in_a_worktree(tmp_path)
+    onto = _git(root, "rev-parse", "HEAD")
+    told: list[tuple[str, str, bool]] = []
+
+    def landing(commit: str) -> None:
+        told.append((commit, _git(root, "rev-parse", "HEAD"), (root / "task.txt").exists()))
+
+    async def land() -> Integrated | IntegrationConflict:
+        return await integrate(main, workspace, task, change, landing=landing)
+
+    outcome = anyio.run(land)
+
+    assert isinstance(outcome, Integrated)
+    assert told == [(outcome.commit, onto, False)]
+    assert _git(root, "rev-parse", "HEAD") == outcome.commit and (root / "task.txt").exists()
+
+
+def test_a_conflicting_landing_names_no_commit(tmp_path: Path) -> None:
+    root, main, workspace, task, change = _task_in_a_worktree(tmp_path)
+    (root / "task.txt").write_text("the main branch's own task.txt\n")
+    _git(root, "add", "task.txt")
+    _git(root, *IDENTITY, "commit", "-qm", "a conflicting file")
+    told: list[str] = []
+
+    async def land() -> Integrated | IntegrationConflict:
+        return await integrate(main, workspace, task, change, landing=told.append)
+
+    assert isinstance(anyio.run(land), IntegrationConflict)
+    assert told == []

@@ -224,10 +224,12 @@ class Dispatcher:
         preparer = self.session.worktree_preparer
         split_from = self.session.config.worktree_split_index_min_files
         if self.session.config.worktree_pool_enabled and self.parallelism.isolated:
+            # One more than the tasks at once: the spare each landing resets ahead, so the task it frees (or
+            # the next one, when every slot is busy) starts on a worktree already at the new commit.
             return WorktreePool(
                 root,
                 tree,
-                self.parallelism.workers,
+                self.parallelism.workers + 1,
                 admin_lock=lock,
                 preparer=preparer,
                 track_changes=self.session.config.change_tracking_enabled,
@@ -713,6 +715,7 @@ class Dispatcher:
             before_integration=wait_for_parent,
             on_change=self._notify,
             after_complete=self._after_complete,
+            landing=self._landing,
             resumed=resumed,
             project_block=self._project_block,
             results_block=results_block(
@@ -721,6 +724,18 @@ class Dispatcher:
                 else self.pm.recent_results(self.session.config.sibling_results)
             ),
         )
+
+    def _landing(self, commit: str) -> None:
+        """A task's landing is about to move the branch to ``commit``: the worktree the tasks it frees will
+        claim is made ready at it meanwhile, beside the main checkout's fast-forward."""
+        if self.parallelism.isolated and self._task_group is not None:
+            self._task_group.start_soon(self._advance_worktree, commit, name="advance an idle worktree")
+
+    async def _advance_worktree(self, commit: str) -> None:
+        try:
+            await self.worktrees.advance(commit)
+        except Exception:  # best effort: the claim resets the worktree itself, and meets the cause there
+            _log.warning("dispatcher.advance_failed", commit=commit, exc_info=True)
 
     async def _after_complete(self, task: Task) -> None:
         """Under the integration lock, right after a task is recorded complete: refresh tasks for stale

@@ -174,6 +174,8 @@ class TaskContext:
     before_integration: Callable[[], Awaitable[None]] = _nothing_to_wait_for
     on_change: Callable[[str], None] = _no_change
     after_complete: Callable[[Task], Awaitable[None]] | None = None
+    # Told the commit an isolated task's landing is about to fast-forward the main tree to (``integrate``).
+    landing: Callable[[str], None] | None = None
     # The developer's change as git showed it, reused by the gates and the review (they change no file);
     # dropped on any failure and before the test engineer, who adds files.
     developer_diff: WorkingDiff | None = None
@@ -1288,7 +1290,7 @@ async def _complete_step(session: RunContext, task: Task, ctx: TaskContext) -> S
         ready = await prepare_landing(session.git, ctx.workspace, task, change)
         async with ctx.integration_lock:
             try:
-                outcome = await integrate(session.git, ctx.workspace, task, change, ready)
+                outcome = await integrate(session.git, ctx.workspace, task, change, ready, ctx.landing)
             except MainTreeChangedError as exc:
                 # Verified, but it cannot land without touching somebody's work: it waits, kept.
                 await hold_for_adoption(session, task, change.commit, exc.message)
