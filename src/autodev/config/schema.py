@@ -844,7 +844,8 @@ class AutodevConfig(_Settings):
     worktree_pool_enabled: bool = Field(
         default=True,
         description="Recycle the parallel execute phase's git worktrees between tasks (reset to each "
-        "task's base) instead of checking out a fresh one per task.",
+        "task's base) instead of checking out a fresh one per task. The pool holds one worktree more than "
+        "the tasks at once: a landing that makes a task ready resets it to the new commit meanwhile.",
     )
     worktree_split_index_min_files: int = Field(
         default=10_000,

@@ -499,6 +499,17 @@ class PlanManager:
         task = self._tasks.get(task_id)
         return task.status if task is not None else None
 
+    def frees_a_task(self, task_id: str) -> bool:
+        """Whether ``task_id`` finishing makes a pending task ready: one that depends on it and on nothing
+        else still open (no copy made: the dispatcher asks at every landing)."""
+        for child_id in self._children.get(task_id, ()):
+            child = self._tasks.get(child_id)
+            if child is None or child.status != "pending":
+                continue
+            if all(dep == task_id or self.get_task_status(dep) in DONE_STATUSES for dep in child.depends_on):
+                return True
+        return False
+
     def slices_of(self, task_id: str) -> list[str]:
         """The ids of the slices ``task_id`` was split into, in plan order (none: it was never sliced)."""
         return list(self._slices.get(task_id, ()))

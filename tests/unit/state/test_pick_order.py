@@ -96,3 +96,23 @@ def test_an_order_that_follows_statuses_is_asked_every_time(tmp_path: Path) -> N
         manager.next_pending_tasks(1, scheduler=order)
         manager.next_pending_tasks(1, scheduler=order)
         assert order.asked == 2
+
+
+def test_a_task_frees_a_dependent_only_when_it_is_that_ones_last_open_dependency(tmp_path: Path) -> None:
+    """What a landing asks before it has a worktree readied at its commit for the task it frees."""
+    specs = [
+        Spec("1.1"),
+        Spec("1.2"),
+        Spec("1.3", deps=("1.1", "1.2")),
+        Spec("1.4", deps=("1.2",)),
+        Spec("1.5"),
+    ]
+    with PlanManager.open(tmp_path) as manager:
+        manager.init_plan(plan_of(specs))
+        assert not manager.frees_a_task("1.1")  # 1.3 still waits on 1.2
+        assert manager.frees_a_task("1.2")  # 1.4 waits on nothing else
+        assert not manager.frees_a_task("1.5")  # nothing depends on it
+        _finish(manager, "1.2")
+        assert manager.frees_a_task("1.1")  # now 1.3's last open dependency
+        manager.update_task_status("1.3", "in_progress")
+        assert not manager.frees_a_task("1.1")  # started already: nothing left to free

@@ -20,6 +20,7 @@ completes. If the parent completes, the speculation is confirmed (``speculative_
 
 from __future__ import annotations
 
+import functools
 import math
 import tempfile
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -224,8 +225,8 @@ class Dispatcher:
         preparer = self.session.worktree_preparer
         split_from = self.session.config.worktree_split_index_min_files
         if self.session.config.worktree_pool_enabled and self.parallelism.isolated:
-            # One more than the tasks at once: the spare each landing resets ahead, so the task it frees (or
-            # the next one, when every slot is busy) starts on a worktree already at the new commit.
+            # One more than the tasks at once: the spare a landing resets ahead when it frees a task, so that
+            # task starts on a worktree already at the new commit, also when every other one is busy.
             return WorktreePool(
                 root,
                 tree,
@@ -715,7 +716,7 @@ class Dispatcher:
             before_integration=wait_for_parent,
             on_change=self._notify,
             after_complete=self._after_complete,
-            landing=self._landing,
+            landing=functools.partial(self._landing, task_id),
             resumed=resumed,
             project_block=self._project_block,
             results_block=results_block(
@@ -725,10 +726,12 @@ class Dispatcher:
             ),
         )
 
-    def _landing(self, commit: str) -> None:
-        """A task's landing is about to move the branch to ``commit``: the worktree the tasks it frees will
-        claim is made ready at it meanwhile, beside the main checkout's fast-forward."""
-        if self.parallelism.isolated and self._task_group is not None:
+    def _landing(self, task_id: str, commit: str) -> None:
+        """``task_id``'s landing is about to move the branch to ``commit``: when that makes a task ready, the
+        worktree it will claim is made ready at ``commit`` meanwhile, beside the main checkout's
+        fast-forward. Not otherwise: whatever claims next may do so after more landings, and the worktree
+        would be reset twice."""
+        if self.parallelism.isolated and self._task_group is not None and self.pm.frees_a_task(task_id):
             self._task_group.start_soon(self._advance_worktree, commit, name="advance an idle worktree")
 
     async def _advance_worktree(self, commit: str) -> None:
