@@ -283,7 +283,7 @@ def _replace_under_git_lock(target: Path, data: bytes, still: Callable[[], bool]
 
 def _copy_under_git_lock(index: Path, lock: Path, stamp: tuple[int, int, int, int, int]) -> bool:
     """Take git's own lock on ``index`` (``lock`` created exclusively) and fill it with a copy of the index
-    that keeps its mtime, for git's racy-entry rule (see ``GitRepo._scratch_index``): True once held.
+    that keeps its mtime, for git's racy-entry rule (see ``_seed_scratch_index``): True once held.
     False, with no lock left, when someone holds it or the index is no longer at ``stamp`` (under the lock
     no git writes it: a stamp that moved anyway is someone else's write)."""
     try:
