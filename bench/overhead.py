@@ -6,13 +6,17 @@ run's parallelism), the same median over the first and the last tenth of the run
 plan size means a ratio near 1), ledger ops per task, the cost of one state transition (median
 ``update_task_status`` inside the run), the git processes AutoDev started per task (in all, and for each
 command started at least once a task on average), and the time per task of the check that every commit
-recorded as landed is still on the branch (``AgentWatch.check_landed``, after every agent call). The counts
-and that time are what a change to the per-task work can be judged by on a machine whose speed drifts
-between runs. ``--repo-files`` first commits a generated tree of that many files
+recorded as landed is still on the branch (``AgentWatch.check_landed``, after every agent call), the file
+syncs AutoDev's own process asked for per task (``os.fsync`` and ``os.fdatasync``: evidence files, their
+directory, durable ledger appends) and the processor time per task, AutoDev's process and its git processes
+apart. The counts and those times are what a change to the per-task work can be judged by on a machine
+whose speed drifts between runs. ``--repo-files`` first commits a generated tree of that many files
 (nested directories of 20 files, like a real source tree), to show what the size of the repository costs.
+``--syncs off`` turns those syncs into no-ops for the run, to measure what the durability costs: a
+measurement only (a crash of the machine may then lose what the ledger says is durable), never a way to run.
 
     python bench/overhead.py [--tasks 100,1000,5000] [--repo-files 0] [--workers N] [--pool on|off]
-        [--tracking on|off]
+        [--tracking on|off] [--syncs on|off]
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -82,6 +88,24 @@ def counting(function: Callable[P, R], commands: Counter[str], seconds: dict[str
     return counted
 
 
+def counted_sync(sync: Callable[P, None], calls: list[int], *, skip: bool) -> Callable[P, None]:
+    """``os.fsync`` or ``os.fdatasync``, adding 1 to ``calls[0]`` for every call; with ``skip``, the call is
+    counted and not made."""
+
+    def counted(*args: P.args, **kwargs: P.kwargs) -> None:
+        calls[0] += 1
+        if not skip:
+            sync(*args, **kwargs)
+
+    return counted
+
+
+def processor_seconds() -> tuple[float, float]:
+    """User and system time so far of this process (all its threads) and of its children waited for."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
+
+
 def timing_async(
     function: Callable[P, Coroutine[Any, Any, R]], timings: list[float]
 ) -> Callable[P, Coroutine[Any, Any, R]]:
@@ -123,7 +147,9 @@ def tenth_mean(intervals: Sequence[float], last: bool) -> float:
     return statistics.fmean(intervals[-size:] if last else intervals[:size])
 
 
-def measure(n_tasks: int, repo_files: int, overrides: dict[str, Any]) -> dict[str, object]:
+def measure(
+    n_tasks: int, repo_files: int, overrides: dict[str, Any], *, syncs: bool = True
+) -> dict[str, object]:
     with tempfile.TemporaryDirectory() as tmp:
         root = git_repo(Path(tmp) / "repo")
         if repo_files:
@@ -143,17 +169,24 @@ def measure(n_tasks: int, repo_files: int, overrides: dict[str, Any]) -> dict[st
         original = PlanManager.update_task_status
         original_check = AgentWatch.check_landed
         original_git = git_module.run_git_now
+        original_syncs = os.fsync, os.fdatasync
+        sync_calls = [0]
         PlanManager.update_task_status = timing(original, timings)  # type: ignore[method-assign]
         AgentWatch.check_landed = timing_async(original_check, landed_checks)  # type: ignore[method-assign]
         git_module.run_git_now = counting(original_git, commands, git_seconds)
+        os.fsync = counted_sync(os.fsync, sync_calls, skip=not syncs)
+        os.fdatasync = counted_sync(os.fdatasync, sync_calls, skip=not syncs)
         try:
             started, started_at = time.perf_counter(), datetime.now(UTC)
+            own_before, children_before = processor_seconds()
             tasks = anyio.run(orchestrator.execute)
             wall = time.perf_counter() - started
+            own_after, children_after = processor_seconds()
         finally:
             PlanManager.update_task_status = original  # type: ignore[method-assign]
             AgentWatch.check_landed = original_check  # type: ignore[method-assign]
             git_module.run_git_now = original_git
+            os.fsync, os.fdatasync = original_syncs
         assert all(task.status == "complete" for task in tasks), "every task must complete"
         manager = PlanManager.open(root, readonly=True)
         entries = list(manager.ledger.entries())
@@ -187,6 +220,12 @@ def measure(n_tasks: int, repo_files: int, overrides: dict[str, Any]) -> dict[st
                 if count >= n_tasks
             },
             "landed_check_ms_per_task": round(sum(landed_checks) * 1000 / n_tasks, 3),
+            "syncs_per_task": round(sync_calls[0] / n_tasks, 2),
+            "syncs": "on" if syncs else "off (a measurement only)",
+            "cpu_ms_per_task": {
+                "autodev": round((own_after - own_before) * 1000 / n_tasks, 1),
+                "git": round((children_after - children_before) * 1000 / n_tasks, 1),
+            },
         }
 
 
@@ -199,6 +238,12 @@ def main() -> None:
     parser.add_argument(
         "--tracking", choices=("on", "off"), default=None, help="default: the configuration's"
     )
+    parser.add_argument(
+        "--syncs",
+        choices=("on", "off"),
+        default="on",
+        help="off: AutoDev's fsyncs become no-ops, to measure what durability costs (never a way to run)",
+    )
     args = parser.parse_args()
     configure_quiet_logging()
     overrides: dict[str, Any] = {}
@@ -209,7 +254,7 @@ def main() -> None:
     if args.tracking is not None:
         overrides["change_tracking_enabled"] = args.tracking == "on"
     sizes = [int(size) for size in args.tasks.split(",")]
-    runs = [measure(size, args.repo_files, overrides) for size in sizes]
+    runs = [measure(size, args.repo_files, overrides, syncs=args.syncs == "on") for size in sizes]
     print(json.dumps({"benchmark": "overhead", "runs": runs}, indent=2))
 
 

@@ -1,0 +1,49 @@
+"""The overhead benchmark's counters on a small real run: the file syncs it counts are AutoDev's own, made
+unless ``--syncs off`` asks otherwise, and the process's ``os.fsync`` is its own again afterwards
+(``bench/overhead.py`` runs the same measurement at 100 to 5,000 tasks)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parents[3] / "bench"))
+import overhead
+
+
+@pytest.mark.parametrize("syncs", [True, False])
+def test_the_overhead_benchmark_counts_autodevs_syncs_and_puts_them_back(
+    syncs: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made: list[int] = []
+    real_fsync, real_fdatasync = os.fsync, os.fdatasync
+
+    def fsync(fd: int) -> None:
+        made.append(fd)
+        real_fsync(fd)
+
+    def fdatasync(fd: int) -> None:
+        made.append(fd)
+        real_fdatasync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "fdatasync", fdatasync)
+
+    run = overhead.measure(3, 0, {}, syncs=syncs)
+
+    assert os.fsync is fsync and os.fdatasync is fdatasync
+    counted = run["syncs_per_task"]
+    assert isinstance(counted, float) and counted >= 5  # evidence files, their directory, durable appends
+    mode = run["syncs"]
+    assert isinstance(mode, str)
+    if syncs:
+        assert mode == "on"
+        assert len(made) >= counted * 3  # every counted sync was made (the set-up's own come on top)
+    else:
+        assert mode.startswith("off")
+        assert len(made) < counted * 3  # only the set-up's own: the run's were counted, not made
+    cpu = run["cpu_ms_per_task"]
+    assert isinstance(cpu, dict) and cpu["autodev"] > 0 and cpu["git"] > 0
