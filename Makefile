@@ -26,6 +26,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 # Two workers: the suite mostly waits on subprocesses. `make test PYTEST_WORKERS=0` runs it in one process.
+# tests/conftest.py hands the tests out a few at a time, so both workers finish together (docs/adr/0021).
 PYTEST_WORKERS ?= 2
 test: lint typecheck $(STAMP)
 	$(BIN)/pytest -n $(PYTEST_WORKERS)

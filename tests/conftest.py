@@ -6,11 +6,27 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from autodev.logging import configure_quiet_logging
 from autodev.workspace import changes
+
+if TYPE_CHECKING:
+    from support.scheduling import OneTestAtATime
+    from xdist.remote import Producer
+
+
+# Before xdist's own, which would answer first: the hook takes the first answer.
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Producer) -> OneTestAtATime | None:
+    """With ``-n``, tests go out a few at a time so the workers finish together (``support.scheduling``)."""
+    if config.getvalue("dist") != "load":
+        return None  # another mode (``--dist each``, ``worksteal``, ...) is xdist's own
+    from support.scheduling import OneTestAtATime
+
+    return OneTestAtATime(config, log)
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -1,4 +1,4 @@
-"""The Ray executor's tests run on a real local Ray cluster, one per test process (``support.ray_cluster``).
+"""The Ray executor's tests run on a real local Ray cluster, one per test module (``support.ray_cluster``).
 
 Skipped where Ray is not installed (``pip install 'autodev[ray]'``); ``.ci/run`` installs it.
 """
@@ -20,7 +20,9 @@ pytest.importorskip("ray")
 from support.ray_cluster import RayCluster, local_ray_cluster
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[RayCluster]:
+    """Stopped when the module's tests are done: an idle cluster's processes would take processor time from
+    every test after them."""
     with local_ray_cluster() as cluster:
         yield cluster
