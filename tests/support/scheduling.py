@@ -2,12 +2,13 @@
 
 xdist's default (``load``) sends a worker up to a quarter of the tests still waiting in one batch. The suite's
 order puts slow tests (real agent CLIs, crash runs, hostile agents) among fast ones, so a late batch of slow
-tests could keep one worker busy for minutes after the other had run out of work: a quarter of the whole
-run's time in the slowest runs measured. Here every test is its own unit, handed out a few at a time, so both
-workers finish within a test or two of each other.
+tests could keep one worker busy for minutes after the other had run out of work (8.5 minutes of a 22-minute
+run, measured). Here every test is its own unit, handed out a few at a time, so both workers finish within a
+test or two of each other.
 
 The exception is a module whose tests share one costly module-scoped fixture (eight killed-and-resumed runs,
-a Ray cluster): split over two workers, each would build it. Such a module goes whole to one worker.
+a Ray cluster): split over two workers, each would build it, and two builds of the crash runs beside the
+cluster overloaded two cores until tests failed (measured). Such a module goes whole to one worker.
 xdist's own ``xdist_group`` mark would do that, but it renames the tests' ids, which pytest 9.2 no longer
 lets a plugin do, so the modules are named here.
 """
