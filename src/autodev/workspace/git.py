@@ -1554,8 +1554,10 @@ class GitRepo:
             return False
         if self._made.parent_of(commit) == head:
             # One process for the paths to write and the patch the task's record keeps (``commit_patch``),
-            # unless ``learn_change`` read them ahead.
-            known = self._made.changes.pop(commit, None)
+            # unless ``learn_change`` read them ahead or they are the task's own diff: a commit replayed
+            # again under the integration lock, after another landing moved the branch, is not learned
+            # ahead, and a git process there holds up every landing behind it.
+            known = self._made.changes.pop(commit, None) or self._made.known_change(commit)
             names, patch = known if known is not None else await self._names_and_patch(head, commit)
             self._made.note_names(commit, names)
             written = list(names)

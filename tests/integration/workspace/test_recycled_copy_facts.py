@@ -198,3 +198,39 @@ async def test_a_replayed_landing_takes_the_tasks_own_diff_and_a_reset_the_landi
     assert (worktree.path / "pkg" / "one.py").exists() and (worktree.path / "pkg" / "two.py").exists()
     main.unwatch()
     await pool.cleanup_all()
+
+
+@pytest.mark.asyncio
+async def test_a_landing_replayed_again_under_the_lock_writes_the_tasks_own_diff_without_asking_git(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The branch moves between a landing's preparation and its lock (another task lands): the change is
+    replayed again under the lock, and what the fast-forward writes is still the task's own diff."""
+    main = GitRepo(repo)
+    assert await main.watch()
+    pool = _pool(repo, main, size=3)
+    await pool.cold_start()
+    base = _head(repo)
+    tasks = [
+        Task(id=f"1.{n}", phase_id="1", title=f"task {n}", description="d", base_commit=base)
+        for n in (1, 2, 3)
+    ]
+    copies = [await _develop(pool, main, task, f"mod{n}.py") for n, task in enumerate(tasks, 1)]
+    await _land(main, copies[0], tasks[0])
+    change = await commit_task(copies[1], tasks[1], resumed=False)
+    ready = await prepare_landing(main, copies[1], tasks[1], change)
+    landed_third = await _land(main, copies[2], tasks[2])  # lands between the preparation and the lock
+
+    started = git_started(monkeypatch)
+    outcome = await integrate(main, copies[1], tasks[1], change, ready)
+
+    assert ready is not None and isinstance(outcome, Integrated) and outcome.commit != ready.commit
+    assert "merge-tree" in command_names(started)
+    assert "diff" not in command_names(started)
+    assert _head(repo) == outcome.commit and _git(repo, "rev-parse", "HEAD^").strip() == landed_third
+    assert _status_paths(repo) == set()
+    assert (repo / "pkg" / "mod2.py").read_text() == "# written by task 1.2\n"
+    git_patch = _git(repo, "diff", "--binary", "--no-renames", landed_third, outcome.commit)
+    assert await main.commit_patch(outcome.commit) == git_patch
+    main.unwatch()
+    await pool.cleanup_all()
