@@ -122,9 +122,9 @@ def critical_path(tasks: Sequence[Task], work: dict[str, float]) -> tuple[float,
     return max(best.values())
 
 
-def greedy_makespan(tasks: Sequence[Task], work: dict[str, float], parallelism: int) -> float:
-    """The makespan of the dispatcher's policy if the orchestrator cost nothing: ``parallelism`` at once,
-    ready tasks offered heads of the longest dependency chains first (plan order with one worker)."""
+def dispatch_order(tasks: Sequence[Task], parallelism: int) -> list[str]:
+    """The order the dispatcher offers ready tasks in: heads of the longest dependency chains first, plan
+    order with one worker."""
     order = [task.id for task in tasks]
     if parallelism > 1:
         chain: dict[str, int] = {}
@@ -132,6 +132,13 @@ def greedy_makespan(tasks: Sequence[Task], work: dict[str, float], parallelism: 
             dependents = [chain[other.id] for other in tasks if task.id in other.depends_on]
             chain[task.id] = 1 + max(dependents, default=0)
         order.sort(key=lambda task_id: -chain[task_id])  # stable: ties keep plan order
+    return order
+
+
+def greedy_makespan(tasks: Sequence[Task], work: dict[str, float], parallelism: int) -> float:
+    """The makespan of the dispatcher's policy if the orchestrator cost nothing: ``parallelism`` at once,
+    ready tasks offered in ``dispatch_order``."""
+    order = dispatch_order(tasks, parallelism)
     deps = {task.id: set(task.depends_on) for task in tasks}
     now, done, running, pending = 0.0, set[str](), list[tuple[float, str]](), list(order)
     while pending or running:

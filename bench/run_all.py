@@ -27,6 +27,7 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
     "cli_startup": ([], ["--runs", "3"]),
     "memory": (["--tasks", "1000"], ["--tasks", "50"]),
     "makespan": ([], ["--quick"]),
+    "makespan_floor": ([], ["--quick"]),
     "routing": ([], ["--quick"]),
     "git_ops": ([], ["--sizes", "100,1000", "--runs", "2"]),
     "worktree_pool": ([], ["--dirs", "10", "--iterations", "3"]),

@@ -1,0 +1,406 @@
+"""The makespan's floor: ``bench/makespan.py``'s workload with nothing of a task but its git and its syncs.
+
+The same seeded DAG, agent latency and parallelisms as ``bench/makespan.py``, run by a dispatcher that does
+for each task only the operations AutoDev's task costs on its way today, in the same order, with AutoDev's
+own primitives: the git commands its task runs (through ``run_git``, with the same configuration and
+environment), ledger records appended and synced under the ledger's lock as the plan manager makes them
+(ten durable a task, eleven more synced with them), the seven evidence files written atomically and synced
+with their directory, and the commit objects written in-process. No orchestration logic runs: no prompt, no
+check after a call, no policy, no model copies, no events. Its efficiency is therefore an upper bound of what
+AutoDev can reach while a task's path holds these operations: the orchestrator's own work only lowers it.
+
+A task's path here, as in a run of ``bench/makespan.py``: the reset of its pooled worktree to the branch
+(``restore``, when the worktree's base is behind), the developer's call, the snapshot (``add`` into a
+scratch index, ``write-tree``, ``diff`` against the base), the reviewer's and the test engineer's calls, its
+commit, the replay onto the branch when the branch moved (``merge-tree``, prepared before the integration
+lock and again under it when another landing came first), and under the lock the fast-forward (``restore``
+of the main checkout's paths through git's index lock, the branch written as a loose ref). After the
+landing, off the path: the main checkout's ``status`` and the freed worktree's reset.
+
+``--git off`` leaves every git process out (the trees and commits are then fake ids), ``--syncs off`` every
+sync: what the floor would be without them. Measurements only, never a way to run AutoDev.
+
+    python bench/makespan_floor.py [--tasks 60] [--latency 0.5] [--parallelism 4,8] [--runs 3] [--seed 1]
+                                   [--git on|off] [--syncs on|off] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _scenario import git_repo
+from makespan import (
+    QUICK_LATENCY_S,
+    QUICK_TASKS,
+    critical_path,
+    dag_plan,
+    dispatch_order,
+    median_run,
+    parallelisms,
+    task_file,
+)
+
+from autodev.state.atomic import atomic_write_bytes, fsync_dir
+from autodev.state.file_lock import KeptFileLock
+from autodev.state.ledger import Ledger
+from autodev.state.schemas import Task
+from autodev.workspace.git import run_git
+from autodev.workspace.objects import CommitWriter
+
+GIT_ENV = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
+PATHS_ENV = {**GIT_ENV, "GIT_LITERAL_PATHSPECS": "1"}
+FEW_PATHS = ("-c", "core.preloadIndex=false")
+FAKE_ID = "0" * 40
+IDENT = "bench <bench@invalid> 0 +0000"
+
+
+@dataclass
+class Worktree:
+    path: Path
+    index: Path
+    base: str
+
+
+@dataclass
+class Floor:
+    """One run's repository, ledger, evidence directory and integration lock."""
+
+    root: Path
+    git: bool
+    syncs: bool
+    head: str
+    ledger: Ledger
+    lock: KeptFileLock
+    writer: CommitWriter
+    scratch: Path
+    land_lock: anyio.Lock = field(default_factory=anyio.Lock)
+    landed: dict[str, list[str]] = field(default_factory=dict)  # commit -> its parent and paths, in order
+    git_ms: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+
+    async def run(
+        self, cwd: Path, *args: str, env: dict[str, str] = GIT_ENV, stdin: str | None = None
+    ) -> str:
+        if not self.git:
+            return FAKE_ID
+        started = time.perf_counter()
+        done = await run_git(
+            list(args), cwd=cwd, env=env, timeout_s=120, stdin=None if stdin is None else stdin.encode()
+        )
+        command = next(arg for arg in args if not arg.startswith("-") and "=" not in arg)
+        self.git_ms[command].append((time.perf_counter() - started) * 1000)
+        if done.returncode != 0:
+            raise RuntimeError(f"git {command} failed: {done.stderr.decode(errors='replace').strip()}")
+        return done.stdout.decode()
+
+    def record(self, op: str, task_id: str, *, durable: bool = True) -> None:
+        self.lock.acquire(timeout=-1, poll_interval=0.005)
+        try:
+            self.ledger.append(op, {"task_id": task_id}, durable=durable and self.syncs)
+        finally:
+            self.lock.release()
+
+    def evidence(self, task_id: str, kind: str, data: bytes) -> None:
+        path = self.root / ".autodev" / "evidence" / task_id / f"{kind}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(path, data, durable=self.syncs)
+        if self.syncs:
+            fsync_dir(path.parent)
+        self.record("evidence_recorded", task_id, durable=False)
+
+    def commit(self, tree: str, parent: str, task_id: str) -> str:
+        if not self.git:
+            return FAKE_ID
+        commit = self.writer.write(tree, parent, f"autodev: {task_id}")
+        assert commit is not None  # full ids of one format: the writer always writes them
+        return commit
+
+    async def reset(self, worktree: Worktree) -> None:
+        """The worktree's files and index brought to the branch, on the paths landed since its base."""
+        head, paths = self.head, self.paths_since(worktree.base)
+        if paths:
+            await self.run(
+                worktree.path,
+                *FEW_PATHS,
+                "restore",
+                f"--source={head}",
+                "--staged",
+                "--worktree",
+                "--pathspec-from-file=-",
+                "--pathspec-file-nul",
+                env=PATHS_ENV,
+                stdin="\0".join(paths),
+            )
+        worktree.base = head
+
+    def paths_since(self, base: str) -> list[str]:
+        found: list[str] = []
+        for commit in reversed(self.landed):
+            if commit == base:
+                break
+            found.extend(self.landed[commit])
+        return sorted(found)
+
+    async def agent(self, task_id: str, latency: float) -> None:
+        self.record("delegation_decided", task_id, durable=False)
+        await anyio.sleep(latency)
+        self.record("usage_recorded", task_id)
+
+    async def task(self, task_id: str, worktree: Worktree, latency: float) -> None:
+        if worktree.base != self.head:
+            await self.reset(worktree)
+        base, path = worktree.base, task_file(task_id)
+        self.record("task_status", task_id)
+        await self.agent(task_id, latency)
+        (worktree.path / path).parent.mkdir(parents=True, exist_ok=True)
+        (worktree.path / path).write_text(f"def task_{task_id.replace('.', '_')}() -> int:\n    return 1\n")
+        index = self.scratch / f"index-{task_id}"
+        await anyio.to_thread.run_sync(shutil.copyfile, worktree.index, index)
+        staged = {**PATHS_ENV, "GIT_INDEX_FILE": str(index)}
+        await self.run(
+            worktree.path,
+            *FEW_PATHS,
+            "add",
+            "-A",
+            "--pathspec-from-file=-",
+            "--pathspec-file-nul",
+            env=staged,
+            stdin=path,
+        )
+        tree = (
+            await self.run(
+                worktree.path, "write-tree", "--missing-ok", env={**GIT_ENV, "GIT_INDEX_FILE": str(index)}
+            )
+        ).strip()
+        patch = await self.run(
+            worktree.path,
+            "diff",
+            "-z",
+            "--patch-with-raw",
+            "--binary",
+            "--no-renames",
+            base,
+            tree,
+            "--",
+            ".",
+            ":(exclude).autodev",
+        )
+        self.evidence(task_id, "developer", patch.encode())
+        self.evidence(task_id, "developer_patch", patch.encode())
+        self.record("task_status", task_id)
+        self.evidence(task_id, "gates", b"{}")
+        self.record("task_status", task_id)
+        await self.agent(task_id, latency)
+        self.evidence(task_id, "review", b"{}")
+        self.record("task_status", task_id)
+        await self.agent(task_id, latency)
+        self.evidence(task_id, "tests", b"{}")
+        self.record("task_status", task_id)
+        self.evidence(task_id, "tournament", b"{}")
+        self.record("task_status", task_id)
+        commit = self.commit(tree, base, task_id)
+        onto = self.head
+        if onto != base:
+            commit = await self.replay(worktree, commit, onto, task_id)
+        async with self.land_lock:
+            if self.head != onto:
+                commit = await self.replay(worktree, commit, self.head, task_id)
+            await self.fast_forward(commit, path)
+        self.evidence(task_id, "patch", patch.encode())
+        self.record("task_status", task_id)
+
+    async def replay(self, worktree: Worktree, commit: str, onto: str, task_id: str) -> str:
+        merged = await self.run(worktree.path, "merge-tree", "--write-tree", "--name-only", onto, commit)
+        return self.commit(merged.split("\n", 1)[0].strip(), onto, task_id)
+
+    async def fast_forward(self, commit: str, path: str) -> None:
+        if self.git:
+            git_dir = self.root / ".git"
+            index_lock = git_dir / "index.lock"
+            shutil.copyfile(git_dir / "index", index_lock)
+            await self.run(
+                self.root,
+                *FEW_PATHS,
+                "restore",
+                f"--source={commit}",
+                "--staged",
+                "--worktree",
+                "--pathspec-from-file=-",
+                "--pathspec-file-nul",
+                env={**PATHS_ENV, "GIT_INDEX_FILE": str(index_lock)},
+                stdin=path,
+            )
+            os.replace(index_lock, git_dir / "index")
+            branch = git_dir / "refs" / "heads" / "main"
+            branch.with_name("main.lock").write_text(commit + "\n")
+            os.replace(branch.with_name("main.lock"), branch)
+        self.landed[commit] = [path]
+        self.head = commit
+
+    async def after_landing(
+        self, path: str, worktree: Worktree, pool: list[Worktree], wake: Callable[[], None]
+    ) -> None:
+        await self.run(
+            self.root,
+            *FEW_PATHS,
+            "status",
+            "--porcelain",
+            "-z",
+            "--no-renames",
+            "--untracked-files=all",
+            "--",
+            path,
+            env=PATHS_ENV,
+        )
+        await self.reset(worktree)
+        pool.append(worktree)
+        wake()
+
+
+def _git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout.strip()
+
+
+async def measure(
+    tasks: Sequence[Task], latency: float, parallelism: int, *, git: bool, syncs: bool
+) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = git_repo(Path(tmp) / "repo")
+        _git(root, "branch", "-M", "main")
+        state = root / ".autodev"
+        state.mkdir()
+        (root / ".git" / "info" / "exclude").write_text(".autodev/\n")
+        ledger = Ledger(state / "ledger.jsonl")
+        ledger.open()
+        writer = CommitWriter.from_git(root / ".git" / "objects", IDENT, IDENT, {}, GIT_ENV)
+        assert writer is not None
+        floor = Floor(
+            root,
+            git,
+            syncs,
+            _git(root, "rev-parse", "HEAD"),
+            ledger,
+            KeptFileLock(state / "lock"),
+            writer,
+            Path(tempfile.mkdtemp(dir=tmp)),
+        )
+        floor.landed[floor.head] = []
+        pool: list[Worktree] = []
+        for n in range(parallelism + 1):
+            path = state / f"pool-{n}"
+            _git(root, "worktree", "add", "-q", "--detach", str(path), floor.head)
+            pool.append(
+                Worktree(path, Path(_git(path, "rev-parse", "--absolute-git-dir")) / "index", floor.head)
+            )
+        deps = {task.id: set(task.depends_on) for task in tasks}
+        pending, done, running = dispatch_order(tasks, parallelism), set[str](), 0
+        started: dict[str, float] = {}
+        finished: dict[str, float] = {}
+        freed = anyio.Event()
+
+        def wake() -> None:
+            freed.set()  # the dispatcher's event of the moment, not the one current when a task began
+
+        async def one(task_id: str, worktree: Worktree, group: TaskGroup) -> None:
+            nonlocal running
+            started[task_id] = time.perf_counter()
+            await floor.task(task_id, worktree, latency)
+            finished[task_id] = time.perf_counter()
+            done.add(task_id)
+            running -= 1
+            group.start_soon(floor.after_landing, task_file(task_id), worktree, pool, wake)
+            wake()
+
+        began = time.perf_counter()
+        async with anyio.create_task_group() as group:
+            while len(done) < len(tasks):
+                ready = [task_id for task_id in pending if deps[task_id] <= done]
+                while ready and pool and running < parallelism:
+                    task_id = ready.pop(0)
+                    pending.remove(task_id)
+                    running += 1
+                    group.start_soon(one, task_id, pool.pop(0), group)
+                freed = anyio.Event()
+                if len(done) < len(tasks):
+                    await freed.wait()
+            measured = time.perf_counter() - began
+        committed = set(_git(root, "ls-tree", "-r", "--name-only", "HEAD").splitlines()) if git else set()
+        ledger.close()
+    work = {task.id: 3 * latency for task in tasks}
+    path_work, _ = critical_path(tasks, work)
+    ideal = max(path_work, sum(work.values()) / parallelism)
+    in_task = [finished[t] - started[t] - work[t] for t in finished]
+    missing = [task.id for task in tasks if git and task_file(task.id) not in committed]
+    return {
+        "measured_s": round(measured, 3),
+        "ideal_s": round(ideal, 3),
+        "efficiency": round(ideal / measured, 3),
+        "median_in_task_ms": round(statistics.median(in_task) * 1000, 1),
+        "git_ms_median": {name: round(statistics.median(times), 1) for name, times in floor.git_ms.items()},
+        "git_processes_per_task": round(sum(map(len, floor.git_ms.values())) / len(tasks), 2),
+        "problems": [f"{task_id}: its file is not in HEAD" for task_id in missing],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=None, help="tasks in the DAG (default 60)")
+    parser.add_argument("--latency", type=float, default=None, help="seconds per agent call (default 0.5)")
+    parser.add_argument("--parallelism", type=parallelisms, default=[4, 8], help="e.g. 4,8")
+    parser.add_argument("--runs", type=int, default=None, help="runs per parallelism (default 3, quick 1)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--git", choices=("on", "off"), default="on")
+    parser.add_argument("--syncs", choices=("on", "off"), default="on")
+    parser.add_argument("--quick", action="store_true", help="12 tasks, 0.1 s latency: a sanity run")
+    args = parser.parse_args()
+    n_tasks = args.tasks if args.tasks is not None else (QUICK_TASKS if args.quick else 60)
+    latency = args.latency if args.latency is not None else (QUICK_LATENCY_S if args.quick else 0.5)
+    repeats = args.runs if args.runs is not None else (1 if args.quick else 3)
+    if n_tasks < 1 or latency < 0 or repeats < 1:
+        parser.error("need --tasks >= 1, --latency >= 0 and --runs >= 1")
+    tasks = dag_plan(n_tasks, args.seed).iter_tasks()
+    runs: dict[str, Any] = {}
+    for parallelism in args.parallelism:
+        print(f"parallelism {parallelism} ...", file=sys.stderr, flush=True)
+        run = functools.partial(
+            measure, tasks, latency, parallelism, git=args.git == "on", syncs=args.syncs == "on"
+        )
+        repeated = [anyio.run(run) for _ in range(repeats)]
+        runs[str(parallelism)] = median_run(repeated)
+    print(
+        json.dumps(
+            {
+                "benchmark": "makespan_floor",
+                "seed": args.seed,
+                "tasks": n_tasks,
+                "latency_s": latency,
+                "git": args.git,
+                "syncs": args.syncs,
+                "runs": runs,
+            },
+            indent=2,
+        )
+    )
+    if any(run["problems"] for run in runs.values()):
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

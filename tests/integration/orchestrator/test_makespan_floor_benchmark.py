@@ -1,0 +1,34 @@
+"""The makespan floor's dispatcher on a small DAG: every task lands its file on the branch through the git
+commands a task of ``bench/makespan.py`` runs, and ``--git off`` starts none (``bench/makespan_floor.py``
+runs the same measurement on the 60-task DAG)."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parents[3] / "bench"))
+import makespan
+import makespan_floor
+
+
+@pytest.mark.parametrize("git", [True, False])
+def test_the_floor_lands_every_task_with_a_tasks_git_commands_or_none(git: bool) -> None:
+    tasks = makespan.dag_plan(8, seed=3).iter_tasks()
+    assert any(task.depends_on for task in tasks)
+
+    run_result = anyio.run(functools.partial(makespan_floor.measure, tasks, 0.0, 3, git=git, syncs=False))
+
+    assert run_result["problems"] == []
+    commands = run_result["git_ms_median"]
+    assert isinstance(commands, dict)
+    if git:
+        # The snapshot, the fast-forward and the look after it for every task; replays where the branch moved.
+        assert {"add", "write-tree", "diff", "restore", "status"} <= set(commands)
+        assert run_result["git_processes_per_task"] >= 5
+    else:
+        assert commands == {} and run_result["git_processes_per_task"] == 0
