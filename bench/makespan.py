@@ -299,20 +299,36 @@ def parallelisms(text: str) -> list[int]:
     return values
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_workload_arguments(parser: argparse.ArgumentParser, *, parallelism: list[int], runs: int) -> None:
+    """The workload's options (this benchmark's, and the floor's in ``bench/makespan_floor.py``)."""
     parser.add_argument("--tasks", type=int, default=None, help="tasks in the DAG (default 60)")
     parser.add_argument("--latency", type=float, default=None, help="seconds per agent call (default 0.5)")
-    parser.add_argument("--parallelism", type=parallelisms, default=[1, 4, 8], help="e.g. 1,4,8")
-    parser.add_argument("--runs", type=int, default=None, help="runs per parallelism (default 5, quick 1)")
+    example = ",".join(map(str, parallelism))
+    parser.add_argument("--parallelism", type=parallelisms, default=parallelism, help=f"e.g. {example}")
+    parser.add_argument(
+        "--runs", type=int, default=None, help=f"runs per parallelism (default {runs}, quick 1)"
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--quick", action="store_true", help="12 tasks, 0.1 s latency: a sanity run")
-    args = parser.parse_args()
+
+
+def workload_sizes(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, *, runs: int
+) -> tuple[int, float, int]:
+    """The tasks, the latency and the runs per parallelism ``args`` ask for (``--quick`` shrinks them)."""
     n_tasks = args.tasks if args.tasks is not None else (QUICK_TASKS if args.quick else 60)
     latency = args.latency if args.latency is not None else (QUICK_LATENCY_S if args.quick else 0.5)
-    repeats = args.runs if args.runs is not None else (1 if args.quick else 5)
+    repeats = args.runs if args.runs is not None else (1 if args.quick else runs)
     if n_tasks < 1 or latency < 0 or repeats < 1:
         parser.error("need --tasks >= 1, --latency >= 0 and --runs >= 1")
+    return n_tasks, latency, repeats
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_workload_arguments(parser, parallelism=[1, 4, 8], runs=5)
+    args = parser.parse_args()
+    n_tasks, latency, repeats = workload_sizes(parser, args, runs=5)
     configure_quiet_logging()
     plan = dag_plan(n_tasks, args.seed)
     runs: dict[str, dict[str, Any]] = {}

@@ -48,14 +48,13 @@ from anyio.abc import TaskGroup
 sys.path.insert(0, str(Path(__file__).parent))
 from _scenario import git_repo
 from makespan import (
-    QUICK_LATENCY_S,
-    QUICK_TASKS,
+    add_workload_arguments,
     critical_path,
     dag_plan,
     dispatch_order,
     median_run,
-    parallelisms,
     task_file,
+    workload_sizes,
 )
 
 from autodev.state.atomic import atomic_write_bytes, fsync_dir
@@ -361,20 +360,11 @@ async def measure(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tasks", type=int, default=None, help="tasks in the DAG (default 60)")
-    parser.add_argument("--latency", type=float, default=None, help="seconds per agent call (default 0.5)")
-    parser.add_argument("--parallelism", type=parallelisms, default=[4, 8], help="e.g. 4,8")
-    parser.add_argument("--runs", type=int, default=None, help="runs per parallelism (default 3, quick 1)")
-    parser.add_argument("--seed", type=int, default=1)
+    add_workload_arguments(parser, parallelism=[4, 8], runs=3)
     parser.add_argument("--git", choices=("on", "off"), default="on")
     parser.add_argument("--syncs", choices=("on", "off"), default="on")
-    parser.add_argument("--quick", action="store_true", help="12 tasks, 0.1 s latency: a sanity run")
     args = parser.parse_args()
-    n_tasks = args.tasks if args.tasks is not None else (QUICK_TASKS if args.quick else 60)
-    latency = args.latency if args.latency is not None else (QUICK_LATENCY_S if args.quick else 0.5)
-    repeats = args.runs if args.runs is not None else (1 if args.quick else 3)
-    if n_tasks < 1 or latency < 0 or repeats < 1:
-        parser.error("need --tasks >= 1, --latency >= 0 and --runs >= 1")
+    n_tasks, latency, repeats = workload_sizes(parser, args, runs=3)
     tasks = dag_plan(n_tasks, args.seed).iter_tasks()
     runs: dict[str, Any] = {}
     for parallelism in args.parallelism:
