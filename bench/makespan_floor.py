@@ -73,6 +73,8 @@ IDENT = "bench <bench@invalid> 0 +0000"
 
 @dataclass
 class Worktree:
+    """A pooled worktree, its index and the branch commit its files are at."""
+
     path: Path
     index: Path
     base: str
@@ -91,7 +93,7 @@ class Floor:
     writer: CommitWriter
     scratch: Path
     land_lock: anyio.Lock = field(default_factory=anyio.Lock)
-    landed: dict[str, list[str]] = field(default_factory=dict)  # commit -> its parent and paths, in order
+    landed: dict[str, list[str]] = field(default_factory=dict)  # each landed commit -> its paths, in order
     git_ms: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
 
     async def run(
