@@ -344,6 +344,7 @@ async def measure(
             measured = time.perf_counter() - began
         committed = set(_git(root, "ls-tree", "-r", "--name-only", "HEAD").splitlines()) if git else set()
         ledger.close()
+        floor.lock.close()
     work = {task.id: 3 * latency for task in tasks}
     path_work, _ = critical_path(tasks, work)
     ideal = max(path_work, sum(work.values()) / parallelism)
