@@ -188,8 +188,13 @@ class CommitWriter:
         seconds = int(time.time()) if now is None else now
         stamp = f"{seconds} {git_timezone(seconds)}"
         body = commit_body(tree, parent, f"{self.author} {stamp}", f"{self.committer} {stamp}", message)
-        data = b"commit %d\0" % len(body) + body
-        object_id = hashlib.new(_HASH_BY_LENGTH[len(tree)], data).hexdigest()
+        return self.write_object(b"commit", body, id_length=len(tree))
+
+    def write_object(self, kind: bytes, body: bytes, *, id_length: int) -> str:
+        """The id of the object of type ``kind`` (``commit``, ``tree``) with ``body``, in the format whose
+        ids are ``id_length`` hex digits long, written as a loose object as git writes it."""
+        data = b"%s %d\0" % (kind, len(body)) + body
+        object_id = hashlib.new(_HASH_BY_LENGTH[id_length], data).hexdigest()
         self._store(object_id, zlib.compress(data, self.compression))
         return object_id
 
