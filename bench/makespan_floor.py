@@ -12,9 +12,11 @@ AutoDev can reach while a task's path holds these operations: the orchestrator's
 A task's path here, as in a run of ``bench/makespan.py``: the reset of its pooled worktree to the branch
 (``restore``, when the worktree's base is behind), the developer's call, the snapshot (``add`` into a
 scratch index, ``write-tree``, ``diff`` against the base), the reviewer's and the test engineer's calls, its
-commit, the replay onto the branch when the branch moved (``merge-tree``, prepared before the integration
-lock and again under it when another landing came first), and under the lock the fast-forward (``restore``
-of the main checkout's paths through git's index lock, the branch written as a loose ref). After the
+commit, the replay onto the branch when the branch moved (prepared before the integration lock and again
+under it when another landing came first: the branch's tree with the task's file put in, written in-process
+as AutoDev writes it for a change no landing since its base met, ``autodev.workspace.trees``), and under
+the lock the fast-forward (``restore`` of the main checkout's paths through git's index lock, the branch
+written as a loose ref). After the
 landing, off the path: the main checkout's ``status`` and the freed worktree's reset.
 
 ``--git off`` leaves every git process out (the trees and commits are then fake ids), ``--syncs off`` every
@@ -63,6 +65,7 @@ from autodev.state.ledger import Ledger
 from autodev.state.schemas import Task
 from autodev.workspace.git import run_git
 from autodev.workspace.objects import CommitWriter
+from autodev.workspace.trees import FileEntry, splice_tree
 
 GIT_ENV = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
 PATHS_ENV = {**GIT_ENV, "GIT_LITERAL_PATHSPECS": "1"}
@@ -94,6 +97,7 @@ class Floor:
     scratch: Path
     land_lock: anyio.Lock = field(default_factory=anyio.Lock)
     landed: dict[str, list[str]] = field(default_factory=dict)  # each landed commit -> its paths, in order
+    trees: dict[str, str] = field(default_factory=dict)  # each commit written -> its tree
     git_ms: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
 
     async def run(
@@ -131,6 +135,7 @@ class Floor:
             return FAKE_ID
         commit = self.writer.write(tree, parent, f"autodev: {task_id}")
         assert commit is not None  # full ids of one format: the writer always writes them
+        self.trees[commit] = tree
         return commit
 
     async def reset(self, worktree: Worktree) -> None:
@@ -197,12 +202,15 @@ class Floor:
             "--patch-with-raw",
             "--binary",
             "--no-renames",
+            "--no-abbrev",
             base,
             tree,
             "--",
             ".",
             ":(exclude).autodev",
         )
+        # The raw part's one entry: ":<old mode> <new mode> <old id> <new id> A", then the path.
+        _, mode, _, object_id, _ = patch.split("\0", 1)[0].split(" ") if self.git else ("", "", "", "", "")
         self.evidence(task_id, "developer", patch.encode())
         self.evidence(task_id, "developer_patch", patch.encode())
         self.record("task_status", task_id)
@@ -218,18 +226,22 @@ class Floor:
         self.record("task_status", task_id)
         commit = self.commit(tree, base, task_id)
         onto = self.head
+        own = {path: (mode, object_id)}
         if onto != base:
-            commit = await self.replay(worktree, commit, onto, task_id)
+            commit = await self.replay(own, onto, task_id)
         async with self.land_lock:
             if self.head != onto:
-                commit = await self.replay(worktree, commit, self.head, task_id)
+                commit = await self.replay(own, self.head, task_id)
             await self.fast_forward(commit, path)
         self.evidence(task_id, "patch", patch.encode())
         self.record("task_status", task_id)
 
-    async def replay(self, worktree: Worktree, commit: str, onto: str, task_id: str) -> str:
-        merged = await self.run(worktree.path, "merge-tree", "--write-tree", "--name-only", onto, commit)
-        return self.commit(merged.split("\n", 1)[0].strip(), onto, task_id)
+    async def replay(self, files: dict[str, FileEntry], onto: str, task_id: str) -> str:
+        if not self.git:
+            return FAKE_ID
+        tree = await anyio.to_thread.run_sync(splice_tree, self.writer, self.trees[onto], files)
+        assert tree is not None  # every task adds a file of its own: nothing meets, nothing is deleted
+        return self.commit(tree, onto, task_id)
 
     async def fast_forward(self, commit: str, path: str) -> None:
         if self.git:
@@ -303,6 +315,7 @@ async def measure(
             Path(tempfile.mkdtemp(dir=tmp)),
         )
         floor.landed[floor.head] = []
+        floor.trees[floor.head] = _git(root, "rev-parse", "HEAD^{tree}")
         pool: list[Worktree] = []
         for n in range(parallelism + 1):
             path = state / f"pool-{n}"

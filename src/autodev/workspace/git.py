@@ -32,6 +32,7 @@ from autodev.workspace import changes
 from autodev.workspace.changes import StatusKey, WatchedCopy, file_stamp
 from autodev.workspace.objects import CommitWriter
 from autodev.workspace.refs import BranchMoveError, advance_branch, read_refs
+from autodev.workspace.trees import ABSENT_MODE, FileEntry, paths_meet, splice_tree
 
 __all__ = ["GitError", "GitRepo", "WorkingDiff", "index_entries", "read_head_file", "run_git"]
 
@@ -378,6 +379,20 @@ class GitError(AutodevError):
 
 
 @dataclass(frozen=True, slots=True)
+class Change:
+    """The paths a change touches, its binary patch, and each path's new mode and object id (mode
+    "000000": deleted), as one ``git diff --raw`` showed them."""
+
+    names: tuple[str, ...]
+    patch: str
+    entries: tuple[tuple[str, FileEntry], ...]
+
+    @property
+    def deletes(self) -> bool:
+        return any(mode == ABSENT_MODE for _, (mode, _) in self.entries)
+
+
+@dataclass(frozen=True, slots=True)
 class WorkingDiff:
     """The working tree's change against a base commit: tracked and untracked files, binary-safe, and the
     id of the tree it was read from (what ``snapshot_tree`` gives at that moment)."""
@@ -386,6 +401,8 @@ class WorkingDiff:
     patch: str
     files: tuple[str, ...]
     tree: str
+    # Each file's new mode and object id in ``tree`` (mode "000000": deleted), as git's diff gave them.
+    entries: tuple[tuple[str, FileEntry], ...] = ()
 
     @property
     def is_empty(self) -> bool:
@@ -425,8 +442,9 @@ class CommitFacts:
         self._sizes: dict[str, dict[str, int | None]] = {}
         self.diffs: dict[tuple[str, str], WorkingDiff] = {}
         self.patches: dict[str, str] = {}
-        self.changes: dict[str, tuple[tuple[str, ...], str]] = {}
+        self.changes: dict[str, Change] = {}
         self._names: dict[str, tuple[str, ...]] = {}
+        self._deleting: dict[str, bool] = {}  # of the commits in ``_names``: whether the change deletes
         self._replayed: dict[str, str] = {}
         self._whole: dict[tuple[str, str], None] = {}  # an ordered set: the oldest is dropped first
 
@@ -447,27 +465,32 @@ class CommitFacts:
                 self._whole.pop(next(iter(self._whole)))
             self._whole[(diff.base, diff.tree)] = None
 
-    def note_change(self, commit: str, names: tuple[str, ...], patch: str) -> None:
+    def note_change(self, commit: str, change: Change) -> None:
         """The paths and the patch of ``commit``'s change on its parent, read ahead of a fast-forward to it
         (``GitRepo.learn_change``) and taken by it once."""
-        if len(patch) > self._KEPT_PATCH_CHARS:
+        if len(change.patch) > self._KEPT_PATCH_CHARS:
             return
         if len(self.changes) >= self._KEPT_DIFFS:
             self.changes.pop(next(iter(self.changes)))
-        self.changes[commit] = (names, patch)
+        self.changes[commit] = change
 
-    def note_names(self, commit: str, names: Sequence[str]) -> None:
-        """The exact paths ``commit``'s change on the parent AutoDev gave it touches (read from git)."""
+    def note_names(self, commit: str, change: Change) -> None:
+        """The exact paths ``commit``'s change on the parent AutoDev gave it touches (read from git), and
+        whether it deletes any."""
         if commit not in self._parents:
             return
         if len(self._names) >= self._KEPT_NAMES:
-            self._names.pop(next(iter(self._names)))
-        self._names[commit] = tuple(names)
+            dropped = next(iter(self._names))
+            self._names.pop(dropped)
+            self._deleting.pop(dropped, None)
+        self._names[commit] = change.names
+        self._deleting[commit] = change.deletes
 
-    def names_between(self, old: str, new: str) -> list[str] | None:
+    def names_between(self, old: str, new: str, *, none_deleted: bool = False) -> list[str] | None:
         """The paths that differ between ``old`` and its descendant ``new``, composed from the changes of
         AutoDev's commits between them; None when one of them is not known, or a path changes in two of
-        them (it may be back as ``old`` has it, which only git can tell)."""
+        them (it may be back as ``old`` has it, which only git can tell). ``none_deleted``: None as well
+        when one of those changes deletes a file."""
         found: set[str] = set()
         current = new
         for _ in range(self._NAMES_WALK):
@@ -475,6 +498,8 @@ class CommitFacts:
                 return sorted(found)
             names, parent = self._names.get(current), self._parents.get(current)
             if names is None or parent is None or not found.isdisjoint(names):
+                return None
+            if none_deleted and self._deleting.get(current, True):
                 return None
             found.update(names)
             current = parent
@@ -489,7 +514,7 @@ class CommitFacts:
     def is_whole(self, diff: WorkingDiff) -> bool:
         return (diff.base, diff.tree) in self._whole
 
-    def known_change(self, commit: str) -> tuple[tuple[str, ...], str] | None:
+    def known_change(self, commit: str) -> Change | None:
         """The paths and the patch of ``commit``'s change on its parent, from a diff AutoDev already read
         (a task's change, between its base and the tree it commits); None when none tells.
 
@@ -497,18 +522,31 @@ class CommitFacts:
         touch (AutoDev's own landings meanwhile, ``names_between``) is the same change: those paths are as
         the base has them on both sides, every other path as the parent has it."""
         onto = self._parents.get(commit)
-        original = self._replayed.get(commit, commit)
-        base, tree = self._parents.get(original), self.trees.get(original)
-        if onto is None or base is None or tree is None:
+        if onto is None:
+            return None
+        return self.change_onto(self._replayed.get(commit, commit), onto)
+
+    def change_onto(self, commit: str, onto: str, *, none_deleted: bool = False) -> Change | None:
+        """``commit``'s change (a task's commit on its base) as it is when replayed onto ``onto``, from
+        the task's diff: known when the landings between the base and ``onto`` (``names_between``) left
+        the change's paths alone. ``none_deleted``: only when neither the change nor those landings delete
+        a file; the paths then do not even meet (see ``autodev.workspace.trees``)."""
+        base, tree = self._parents.get(commit), self.trees.get(commit)
+        if base is None or tree is None:
             return None
         diff = self.diffs.get((base, tree))
         if diff is None or not self.is_whole(diff):
             return None
+        change = Change(diff.files, diff.patch, diff.entries)
+        if none_deleted and (len(change.entries) != len(change.names) or change.deletes):
+            return None
         if onto != base:
-            landed = self.names_between(base, onto)
+            landed = self.names_between(base, onto, none_deleted=none_deleted)
             if landed is None or not set(landed).isdisjoint(diff.files):
                 return None
-        return diff.files, diff.patch
+            if none_deleted and paths_meet(diff.files, landed):
+                return None
+        return change
 
     def note_patch(self, commit: str, patch: str) -> None:
         """``commit``'s patch on its parent, kept until ``GitRepo.commit_patch`` asks for it once."""
@@ -855,25 +893,31 @@ class GitRepo:
         if known is not None:
             self._made.note_diff(known, whole=whole)
             return known  # the same two objects: the same diff (the next step asks again)
-        files, patch = await self._names_and_patch(base, tree, *_ALL_BUT_STATE)
-        diff = WorkingDiff(base=base, patch=patch, files=files, tree=tree)
+        change = await self._names_and_patch(base, tree, *_ALL_BUT_STATE)
+        diff = WorkingDiff(
+            base=base, patch=change.patch, files=change.names, tree=tree, entries=change.entries
+        )
         self._made.note_diff(diff, whole=whole)
         return diff
 
-    async def _names_and_patch(self, old: str, new: str, *pathspec: str) -> tuple[tuple[str, ...], str]:
-        """The paths that differ between two commits or trees and the binary patch between them."""
+    async def _names_and_patch(self, old: str, new: str, *pathspec: str) -> Change:
+        """The paths that differ between two commits or trees, each one's new mode and object id, and the
+        binary patch between them."""
         # One process for the names and the patch: with -z the raw part (":<modes> <ids> <status>\0<path>\0"
-        # per file) ends at the first empty field, and the patch after it is byte for byte the plain one.
-        out = (
-            await self._run("diff", "-z", "--patch-with-raw", "--binary", "--no-renames", old, new, *pathspec)
-        ).stdout
+        # per file) ends at the first empty field, and the patch after it is byte for byte the plain one
+        # (``--binary`` writes full object ids in it already; ``--no-abbrev`` gives them to the raw part).
+        args = ("diff", "-z", "--patch-with-raw", "--binary", "--no-renames", "--no-abbrev", old, new)
+        out = (await self._run(*args, *pathspec)).stdout
         end = out.find("\0\0")
         raw, patch = (out, "") if end < 0 else (out[: end + 1], out[end + 2 :])
         fields = raw.split("\0")
-        files = tuple(
-            sorted(path for meta, path in zip(fields[::2], fields[1::2], strict=False) if meta and path)
-        )
-        return files, patch
+        entries: dict[str, FileEntry] = {}
+        for meta, path in zip(fields[::2], fields[1::2], strict=False):
+            parts = meta.split(" ")
+            if path and len(parts) == 5:
+                entries[path] = (parts[1], parts[3])
+        names = tuple(sorted(entries))
+        return Change(names, patch, tuple((name, entries[name]) for name in names))
 
     async def snapshot_tree(self) -> str:
         """The id of the tree git would commit from the working tree now: tracked and untracked files,
@@ -887,9 +931,9 @@ class GitRepo:
         parent = self._made.parent_of(commit)
         if parent is None or commit in self._made.changes:
             return
-        names, patch = self._made.known_change(commit) or await self._names_and_patch(parent, commit)
-        self._made.note_names(commit, names)
-        self._made.note_change(commit, names, patch)
+        change = self._made.known_change(commit) or await self._names_and_patch(parent, commit)
+        self._made.note_names(commit, change)
+        self._made.note_change(commit, change)
 
     async def tree_of(self, commit: str) -> str:
         known = self._made.trees.get(commit)
@@ -1431,9 +1475,16 @@ class GitRepo:
     async def replay(self, commit: str, onto: str, message: str) -> str | list[str]:
         """A commit with ``commit``'s change on top of ``onto``, or the paths that conflict.
 
-        The 3-way merge runs in git's object store (``merge-tree --write-tree``, git 2.38+): no working
-        tree is touched, whatever the outcome. Older git replays with ``cherry-pick`` in this tree instead.
+        A task's change that the landings since its base left alone, where nothing is deleted, is put into
+        ``onto``'s tree without git (``autodev.workspace.trees``). Otherwise the 3-way merge runs in git's
+        object store (``merge-tree --write-tree``, git 2.38+): no working tree is touched, whatever the
+        outcome. Older git replays with ``cherry-pick`` in this tree instead.
         """
+        spliced = await self._spliced_tree(commit, onto)
+        if spliced is not None:
+            replayed = await self.commit_tree(spliced, onto, message)
+            self._made.note_replay(replayed, commit)
+            return replayed
         merged = await self._run("merge-tree", "--write-tree", "--name-only", onto, commit, check=False)
         if merged.code > 1:
             return await self._cherry_pick_onto(commit, onto)
@@ -1444,6 +1495,22 @@ class GitRepo:
         replayed = await self.commit_tree(lines[0].strip(), onto, message)
         self._made.note_replay(replayed, commit)
         return replayed
+
+    async def _spliced_tree(self, commit: str, onto: str) -> str | None:
+        """The tree git's merge of ``commit``'s change onto ``onto`` has, written without git when that
+        merge has one outcome (``CommitFacts.change_onto``) and the trees it rewrites are loose objects;
+        None when git must merge."""
+        change = self._made.change_onto(commit, onto, none_deleted=True)
+        writer = await self._writer()
+        if change is None or writer is None or not writer.still_valid(os.environ):
+            return None
+        onto_tree = await self.tree_of(onto)
+        splice = functools.partial(splice_tree, writer, onto_tree, dict(change.entries))
+        try:
+            return await anyio.to_thread.run_sync(splice)
+        except OSError as exc:  # git says what is wrong (a full disk, a permission) in its own words
+            _log.debug("git.tree_not_spliced", root=str(self.root), error=str(exc))
+            return None
 
     async def _cherry_pick_onto(self, commit: str, onto: str) -> str | list[str]:
         await self.checkout_detached(onto)
@@ -1558,10 +1625,10 @@ class GitRepo:
             # again under the integration lock, after another landing moved the branch, is not learned
             # ahead, and a git process there holds up every landing behind it.
             known = self._made.changes.pop(commit, None) or self._made.known_change(commit)
-            names, patch = known if known is not None else await self._names_and_patch(head, commit)
-            self._made.note_names(commit, names)
-            written = list(names)
-            self._made.note_patch(commit, patch)
+            change = known if known is not None else await self._names_and_patch(head, commit)
+            self._made.note_names(commit, change)
+            written = list(change.names)
+            self._made.note_patch(commit, change.patch)
         else:
             written = await self.changed_between(head, commit)
         if _overlapping(await self.dirty_paths(), written):

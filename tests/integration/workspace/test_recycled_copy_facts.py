@@ -6,6 +6,7 @@ pool of worktrees."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from autodev.state.schemas import Task
 from autodev.workspace.git import GitError, GitRepo
 from autodev.workspace.integration import (
     Integrated,
+    IntegrationConflict,
     TaskWorkspace,
     commit_task,
     integrate,
@@ -145,20 +147,44 @@ async def test_git_looks_for_each_entrys_object_only_in_an_index_anyone_else_wro
 
 async def _develop(pool: WorktreePool, main: GitRepo, task: Task, name: str) -> TaskWorkspace:
     """A task's worktree with its developer's file written and diffed, as the developer step leaves it."""
+    return await _develop_with(
+        pool, main, task, lambda root: (root / "pkg" / name).write_text(f"# by {task.id}\n")
+    )
+
+
+async def _develop_with(
+    pool: WorktreePool, main: GitRepo, task: Task, edit: Callable[[Path], object]
+) -> TaskWorkspace:
+    """A task's worktree after its developer made ``edit`` in it, diffed as the developer step does."""
     assert task.base_commit is not None
     worktree = await pool.claim(task.id, task.base_commit)
     workspace = TaskWorkspace(worktree.path, GitRepo(worktree.path, like=main), isolated=True)
-    (worktree.path / "pkg" / name).write_text(f"# written by task {task.id}\n")
+    edit(worktree.path)
     await workspace.git.diff_against(task.base_commit)
     return workspace
 
 
 async def _land(main: GitRepo, workspace: TaskWorkspace, task: Task) -> str:
+    landed, _ = await _land_noting_own(main, workspace, task)
+    return landed
+
+
+async def _land_noting_own(main: GitRepo, workspace: TaskWorkspace, task: Task) -> tuple[str, str]:
+    """The commit that landed and the task's own commit (on its base) it replays."""
     change = await commit_task(workspace, task, resumed=False)
     ready = await prepare_landing(main, workspace, task, change)
     outcome = await integrate(main, workspace, task, change, ready)
     assert isinstance(outcome, Integrated)
-    return outcome.commit
+    return outcome.commit, change.commit
+
+
+def _tree_git_merges(repo: Path, onto: str, commit: str) -> str:
+    """The tree git's own 3-way merge gives ``commit``'s change replayed onto ``onto``."""
+    return _git(repo, "merge-tree", "--write-tree", onto, commit).strip()
+
+
+def _tree(repo: Path, commit: str) -> str:
+    return _git(repo, "rev-parse", f"{commit}^{{tree}}").strip()
 
 
 @pytest.mark.asyncio
@@ -177,10 +203,12 @@ async def test_a_replayed_landing_takes_the_tasks_own_diff_and_a_reset_the_landi
 
     landed_first = await _land(main, first_copy, first)
     started = git_started(monkeypatch)
-    # The second task's base moved (the first landed): its change is replayed onto the new HEAD.
-    landed_second = await _land(main, second_copy, second)
-    assert "merge-tree" in command_names(started)
+    # The second task's base moved (the first landed): its change is replayed onto the new HEAD, its
+    # file put into the branch's tree without git (the first task's landing touched another path).
+    landed_second, own_commit = await _land_noting_own(main, second_copy, second)
+    assert "merge-tree" not in command_names(started)
     assert "diff" not in command_names(started)  # what it writes is its own diff, already read
+    assert _tree(repo, landed_second) == _tree_git_merges(repo, landed_first, own_commit)
 
     assert _head(repo) == landed_second and _git(repo, "rev-parse", "HEAD^").strip() == landed_first
     assert _status_paths(repo) == set()
@@ -225,12 +253,81 @@ async def test_a_landing_replayed_again_under_the_lock_writes_the_tasks_own_diff
     outcome = await integrate(main, copies[1], tasks[1], change, ready)
 
     assert ready is not None and isinstance(outcome, Integrated) and outcome.commit != ready.commit
-    assert "merge-tree" in command_names(started)
+    assert "merge-tree" not in command_names(started)  # the change meets no landing: spliced in
     assert "diff" not in command_names(started)
+    assert _tree(repo, outcome.commit) == _tree_git_merges(repo, landed_third, change.commit)
     assert _head(repo) == outcome.commit and _git(repo, "rev-parse", "HEAD^").strip() == landed_third
     assert _status_paths(repo) == set()
-    assert (repo / "pkg" / "mod2.py").read_text() == "# written by task 1.2\n"
+    assert (repo / "pkg" / "mod2.py").read_text() == "# by 1.2\n"
     git_patch = _git(repo, "diff", "--binary", "--no-renames", landed_third, outcome.commit)
     assert await main.commit_patch(outcome.commit) == git_patch
+    main.unwatch()
+    await pool.cleanup_all()
+
+
+def _moved_out(root: Path) -> None:
+    (root / "lib").mkdir()
+    (root / "pkg" / "gone.py").rename(root / "lib" / "gone.py")
+
+
+def _remove(path: str) -> Callable[[Path], None]:
+    return lambda root: (root / path).unlink()
+
+
+def _add(path: str) -> Callable[[Path], None]:
+    def write(root: Path) -> None:
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(f"# {path}\n")
+
+    return write
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("landing", "task", "conflict"),
+    [
+        # The task deletes a file: git's rename detection may pair it, so git merges.
+        (_add("pkg/landed.py"), _remove("tool.sh"), False),
+        # A landing deleted one: the same.
+        (_remove("tool.sh"), _add("pkg/task.py"), False),
+        # A landing moved the task's directory away: git moves the task's new file after it and says so
+        # (a conflict), where putting the file in would have landed it in the old place without a word.
+        (_moved_out, _add("pkg/task.py"), True),
+        # A landing made a file where the task makes a directory: git's merge decides.
+        (_add("extra"), _add("extra/inside.py"), True),
+    ],
+    ids=["the task deletes", "a landing deleted", "a landing moved the directory", "a file in the way"],
+)
+async def test_a_change_that_deletes_or_meets_a_landing_is_replayed_by_git(
+    repo: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    landing: Callable[[Path], None],
+    task: Callable[[Path], None],
+    conflict: bool,
+) -> None:
+    main = GitRepo(repo)
+    assert await main.watch()
+    pool = _pool(repo, main)
+    await pool.cold_start()
+    base = _head(repo)
+    first = Task(id="1.1", phase_id="1", title="one", description="d", base_commit=base)
+    second = Task(id="1.2", phase_id="1", title="two", description="d", base_commit=base)
+    first_copy = await _develop_with(pool, main, first, landing)
+    second_copy = await _develop_with(pool, main, second, task)
+    landed_first = await _land(main, first_copy, first)
+
+    started = git_started(monkeypatch)
+    change = await commit_task(second_copy, second, resumed=False)
+    outcome = await integrate(
+        main, second_copy, second, change, await prepare_landing(main, second_copy, second, change)
+    )
+
+    assert "merge-tree" in command_names(started)
+    if conflict:
+        assert isinstance(outcome, IntegrationConflict) and _head(repo) == landed_first
+    else:
+        assert isinstance(outcome, Integrated)
+        assert _tree(repo, outcome.commit) == _tree_git_merges(repo, landed_first, change.commit)
+        assert _status_paths(repo) == set()
     main.unwatch()
     await pool.cleanup_all()
