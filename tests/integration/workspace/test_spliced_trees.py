@@ -99,43 +99,55 @@ def _spliced_and_merged(root: Path, landing: Edit, task: Edit) -> tuple[str | No
     return spliced, merged
 
 
-def _executable(root: Path, path: str) -> None:
-    (root / path).chmod(0o755)
+def _writes(*paths: str, content: str | bytes = "x\n") -> Edit:
+    def edit(root: Path) -> None:
+        for path in paths:
+            _write(root, path, content)
+
+    return edit
 
 
-def _link(root: Path, path: str, target: str) -> None:
-    os.symlink(target, root / path)
+def _each(*edits: Edit) -> Edit:
+    def edit(root: Path) -> None:
+        for one in edits:
+            one(root)
+
+    return edit
+
+
+def _executable(path: str) -> Edit:
+    return lambda root: (root / path).chmod(0o755)
+
+
+def _link(path: str, target: str) -> Edit:
+    return lambda root: os.symlink(target, root / path)
 
 
 CASES: dict[str, tuple[Edit, Edit]] = {
     "files in new nested directories on both sides": (
-        lambda r: _write(r, "lib/one/two/landed.py"),
-        lambda r: _write(r, "src/three/four/new.py"),
+        _writes("lib/one/two/landed.py"),
+        _writes("src/three/four/new.py"),
     ),
     "both add and edit in the same directories": (
-        lambda r: (_write(r, "pkg/landed.py"), _write(r, "pkg/sub/deep.py", "landed\n")),
-        lambda r: (
-            _write(r, "pkg/added.py"),
-            _write(r, "pkg/core.py", "edited\n"),
-            _write(r, "pkg/sub/x.py"),
-        ),
+        _each(_writes("pkg/landed.py"), _writes("pkg/sub/deep.py", content="landed\n")),
+        _each(_writes("pkg/added.py", "pkg/sub/x.py"), _writes("pkg/core.py", content="edited\n")),
     ),
     # git orders a directory as if its name ended in "/": "a-b" and "a.txt" sort before "a/", "a0" after.
     "names that sort around a directory's": (
-        lambda r: _write(r, "a/landed.py"),
-        lambda r: (_write(r, "a-b"), _write(r, "a.txt"), _write(r, "a0"), _write(r, "a/task.py")),
+        _writes("a/landed.py"),
+        _writes("a-b", "a.txt", "a0", "a/task.py"),
     ),
     "a mode change, a link, a binary file": (
-        lambda r: _write(r, "docs/landed.md"),
-        lambda r: (
-            _executable(r, "tool.sh"),
-            _link(r, "link.py", "pkg/core.py"),
-            _write(r, "data.bin", bytes(reversed(range(256)))),
+        _writes("docs/landed.md"),
+        _each(
+            _executable("tool.sh"),
+            _link("link.py", "pkg/core.py"),
+            _writes("data.bin", content=bytes(reversed(range(256)))),
         ),
     ),
     "names with spaces and accents": (
-        lambda r: _write(r, "docs/über landed.md"),
-        lambda r: _write(r, "docs/ünïcödé name.md"),
+        _writes("docs/über landed.md"),
+        _writes("docs/ünïcödé name.md"),
     ),
 }
 
@@ -167,15 +179,13 @@ def test_a_tree_with_a_mode_git_no_longer_writes_is_rewritten_as_gits_merge_rewr
     assert "100664 README.md" in _git(root, "cat-file", "tree", old_tree)  # as stored (``-p`` shows 100644)
     base = _git(root, "commit-tree", old_tree, "-m", "old", stdin=b"").strip()
     _git(root, "reset", "-q", "--hard", base)
-    spliced, merged = _spliced_and_merged(
-        root, lambda r: _write(r, "landed.py"), lambda r: _write(r, "task.py")
-    )
+    spliced, merged = _spliced_and_merged(root, _writes("landed.py"), _writes("task.py"))
     assert spliced == merged
 
 
 def test_a_packed_tree_is_left_to_git(tmp_path: Path) -> None:
     root = _repo(tmp_path)
-    base, landed, own = _branches(root, lambda r: _write(r, "pkg/landed.py"), lambda r: _write(r, "pkg/t.py"))
+    base, landed, own = _branches(root, _writes("pkg/landed.py"), _writes("pkg/t.py"))
     _git(root, "repack", "-adq")
     _git(root, "prune-packed")
     writer = _writer(root)
@@ -187,8 +197,8 @@ def test_a_packed_tree_is_left_to_git(tmp_path: Path) -> None:
     ("landing", "task"),
     [
         # The branch has a file where the task's file needs a directory, and the other way round.
-        (lambda r: _write(r, "extra"), lambda r: _write(r, "extra/inside.py")),
-        (lambda r: _write(r, "extra/inside.py"), lambda r: _write(r, "extra")),
+        (_writes("extra"), _writes("extra/inside.py")),
+        (_writes("extra/inside.py"), _writes("extra")),
     ],
     ids=["file in the way", "directory in the way"],
 )
