@@ -49,6 +49,7 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _scenario import bench_config, git_repo, succeeding_script
+from overhead import counting
 
 from autodev.adapters.base import AgentInvocation, AgentResult
 from autodev.adapters.scripted import ScriptedAdapter
@@ -57,6 +58,7 @@ from autodev.orchestrator import Orchestrator
 from autodev.orchestrator.events import ProgressEvent
 from autodev.state.plan_manager import PlanManager
 from autodev.state.schemas import Phase, Plan, Task
+from autodev.workspace import git as git_module
 
 QUICK_TASKS = 12
 QUICK_LATENCY_S = 0.1
@@ -232,7 +234,14 @@ def measure(plan: Plan, latency_s: float, parallelism: int) -> dict[str, Any]:
             await orchestrator.execute()
             return time.perf_counter() - began[0]
 
-        measured = anyio.run(timed_execute)
+        # Every git process the run starts, by command: a count the machine's noise does not blur.
+        commands: Counter[str] = Counter()
+        original_git = git_module.run_git_now
+        git_module.run_git_now = counting(original_git, commands, {})
+        try:
+            measured = anyio.run(timed_execute)
+        finally:
+            git_module.run_git_now = original_git
 
         final = PlanManager.open(root, readonly=True).plan.iter_tasks()
         committed = committed_files(root)
@@ -268,6 +277,10 @@ def measure(plan: Plan, latency_s: float, parallelism: int) -> dict[str, Any]:
         "greedy_schedule_s": round(greedy_makespan(plan.iter_tasks(), work, parallelism), 3),
         # Where the makespan's time above the agents' went, along the chain that set it.
         "chain": realized_chain(started_at, finished_at, work, began[0]),
+        "git_processes_per_task": round(sum(commands.values()) / len(work), 2),
+        "git_commands_per_task": {
+            name: round(count / len(work), 2) for name, count in commands.most_common()
+        },
         "problems": problems,
         "_durations": durations,
     }
