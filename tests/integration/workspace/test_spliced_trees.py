@@ -8,101 +8,37 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from support.git_trees import Edit, branches, commit, entries_between, git, object_writer, tree_of, write
 
-from autodev.workspace.objects import CommitWriter
-from autodev.workspace.trees import FileEntry, paths_meet, read_loose_object, splice_tree
-
-_IDENT = "Jane Q. Developer <jane@example.com> 1700000000 +0000"
-
-Edit = Callable[[Path], None]
-
-
-def _git(root: Path, *args: str, stdin: bytes | None = None) -> str:
-    done = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@invalid", *args],
-        cwd=root,
-        check=True,
-        capture_output=True,
-        input=stdin,
-    )
-    return done.stdout.decode("utf-8", errors="surrogateescape")
-
-
-def _write(root: Path, path: str, content: str | bytes = "x\n") -> None:
-    target = root / path
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(content, bytes):
-        target.write_bytes(content)
-    else:
-        target.write_text(content)
-
-
-def _commit(root: Path, message: str) -> str:
-    _git(root, "add", "-A")
-    _git(root, "commit", "-q", "--allow-empty", "-m", message)
-    return _git(root, "rev-parse", "HEAD").strip()
+from autodev.workspace.trees import paths_meet, read_loose_object, splice_tree
 
 
 def _repo(tmp_path: Path, *init: str) -> Path:
     root = tmp_path / "repo"
     root.mkdir()
-    _git(root, "init", "-q", *init)
+    git(root, "init", "-q", *init)
     for path in ("README.md", "pkg/core.py", "pkg/sub/deep.py", "a/inner.py", "docs/guide.md"):
-        _write(root, path, f"# {path}\n")
-    _write(root, "tool.sh", "echo hi\n")
-    _write(root, "data.bin", bytes(range(256)))
-    _commit(root, "base")
+        write(root, path, f"# {path}\n")
+    write(root, "tool.sh", "echo hi\n")
+    write(root, "data.bin", bytes(range(256)))
+    commit(root, "base")
     return root
 
 
-def _branches(root: Path, landing: Edit, task: Edit) -> tuple[str, str, str]:
-    """The base, a landing on it (the branch moved) and a task's commit on the base."""
-    base = _git(root, "rev-parse", "HEAD").strip()
-    landing(root)
-    landed = _commit(root, "landing")
-    _git(root, "checkout", "-q", "--detach", base)
-    task(root)
-    own = _commit(root, "task")
-    return base, landed, own
-
-
-def _entries(root: Path, old: str, new: str) -> dict[str, FileEntry]:
-    """Each changed path's new mode and object id, as AutoDev reads them from ``git diff --raw``."""
-    fields = _git(root, "diff", "--raw", "-z", "--no-renames", "--no-abbrev", old, new).split("\0")
-    entries: dict[str, FileEntry] = {}
-    for meta, path in zip(fields[::2], fields[1::2], strict=False):
-        parts = meta.split(" ")
-        if path and len(parts) == 5:
-            entries[path] = (parts[1], parts[3])
-    return entries
-
-
-def _writer(root: Path) -> CommitWriter:
-    objects = Path(_git(root, "rev-parse", "--path-format=absolute", "--git-common-dir").strip()) / "objects"
-    writer = CommitWriter.from_git(objects, _IDENT, _IDENT, {}, os.environ)
-    assert writer is not None
-    return writer
-
-
-def _tree(root: Path, commit: str) -> str:
-    return _git(root, "rev-parse", f"{commit}^{{tree}}").strip()
-
-
 def _spliced_and_merged(root: Path, landing: Edit, task: Edit) -> tuple[str | None, str]:
-    base, landed, own = _branches(root, landing, task)
-    spliced = splice_tree(_writer(root), _tree(root, landed), _entries(root, base, own))
-    merged = _git(root, "merge-tree", "--write-tree", landed, own).strip()
+    base, landed, own = branches(root, landing, task)
+    spliced = splice_tree(object_writer(root), tree_of(root, landed), entries_between(root, base, own))
+    merged = git(root, "merge-tree", "--write-tree", landed, own).strip()
     return spliced, merged
 
 
 def _writes(*paths: str, content: str | bytes = "x\n") -> Edit:
     def edit(root: Path) -> None:
         for path in paths:
-            _write(root, path, content)
+            write(root, path, content)
 
     return edit
 
@@ -160,7 +96,7 @@ def test_a_spliced_tree_is_the_tree_gits_merge_writes(tmp_path: Path, case: str,
     spliced, merged = _spliced_and_merged(root, landing, task)
     assert spliced == merged
     # Every tree it wrote is one git reads as sound.
-    _git(root, "fsck", "--strict", "--no-dangling")
+    git(root, "fsck", "--strict", "--no-dangling")
 
 
 def test_a_tree_with_a_mode_git_no_longer_writes_is_rewritten_as_gits_merge_rewrites_it(
@@ -169,28 +105,28 @@ def test_a_tree_with_a_mode_git_no_longer_writes_is_rewritten_as_gits_merge_rewr
     """Old repositories hold trees with a file mode of 100664; git reads it as 100644, and so writes the
     trees a merge changes. So does the splice."""
     root = _repo(tmp_path)
-    listing = _git(root, "ls-tree", "HEAD").replace("100644 blob", "100664 blob", 1)
+    listing = git(root, "ls-tree", "HEAD").replace("100644 blob", "100664 blob", 1)
     body = b"".join(
         b"%s %s\0%s" % (meta.split()[0].encode(), name.encode(), bytes.fromhex(meta.split()[2]))
         for line in listing.splitlines()
         for meta, name in [line.split("\t", 1)]
     )
-    old_tree = _git(root, "hash-object", "-t", "tree", "-w", "--literally", "--stdin", stdin=body).strip()
-    assert "100664 README.md" in _git(root, "cat-file", "tree", old_tree)  # as stored (``-p`` shows 100644)
-    base = _git(root, "commit-tree", old_tree, "-m", "old", stdin=b"").strip()
-    _git(root, "reset", "-q", "--hard", base)
+    old_tree = git(root, "hash-object", "-t", "tree", "-w", "--literally", "--stdin", stdin=body).strip()
+    assert "100664 README.md" in git(root, "cat-file", "tree", old_tree)  # as stored (``-p`` shows 100644)
+    base = git(root, "commit-tree", old_tree, "-m", "old", stdin=b"").strip()
+    git(root, "reset", "-q", "--hard", base)
     spliced, merged = _spliced_and_merged(root, _writes("landed.py"), _writes("task.py"))
     assert spliced == merged
 
 
-def test_a_packed_tree_is_left_to_git(tmp_path: Path) -> None:
+def test_a_packed_tree_is_left_togit(tmp_path: Path) -> None:
     root = _repo(tmp_path)
-    base, landed, own = _branches(root, _writes("pkg/landed.py"), _writes("pkg/t.py"))
-    _git(root, "repack", "-adq")
-    _git(root, "prune-packed")
-    writer = _writer(root)
-    assert read_loose_object(writer.objects_dir, _tree(root, landed)) is None
-    assert splice_tree(writer, _tree(root, landed), _entries(root, base, own)) is None
+    base, landed, own = branches(root, _writes("pkg/landed.py"), _writes("pkg/t.py"))
+    git(root, "repack", "-adq")
+    git(root, "prune-packed")
+    writer = object_writer(root)
+    assert read_loose_object(writer.objects_dir, tree_of(root, landed)) is None
+    assert splice_tree(writer, tree_of(root, landed), entries_between(root, base, own)) is None
 
 
 @pytest.mark.parametrize(
@@ -202,19 +138,19 @@ def test_a_packed_tree_is_left_to_git(tmp_path: Path) -> None:
     ],
     ids=["file in the way", "directory in the way"],
 )
-def test_an_entry_in_the_way_is_left_to_git(tmp_path: Path, landing: Edit, task: Edit) -> None:
+def test_an_entry_in_the_way_is_left_togit(tmp_path: Path, landing: Edit, task: Edit) -> None:
     root = _repo(tmp_path)
-    base, landed, own = _branches(root, landing, task)
-    assert splice_tree(_writer(root), _tree(root, landed), _entries(root, base, own)) is None
+    base, landed, own = branches(root, landing, task)
+    assert splice_tree(object_writer(root), tree_of(root, landed), entries_between(root, base, own)) is None
     merged = subprocess.run(["git", "merge-tree", "--write-tree", landed, own], cwd=root, capture_output=True)
     assert merged.returncode == 1  # git's merge has a conflict to report there
 
 
-def test_a_deletion_or_a_malformed_entry_is_left_to_git(tmp_path: Path) -> None:
+def test_a_deletion_or_a_malformed_entry_is_left_togit(tmp_path: Path) -> None:
     root = _repo(tmp_path)
-    writer = _writer(root)
-    tree = _tree(root, "HEAD")
-    blob = _git(root, "rev-parse", "HEAD:README.md").strip()
+    writer = object_writer(root)
+    tree = tree_of(root, "HEAD")
+    blob = git(root, "rev-parse", "HEAD:README.md").strip()
     assert splice_tree(writer, tree, {"README.md": ("000000", "0" * 40)}) is None
     assert splice_tree(writer, tree, {"pkg/../x": ("100644", blob)}) is None
     assert splice_tree(writer, tree, {"x": ("040000", tree)}) is None

@@ -1,0 +1,75 @@
+"""Git repositories for the tree-splicing tests: commits on two sides of a base, each side's change as
+AutoDev reads it (``git diff --raw``), and the in-process object writer of the repository."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+from autodev.workspace.objects import CommitWriter
+from autodev.workspace.trees import FileEntry
+
+IDENT = "Jane Q. Developer <jane@example.com> 1700000000 +0000"
+
+Edit = Callable[[Path], None]
+
+
+def git(root: Path, *args: str, stdin: bytes | None = None) -> str:
+    done = subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@invalid", *args],
+        cwd=root,
+        check=True,
+        capture_output=True,
+        input=stdin,
+    )
+    return done.stdout.decode("utf-8", errors="surrogateescape")
+
+
+def write(root: Path, path: str, content: str | bytes = "x\n") -> None:
+    target = root / path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, bytes):
+        target.write_bytes(content)
+    else:
+        target.write_text(content)
+
+
+def commit(root: Path, message: str) -> str:
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "--allow-empty", "-m", message)
+    return git(root, "rev-parse", "HEAD").strip()
+
+
+def branches(root: Path, landing: Edit, task: Edit) -> tuple[str, str, str]:
+    """The base, a landing on it (the branch moved) and a task's commit on the base."""
+    base = git(root, "rev-parse", "HEAD").strip()
+    landing(root)
+    landed = commit(root, "landing")
+    git(root, "checkout", "-q", "--detach", base)
+    task(root)
+    own = commit(root, "task")
+    return base, landed, own
+
+
+def entries_between(root: Path, old: str, new: str) -> dict[str, FileEntry]:
+    """Each changed path's new mode and object id, as AutoDev reads them from ``git diff --raw``."""
+    fields = git(root, "diff", "--raw", "-z", "--no-renames", "--no-abbrev", old, new).split("\0")
+    entries: dict[str, FileEntry] = {}
+    for meta, path in zip(fields[::2], fields[1::2], strict=False):
+        parts = meta.split(" ")
+        if path and len(parts) == 5:
+            entries[path] = (parts[1], parts[3])
+    return entries
+
+
+def object_writer(root: Path) -> CommitWriter:
+    objects = Path(git(root, "rev-parse", "--path-format=absolute", "--git-common-dir").strip()) / "objects"
+    writer = CommitWriter.from_git(objects, IDENT, IDENT, {}, os.environ)
+    assert writer is not None
+    return writer
+
+
+def tree_of(root: Path, commit: str) -> str:
+    return git(root, "rev-parse", f"{commit}^{{tree}}").strip()
