@@ -129,24 +129,49 @@ def _starts(body: bytes, width: int, count: int) -> list[int]:
     return starts
 
 
-# Trees read or written lately, by store and id: a landing's tree is the next landing's base, so a large
-# directory is parsed once a run rather than at every landing.
-_KEPT_TREES = 256
-_kept: OrderedDict[tuple[Path, str], _Tree] = OrderedDict()
-_kept_lock = threading.Lock()
+class _KeptTrees:
+    """Trees read or written lately, by store and id, the least recently used dropped first: a landing's
+    tree is the next landing's base, so a large directory is parsed once a run rather than at every
+    landing. Bounded by the memory they take, since a directory of tens of thousands of files is
+    megabytes in this form and each landing into it makes another."""
+
+    _BUDGET = 32 << 20
+    _PER_ENTRY = 100  # a key's bytes object and its offset, in the lists beside the body
+
+    def __init__(self) -> None:
+        self._trees: OrderedDict[tuple[Path, str], _Tree] = OrderedDict()
+        self._size = 0
+        self._lock = threading.Lock()
+
+    @classmethod
+    def _footprint(cls, tree: _Tree) -> int:
+        return len(tree.body) + cls._PER_ENTRY * len(tree.keys)
+
+    def get(self, objects_dir: Path, tree: str) -> _Tree | None:
+        with self._lock:
+            found = self._trees.get((objects_dir, tree))
+            if found is not None:
+                self._trees.move_to_end((objects_dir, tree))
+            return found
+
+    def keep(self, objects_dir: Path, tree: str, parsed: _Tree) -> None:
+        with self._lock:
+            replaced = self._trees.pop((objects_dir, tree), None)
+            if replaced is not None:
+                self._size -= self._footprint(replaced)
+            self._trees[(objects_dir, tree)] = parsed
+            self._size += self._footprint(parsed)
+            while self._size > self._BUDGET and len(self._trees) > 1:
+                _, dropped = self._trees.popitem(last=False)
+                self._size -= self._footprint(dropped)
 
 
-def _keep(objects_dir: Path, tree: str, parsed: _Tree) -> None:
-    with _kept_lock:
-        _kept[(objects_dir, tree)] = parsed
-        while len(_kept) > _KEPT_TREES:
-            _kept.popitem(last=False)
+_kept = _KeptTrees()
 
 
 def _read_tree(objects_dir: Path, tree: str) -> _Tree | None:
     """A loose tree in git's order, its modes as git reads them; None otherwise."""
-    with _kept_lock:
-        known = _kept.get((objects_dir, tree))
+    known = _kept.get(objects_dir, tree)
     if known is not None:
         return known
     found = read_loose_object(objects_dir, tree)
@@ -178,7 +203,7 @@ def _read_tree(objects_dir: Path, tree: str) -> _Tree | None:
         body = _canonical_body(body, starts)
         starts = _starts(body, width, len(keys))
     parsed = _Tree(keys, starts, body, width)
-    _keep(objects_dir, tree, parsed)
+    _kept.keep(objects_dir, tree, parsed)
     return parsed
 
 
@@ -222,7 +247,7 @@ def _put(
         entries[name + b"/"] = _entry(_TREE_MODE, name, subtree)
     written = current.with_entries(entries)
     object_id = writer.write_object(b"tree", written.body, id_length=id_length)
-    _keep(writer.objects_dir, object_id, written)
+    _kept.keep(writer.objects_dir, object_id, written)
     return object_id
 
 

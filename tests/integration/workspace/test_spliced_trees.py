@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from support.git_trees import Edit, branches, commit, entries_between, git, object_writer, tree_of, write
 
+from autodev.workspace import trees
 from autodev.workspace.trees import paths_meet, read_loose_object, splice_tree
 
 
@@ -172,3 +173,34 @@ def test_a_deletion_or_a_malformed_entry_is_left_togit(tmp_path: Path) -> None:
 def test_paths_meet_where_a_merge_has_to_decide(ours: list[str], theirs: list[str], meet: bool) -> None:
     assert paths_meet(ours, theirs) is meet
     assert paths_meet(theirs, ours) is meet
+
+
+def test_the_trees_kept_between_splices_stay_within_their_memory_and_a_dropped_one_is_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A directory of thousands of files is kept parsed between landings, each landing into it making
+    another version: the versions kept stay within a memory budget, and a splice after its base was
+    dropped reads the tree again and writes git's tree all the same."""
+    root = _repo(tmp_path)
+    for number in range(2000):
+        write(root, f"big/file{number:04}.py", f"{number}\n")
+    commit(root, "a large directory")
+    monkeypatch.setattr(trees._KeptTrees, "_BUDGET", 600_000)  # about two versions of big/
+    kept = trees._KeptTrees()
+    monkeypatch.setattr(trees, "_kept", kept)
+    writer = object_writer(root)
+    blob = git(root, "rev-parse", "HEAD:README.md").strip()
+    tree = tree_of(root, "HEAD")
+    for number in range(6):
+        spliced = splice_tree(writer, tree, {f"big/new{number}.py": ("100644", blob)})
+        assert spliced is not None
+        tree = spliced
+        assert kept._size <= 600_000
+    listed = git(root, "ls-tree", "-r", "--name-only", tree).split()
+    assert len(listed) == 7 + 2000 + 6 and "big/new5.py" in listed
+    git(root, "fsck", "--strict", "--no-dangling")
+    # The first version of big/ was dropped: splicing onto it again reads it from the store.
+    first = tree_of(root, "HEAD")
+    assert kept.get(writer.objects_dir, git(root, "rev-parse", "HEAD:big").strip()) is None
+    again = splice_tree(writer, first, {"big/new0.py": ("100644", blob)})
+    assert again is not None and git(root, "rev-parse", f"{again}:big/new0.py").strip() == blob
