@@ -10,7 +10,8 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support.git_trees import branches, commit, entries_between, git, object_writer, tree_of, write
+from support.git_trees import branches, commit, entries_between, object_writer, tree_of, write
+from support.parallel import git
 
 from autodev.workspace.trees import paths_meet, splice_tree
 

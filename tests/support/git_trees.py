@@ -4,27 +4,16 @@ AutoDev reads it (``git diff --raw``), and the in-process object writer of the r
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 from autodev.workspace.objects import CommitWriter
 from autodev.workspace.trees import FileEntry
+from support.parallel import git
 
 IDENT = "Jane Q. Developer <jane@example.com> 1700000000 +0000"
 
 Edit = Callable[[Path], None]
-
-
-def git(root: Path, *args: str, stdin: bytes | None = None) -> str:
-    done = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@invalid", *args],
-        cwd=root,
-        check=True,
-        capture_output=True,
-        input=stdin,
-    )
-    return done.stdout.decode("utf-8", errors="surrogateescape")
 
 
 def write(root: Path, path: str, content: str | bytes = "x\n") -> None:

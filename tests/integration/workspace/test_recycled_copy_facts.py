@@ -187,10 +187,8 @@ def _tree(repo: Path, commit: str) -> str:
     return _git(repo, "rev-parse", f"{commit}^{{tree}}").strip()
 
 
-@pytest.mark.asyncio
-async def test_a_replayed_landing_takes_the_tasks_own_diff_and_a_reset_the_landings_paths(
-    repo: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def _two_tasks_on_a_watched_pool(repo: Path) -> tuple[GitRepo, WorktreePool, Task, Task]:
+    """The main checkout, watched; a started pool sharing its records; two tasks on its HEAD."""
     main = GitRepo(repo)
     assert await main.watch()
     pool = _pool(repo, main)
@@ -198,6 +196,14 @@ async def test_a_replayed_landing_takes_the_tasks_own_diff_and_a_reset_the_landi
     base = _head(repo)
     first = Task(id="1.1", phase_id="1", title="one", description="d", base_commit=base)
     second = Task(id="1.2", phase_id="1", title="two", description="d", base_commit=base)
+    return main, pool, first, second
+
+
+@pytest.mark.asyncio
+async def test_a_replayed_landing_takes_the_tasks_own_diff_and_a_reset_the_landings_paths(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    main, pool, first, second = await _two_tasks_on_a_watched_pool(repo)
     first_copy = await _develop(pool, main, first, "one.py")
     second_copy = await _develop(pool, main, second, "two.py")
 
@@ -305,13 +311,7 @@ async def test_a_change_that_deletes_or_meets_a_landing_is_replayed_by_git(
     task: Callable[[Path], None],
     conflict: bool,
 ) -> None:
-    main = GitRepo(repo)
-    assert await main.watch()
-    pool = _pool(repo, main)
-    await pool.cold_start()
-    base = _head(repo)
-    first = Task(id="1.1", phase_id="1", title="one", description="d", base_commit=base)
-    second = Task(id="1.2", phase_id="1", title="two", description="d", base_commit=base)
+    main, pool, first, second = await _two_tasks_on_a_watched_pool(repo)
     first_copy = await _develop_with(pool, main, first, landing)
     second_copy = await _develop_with(pool, main, second, task)
     landed_first = await _land(main, first_copy, first)

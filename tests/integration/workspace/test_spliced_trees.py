@@ -11,10 +11,16 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from support.git_trees import Edit, branches, commit, entries_between, git, object_writer, tree_of, write
+from support.git_trees import Edit, branches, commit, entries_between, object_writer, tree_of, write
+from support.parallel import git
 
 from autodev.workspace import trees
 from autodev.workspace.trees import paths_meet, read_loose_object, splice_tree
+
+
+def _git_bytes(root: Path, *args: str, stdin: bytes = b"") -> bytes:
+    """git's output as bytes: a tree object's body holds raw object ids."""
+    return subprocess.run(["git", *args], cwd=root, input=stdin, capture_output=True, check=True).stdout
 
 
 def _repo(tmp_path: Path, *init: str) -> Path:
@@ -112,9 +118,10 @@ def test_a_tree_with_a_mode_git_no_longer_writes_is_rewritten_as_gits_merge_rewr
         for line in listing.splitlines()
         for meta, name in [line.split("\t", 1)]
     )
-    old_tree = git(root, "hash-object", "-t", "tree", "-w", "--literally", "--stdin", stdin=body).strip()
-    assert "100664 README.md" in git(root, "cat-file", "tree", old_tree)  # as stored (``-p`` shows 100644)
-    base = git(root, "commit-tree", old_tree, "-m", "old", stdin=b"").strip()
+    written = _git_bytes(root, "hash-object", "-t", "tree", "-w", "--literally", "--stdin", stdin=body)
+    old_tree = written.decode().strip()
+    assert b"100664 README.md" in _git_bytes(root, "cat-file", "tree", old_tree)  # ``-p`` would show 100644
+    base = git(root, "commit-tree", old_tree, "-m", "old").strip()
     git(root, "reset", "-q", "--hard", base)
     spliced, merged = _spliced_and_merged(root, _writes("landed.py"), _writes("task.py"))
     assert spliced == merged
