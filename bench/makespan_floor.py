@@ -20,10 +20,12 @@ written as a loose ref). After the
 landing, off the path: the main checkout's ``status`` and the freed worktree's reset.
 
 ``--git off`` leaves every git process out (the trees and commits are then fake ids), ``--syncs off`` every
-sync: what the floor would be without them. Measurements only, never a way to run AutoDev.
+sync: what the floor would be without them. ``--snapshot in-process`` writes the snapshot's blob and trees
+without git (the file is known, so this is exact here, and what a task's path would hold if AutoDev wrote
+its snapshots so): what the next step of ADR 0051 could give. Measurements only, never a way to run AutoDev.
 
     python bench/makespan_floor.py [--tasks 60] [--latency 0.5] [--parallelism 4,8] [--runs 3] [--seed 1]
-                                   [--git on|off] [--syncs on|off] [--quick]
+                                   [--git on|off] [--syncs on|off] [--snapshot git|in-process] [--quick]
 """
 
 from __future__ import annotations
@@ -90,6 +92,7 @@ class Floor:
     root: Path
     git: bool
     syncs: bool
+    snapshot_in_process: bool
     head: str
     ledger: Ledger
     lock: KeptFileLock
@@ -175,26 +178,13 @@ class Floor:
         base, path = worktree.base, task_file(task_id)
         self.record("task_status", task_id)
         await self.agent(task_id, latency)
+        content = f"def task_{task_id.replace('.', '_')}() -> int:\n    return 1\n".encode()
         (worktree.path / path).parent.mkdir(parents=True, exist_ok=True)
-        (worktree.path / path).write_text(f"def task_{task_id.replace('.', '_')}() -> int:\n    return 1\n")
-        index = self.scratch / f"index-{task_id}"
-        await anyio.to_thread.run_sync(shutil.copyfile, worktree.index, index)
-        staged = {**PATHS_ENV, "GIT_INDEX_FILE": str(index)}
-        await self.run(
-            worktree.path,
-            *FEW_PATHS,
-            "add",
-            "-A",
-            "--pathspec-from-file=-",
-            "--pathspec-file-nul",
-            env=staged,
-            stdin=path,
-        )
-        tree = (
-            await self.run(
-                worktree.path, "write-tree", "--missing-ok", env={**GIT_ENV, "GIT_INDEX_FILE": str(index)}
-            )
-        ).strip()
+        (worktree.path / path).write_bytes(content)
+        if self.snapshot_in_process and self.git:
+            tree = await anyio.to_thread.run_sync(self.snapshot, base, path, content)
+        else:
+            tree = await self.snapshot_by_git(worktree, task_id, path)
         patch = await self.run(
             worktree.path,
             "diff",
@@ -235,6 +225,33 @@ class Floor:
             await self.fast_forward(commit, path)
         self.evidence(task_id, "patch", patch.encode())
         self.record("task_status", task_id)
+
+    def snapshot(self, base: str, path: str, content: bytes) -> str:
+        """The snapshot's tree with its blob and trees written in-process (``--snapshot in-process``)."""
+        blob = self.writer.write_object(b"blob", content, id_length=len(base))
+        tree = splice_tree(self.writer, self.trees[base], {path: ("100644", blob)})
+        assert tree is not None  # a new file of its own in a tree written here: nothing in the way
+        return tree
+
+    async def snapshot_by_git(self, worktree: Worktree, task_id: str, path: str) -> str:
+        """The snapshot's tree as AutoDev's task makes it: ``add`` into a scratch index, ``write-tree``."""
+        index = self.scratch / f"index-{task_id}"
+        await anyio.to_thread.run_sync(shutil.copyfile, worktree.index, index)
+        staged = {**PATHS_ENV, "GIT_INDEX_FILE": str(index)}
+        await self.run(
+            worktree.path,
+            *FEW_PATHS,
+            "add",
+            "-A",
+            "--pathspec-from-file=-",
+            "--pathspec-file-nul",
+            env=staged,
+            stdin=path,
+        )
+        written = await self.run(
+            worktree.path, "write-tree", "--missing-ok", env={**GIT_ENV, "GIT_INDEX_FILE": str(index)}
+        )
+        return written.strip()
 
     async def replay(self, files: dict[str, FileEntry], onto: str, task_id: str) -> str:
         if not self.git:
@@ -292,7 +309,13 @@ def _git(root: Path, *args: str) -> str:
 
 
 async def measure(
-    tasks: Sequence[Task], latency: float, parallelism: int, *, git: bool, syncs: bool
+    tasks: Sequence[Task],
+    latency: float,
+    parallelism: int,
+    *,
+    git: bool,
+    syncs: bool,
+    snapshot_in_process: bool = False,
 ) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         root = git_repo(Path(tmp) / "repo")
@@ -308,6 +331,7 @@ async def measure(
             root,
             git,
             syncs,
+            snapshot_in_process,
             _git(root, "rev-parse", "HEAD"),
             ledger,
             KeptFileLock(state / "lock"),
@@ -379,6 +403,7 @@ def main() -> None:
     add_workload_arguments(parser, parallelism=[4, 8], runs=3)
     parser.add_argument("--git", choices=("on", "off"), default="on")
     parser.add_argument("--syncs", choices=("on", "off"), default="on")
+    parser.add_argument("--snapshot", choices=("git", "in-process"), default="git")
     args = parser.parse_args()
     n_tasks, latency, repeats = workload_sizes(parser, args, runs=3)
     tasks = dag_plan(n_tasks, args.seed).iter_tasks()
@@ -386,7 +411,13 @@ def main() -> None:
     for parallelism in args.parallelism:
         print(f"parallelism {parallelism} ...", file=sys.stderr, flush=True)
         run = functools.partial(
-            measure, tasks, latency, parallelism, git=args.git == "on", syncs=args.syncs == "on"
+            measure,
+            tasks,
+            latency,
+            parallelism,
+            git=args.git == "on",
+            syncs=args.syncs == "on",
+            snapshot_in_process=args.snapshot == "in-process",
         )
         repeated = [anyio.run(run) for _ in range(repeats)]
         runs[str(parallelism)] = median_run(repeated)
@@ -399,6 +430,7 @@ def main() -> None:
                 "latency_s": latency,
                 "git": args.git,
                 "syncs": args.syncs,
+                "snapshot": args.snapshot,
                 "runs": runs,
             },
             indent=2,

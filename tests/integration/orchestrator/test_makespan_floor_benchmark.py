@@ -34,3 +34,19 @@ def test_the_floor_lands_every_task_with_a_tasks_git_commands_or_none(git: bool)
         assert run_result["git_processes_per_task"] >= 5
     else:
         assert commands == {} and run_result["git_processes_per_task"] == 0
+
+
+def test_the_floor_with_its_snapshots_written_in_process_lands_every_task_without_add_or_write_tree() -> None:
+    tasks = makespan.dag_plan(8, seed=3).iter_tasks()
+
+    run_result = anyio.run(
+        functools.partial(
+            makespan_floor.measure, tasks, 0.0, 3, git=True, syncs=False, snapshot_in_process=True
+        )
+    )
+
+    assert run_result["problems"] == []  # every task's file is on the branch, through the trees written
+    commands = run_result["git_ms_median"]
+    assert isinstance(commands, dict)
+    assert {"diff", "restore"} <= set(commands)  # the reviewer's patch is still git's
+    assert not {"add", "write-tree", "merge-tree"} & set(commands)
