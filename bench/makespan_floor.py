@@ -67,7 +67,7 @@ from autodev.state.ledger import Ledger
 from autodev.state.schemas import Task
 from autodev.workspace.git import run_git
 from autodev.workspace.objects import CommitWriter
-from autodev.workspace.trees import FileEntry, splice_tree
+from autodev.workspace.trees import FileEntry, raw_entries, splice_tree
 
 GIT_ENV = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
 PATHS_ENV = {**GIT_ENV, "GIT_LITERAL_PATHSPECS": "1"}
@@ -199,8 +199,8 @@ class Floor:
             ".",
             ":(exclude).autodev",
         )
-        # The raw part's one entry: ":<old mode> <new mode> <old id> <new id> A", then the path.
-        _, mode, _, object_id, _ = patch.split("\0", 1)[0].split(" ") if self.git else ("", "", "", "", "")
+        # The raw part (up to the first empty field) names the task's one file: its mode and blob.
+        mode, object_id = raw_entries(patch[: patch.find("\0\0") + 1])[path] if self.git else ("", "")
         self.evidence(task_id, "developer", patch.encode())
         self.evidence(task_id, "developer_patch", patch.encode())
         self.record("task_status", task_id)

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from autodev.workspace.objects import CommitWriter
-from autodev.workspace.trees import FileEntry
+from autodev.workspace.trees import FileEntry, raw_entries
 from support.parallel import git
 
 IDENT = "Jane Q. Developer <jane@example.com> 1700000000 +0000"
@@ -44,13 +44,7 @@ def branches(root: Path, landing: Edit, task: Edit) -> tuple[str, str, str]:
 
 def entries_between(root: Path, old: str, new: str) -> dict[str, FileEntry]:
     """Each changed path's new mode and object id, as AutoDev reads them from ``git diff --raw``."""
-    fields = git(root, "diff", "--raw", "-z", "--no-renames", "--no-abbrev", old, new).split("\0")
-    entries: dict[str, FileEntry] = {}
-    for meta, path in zip(fields[::2], fields[1::2], strict=False):
-        parts = meta.split(" ")
-        if path and len(parts) == 5:
-            entries[path] = (parts[1], parts[3])
-    return entries
+    return raw_entries(git(root, "diff", "--raw", "-z", "--no-renames", "--no-abbrev", old, new))
 
 
 def object_writer(root: Path) -> CommitWriter:

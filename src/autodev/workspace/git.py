@@ -32,7 +32,7 @@ from autodev.workspace import changes
 from autodev.workspace.changes import StatusKey, WatchedCopy, file_stamp
 from autodev.workspace.objects import CommitWriter
 from autodev.workspace.refs import BranchMoveError, advance_branch, read_refs
-from autodev.workspace.trees import ABSENT_MODE, FileEntry, paths_meet, splice_tree
+from autodev.workspace.trees import ABSENT_MODE, FileEntry, paths_meet, raw_entries, splice_tree
 
 __all__ = ["GitError", "GitRepo", "WorkingDiff", "index_entries", "read_head_file", "run_git"]
 
@@ -910,12 +910,7 @@ class GitRepo:
         out = (await self._run(*args, *pathspec)).stdout
         end = out.find("\0\0")
         raw, patch = (out, "") if end < 0 else (out[: end + 1], out[end + 2 :])
-        fields = raw.split("\0")
-        entries: dict[str, FileEntry] = {}
-        for meta, path in zip(fields[::2], fields[1::2], strict=False):
-            parts = meta.split(" ")
-            if path and len(parts) == 5:
-                entries[path] = (parts[1], parts[3])
+        entries = raw_entries(raw)
         names = tuple(sorted(entries))
         return Change(names, patch, tuple((name, entries[name]) for name in names))
 
@@ -1501,8 +1496,10 @@ class GitRepo:
         merge has one outcome (``CommitFacts.change_onto``) and the trees it rewrites are loose objects;
         None when git must merge."""
         change = self._made.change_onto(commit, onto, none_deleted=True)
+        if change is None:
+            return None
         writer = await self._writer()
-        if change is None or writer is None or not writer.still_valid(os.environ):
+        if writer is None or not writer.still_valid(os.environ):
             return None
         onto_tree = await self.tree_of(onto)
         splice = functools.partial(splice_tree, writer, onto_tree, dict(change.entries))

@@ -30,7 +30,7 @@ from typing import TypeAlias
 
 from autodev.workspace.objects import CommitWriter
 
-__all__ = ["ABSENT_MODE", "FileEntry", "paths_meet", "read_loose_object", "splice_tree"]
+__all__ = ["ABSENT_MODE", "FileEntry", "paths_meet", "raw_entries", "read_loose_object", "splice_tree"]
 
 # A file's new mode and object id in a change, as ``git diff --raw`` shows them.
 FileEntry: TypeAlias = tuple[str, str]
@@ -41,6 +41,18 @@ _TREE_MODE = b"40000"
 _CANONICAL_MODES = frozenset({b"100644", b"100755", b"120000", b"160000", _TREE_MODE})
 _FILE_MODES = frozenset({"100644", "100755", "120000", "160000"})
 _RAW_ID_LENGTH = {40: 20, 64: 32}
+
+
+def raw_entries(raw: str) -> dict[str, FileEntry]:
+    """Each path's new mode and object id from the raw part of ``git diff -z --raw --no-abbrev --no-renames``
+    (``:<old mode> <new mode> <old id> <new id> <status>``, then the path, each field ended by NUL)."""
+    fields = raw.split("\0")
+    entries: dict[str, FileEntry] = {}
+    for meta, path in zip(fields[::2], fields[1::2], strict=False):
+        parts = meta.split(" ")
+        if path and len(parts) == 5:
+            entries[path] = (parts[1], parts[3])
+    return entries
 
 
 def read_loose_object(objects_dir: Path, object_id: str) -> tuple[bytes, bytes] | None:
