@@ -398,11 +398,21 @@ class WorkingDiff:
     id of the tree it was read from (what ``snapshot_tree`` gives at that moment)."""
 
     base: str
-    patch: str
-    files: tuple[str, ...]
     tree: str
-    # Each file's new mode and object id in ``tree`` (mode "000000": deleted), as git's diff gave them.
-    entries: tuple[tuple[str, FileEntry], ...] = ()
+    change: Change
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        return self.change.names
+
+    @property
+    def patch(self) -> str:
+        return self.change.patch
+
+    @property
+    def entries(self) -> tuple[tuple[str, FileEntry], ...]:
+        """Each file's new mode and object id in ``tree`` (mode "000000": deleted)."""
+        return self.change.entries
 
     @property
     def is_empty(self) -> bool:
@@ -537,8 +547,8 @@ class CommitFacts:
         diff = self.diffs.get((base, tree))
         if diff is None or not self.is_whole(diff):
             return None
-        change = Change(diff.files, diff.patch, diff.entries)
-        if none_deleted and (len(change.entries) != len(change.names) or change.deletes):
+        change = diff.change
+        if none_deleted and change.deletes:
             return None
         if onto != base:
             landed = self.names_between(base, onto, none_deleted=none_deleted)
@@ -894,9 +904,7 @@ class GitRepo:
             self._made.note_diff(known, whole=whole)
             return known  # the same two objects: the same diff (the next step asks again)
         change = await self._names_and_patch(base, tree, *_ALL_BUT_STATE)
-        diff = WorkingDiff(
-            base=base, patch=change.patch, files=change.names, tree=tree, entries=change.entries
-        )
+        diff = WorkingDiff(base=base, tree=tree, change=change)
         self._made.note_diff(diff, whole=whole)
         return diff
 
