@@ -32,6 +32,7 @@ from autodev.workspace import changes
 from autodev.workspace.changes import StatusKey, WatchedCopy, file_stamp
 from autodev.workspace.objects import CommitWriter
 from autodev.workspace.refs import BranchMoveError, advance_branch, read_refs
+from autodev.workspace.stored_files import FileStamp, file_stamps, stored_entries
 from autodev.workspace.trees import ABSENT_MODE, FileEntry, paths_meet, raw_entries, splice_tree
 
 __all__ = ["GitError", "GitRepo", "WorkingDiff", "index_entries", "read_head_file", "run_git"]
@@ -773,14 +774,18 @@ class GitRepo:
             detail = " ".join(staged.stderr.split())[:300] or f"exit code {staged.code}"
             raise GitError(f"git add -A failed in {self.root}: {detail}")
 
-    async def _stage(self, paths: Sequence[str] | None, env: Mapping[str, str] | None = None) -> None:
-        """Stage every change (``paths`` None) or the changes at ``paths`` only (see ``_changed_paths``)."""
+    async def _stage(
+        self, paths: Sequence[str] | None, env: Mapping[str, str] | None = None
+    ) -> list[str] | None:
+        """Stage every change (``paths`` None) or the changes at ``paths`` only (see ``_changed_paths``).
+        Returns the paths git was given and staged, every one of them; None for every change, or when git
+        left out a path its ignore rules name."""
         if paths is None:
             await self._stage_everything(env)
-            return
+            return None
         specs = await self._stageable(paths, env)
         if not specs:
-            return
+            return specs
         listed = "\0".join(specs).encode("utf-8", errors="surrogateescape")
         args = ("add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul")
         staged = await self._run(
@@ -792,6 +797,7 @@ class GitRepo:
         ):
             detail = " ".join(staged.stderr.split())[:300] or f"exit code {staged.code}"
             raise GitError(f"git add -A failed in {self.root}: {detail}")
+        return specs if staged.code == 0 else None
 
     async def _stageable(self, paths: Sequence[str], env: Mapping[str, str] | None) -> list[str]:
         """``paths`` git accepts as pathspecs for ``add``: those that exist, and of those that do not, the
@@ -875,12 +881,45 @@ class GitRepo:
         # An index anyone else may have written is checked as git checks it.
         missing_ok = ("--missing-ok",) if own is not None else ()
         async with self._scratch_index(git_dir, own) as env:
-            await self._stage(paths, env)
-            tree = (await self._run("write-tree", *missing_ok, env=env)).stdout.strip()
+            # Stamped before git reads the files: the tree is then written from them without git when
+            # nothing changed them meanwhile (``_tree_from_files``).
+            before = file_stamps(self.root, paths) if own is not None and paths else None
+            added = await self._stage(paths, env)
+            tree = None
+            if own is not None and before is not None and added:
+                tree = await self._tree_from_files(own, before, added)
+            if tree is None:
+                tree = (await self._run("write-tree", *missing_ok, env=env)).stdout.strip()
             staged = await anyio.to_thread.run_sync(Path(env["GIT_INDEX_FILE"]).read_bytes) if keep else None
         if copy is not None and paths is not None:
             copy.snapshot_key, copy.snapshot_tree, copy.snapshot_index = key, tree, staged
         return tree
+
+    async def _tree_from_files(
+        self, copy: WatchedCopy, before: Mapping[str, FileStamp | None], staged: Sequence[str]
+    ) -> str | None:
+        """The tree ``git write-tree`` would write from the index ``staged`` was just added to, a recycled
+        copy's own index at ``copy.head``: that commit's tree with each staged file's mode and blob id put
+        in, when git stored every file as its bytes (``autodev.workspace.stored_files``); None when git
+        must write it."""
+        writer = await self._writer()
+        if writer is None or not writer.stores_files_as_read or not writer.still_valid(os.environ):
+            return None
+        base_tree = await self.tree_of(copy.head)
+        # The writer's store is the repository's own (``GIT_OBJECT_DIRECTORY`` hands commits to git).
+        common_dir = writer.objects_dir.parent
+        read = functools.partial(
+            stored_entries, self.root, common_dir, before, staged, id_length=len(base_tree)
+        )
+        try:
+            # In a worker thread: the files are read and hashed, and the trees along them rewritten.
+            entries = await anyio.to_thread.run_sync(read)
+            if entries is None:
+                return None
+            return await anyio.to_thread.run_sync(splice_tree, writer, base_tree, entries)
+        except OSError as exc:  # a file gone or unreadable meanwhile: git says what it finds
+            _log.debug("git.tree_not_written_from_files", root=str(self.root), error=str(exc))
+            return None
 
     async def diff_against(self, base: str) -> WorkingDiff:
         """Everything in the working tree that differs from ``base``, untracked files included: staged

@@ -28,7 +28,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["IDENTITY_ENVIRONMENT", "CommitWriter", "blocking_settings", "commit_body", "git_timezone"]
+__all__ = [
+    "IDENTITY_ENVIRONMENT",
+    "CommitWriter",
+    "blocking_settings",
+    "commit_body",
+    "content_settings",
+    "git_timezone",
+]
 
 # The environment that changes what git writes into a commit: while any of these differs from what it was
 # when git's answer was taken, git writes the commit.
@@ -58,6 +65,8 @@ _HASH_BY_LENGTH = {40: "sha1", 64: "sha256"}
 _OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 # zlib level git uses for loose objects when the configuration names none (Z_BEST_SPEED).
 _LOOSE_COMPRESSION = 1
+_FALSE_VALUES = ("false", "no", "off", "0")
+_TRUE_VALUES = ("true", "yes", "on", "1")
 
 
 def _read_by_git(environment: Mapping[str, str]) -> tuple[tuple[str, str | None], ...]:
@@ -107,6 +116,22 @@ def blocking_settings(config: Mapping[str, str]) -> list[str]:
     return blocking
 
 
+def content_settings(config: Mapping[str, str]) -> list[str]:
+    """The settings of ``config`` (``git config --list``, lower-case keys) under which ``git add`` may
+    store a file otherwise than as its bytes, or give it another mode than its own."""
+    found = [key for key in ("core.eol", "core.attributesfile") if key in config]
+    if config.get("core.autocrlf", "false").lower() not in _FALSE_VALUES:
+        found.append("core.autocrlf")
+    for key in ("core.filemode", "core.symlinks"):
+        if config.get(key, "true").lower() not in _TRUE_VALUES:
+            found.append(key)  # an empty value is false to git
+    if config.get("core.sparsecheckout", "false").lower() not in _FALSE_VALUES:
+        found.append("core.sparseCheckout")
+    if config.get("extensions.worktreeconfig", "false").lower() not in _FALSE_VALUES:
+        found.append("extensions.worktreeConfig")  # a worktree's own settings, not in this listing
+    return found
+
+
 def _reflogs(config: Mapping[str, str]) -> str | None:
     """How git keeps a branch's and HEAD's reflogs in a repository with a work tree, by
     ``core.logAllRefUpdates`` (unset: kept); None for a bare repository or a value not known here."""
@@ -132,6 +157,9 @@ class CommitWriter:
     # Reflogs of the branch and HEAD when the branch moves (``core.logAllRefUpdates``): "create" them,
     # append to "existing" ones only, or None where git must move the branch itself.
     reflogs: str | None
+    # Whether the configuration lets ``git add`` store a file as its bytes, with its own mode
+    # (``content_settings``; attribute files are looked for by ``autodev.workspace.stored_files``).
+    stores_files_as_read: bool = False
 
     @classmethod
     def from_git(
@@ -167,6 +195,7 @@ class CommitWriter:
             compression,
             _read_by_git(environment),
             _reflogs(config),
+            stores_files_as_read=not content_settings(config),
         )
 
     def still_valid(self, environment: Mapping[str, str]) -> bool:

@@ -124,10 +124,12 @@ async def test_git_looks_for_each_entrys_object_only_in_an_index_anyone_else_wro
     worktree = await pool.claim("1.1", base)
     copy = GitRepo(worktree.path, like=main)
     (worktree.path / "app.py").write_text("VALUE = 2\n")
+    # A deletion: git writes the tree (``autodev.workspace.stored_files`` writes only files put in).
+    (worktree.path / "pkg" / "gone.py").unlink()
     started = git_started(monkeypatch)
     diff = await copy.diff_against(base)
     # The index its reset left: every entry's object is in the store, git is not asked to look for each.
-    assert diff.files == ("app.py",)
+    assert diff.files == ("app.py", "pkg/gone.py")
     assert [args[-1] for args in _write_tree_args(started)] == ["--missing-ok"]
     await pool.release(worktree)
 
