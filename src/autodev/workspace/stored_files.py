@@ -21,6 +21,7 @@ object the store lacks.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shutil
@@ -129,8 +130,16 @@ def _global_attribute_files() -> list[Path]:
         found.append(Path(xdg) / "git" / "attributes")
     elif home:
         found.append(Path(home) / ".config" / "git" / "attributes")
-    found.append(Path("/etc/gitattributes"))
-    git = shutil.which("git")
+    found.extend(_system_attribute_files(os.environ.get("PATH")))
+    return found
+
+
+@functools.cache
+def _system_attribute_files(search_path: str | None) -> tuple[Path, ...]:
+    """The system's attributes file where git built for ``/usr`` reads it, and beside the prefix of the
+    git on ``search_path`` (found once for each ``PATH``)."""
+    found = [Path("/etc/gitattributes")]
+    git = shutil.which("git", path=search_path)
     if git is not None:
         found.append(Path(os.path.realpath(git)).parent.parent / "etc" / "gitattributes")
-    return found
+    return tuple(found)
