@@ -36,7 +36,7 @@ import threading
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from autodev.logging import get_logger
 
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ChangeTracker",
+    "FileStamp",
     "StatusKey",
     "WatchedCopy",
     "file_stamp",
@@ -107,13 +108,24 @@ def _load_libc() -> ctypes.CDLL | None:
 _LIBC = _load_libc()
 
 
-def file_stamp(path: Path) -> tuple[int, int, int, int, int] | None:
-    """What changes when a file is rewritten or replaced (device, inode, size, mtime, ctime); None: absent."""
+class FileStamp(NamedTuple):
+    """What ``lstat`` says of a file that changes whenever it is rewritten, replaced or its mode changes."""
+
+    mode: int
+    device: int
+    inode: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+
+
+def file_stamp(path: Path) -> FileStamp | None:
+    """``path``'s stamp now (of a link itself, not what it points to); None: nothing there."""
     try:
         info = os.lstat(path)
     except OSError:
         return None
-    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+    return FileStamp(info.st_mode, info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 class _Unknown(Exception):
@@ -363,7 +375,7 @@ def _unescape(mount_point: bytes) -> bytes:
 
 
 # What a ``dirty_paths`` answer is valid for: the tracker's generation, the index file's stamp, HEAD's commit.
-StatusKey = tuple[int, tuple[int, int, int, int, int] | None, str]
+StatusKey = tuple[int, FileStamp | None, str]
 
 
 @dataclass
@@ -380,12 +392,12 @@ class WatchedCopy:
     tracker: ChangeTracker
     head: str
     mark: int
-    index_stamp: tuple[int, int, int, int, int] | None
+    index_stamp: FileStamp | None
     dirty: frozenset[str] = frozenset()
     # The index file's bytes at the last reset of a recycled copy, put back by the next reset.
     index_bytes: bytes | None = None
     # The last tree written from the copy, reusable while nothing changed: (generation, index stamp, head).
-    snapshot_key: tuple[int, tuple[int, int, int, int, int] | None, str] | None = None
+    snapshot_key: tuple[int, FileStamp | None, str] | None = None
     snapshot_tree: str | None = None
     # The throw-away index that wrote ``snapshot_tree`` (a recycled copy's commit installs it).
     snapshot_index: bytes | None = field(default=None, repr=False)

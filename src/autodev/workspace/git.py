@@ -29,10 +29,10 @@ from autodev.gitsafety import HARDENED_CONFIG
 from autodev.logging import get_logger
 from autodev.scratch import owned_prefix, remove_abandoned
 from autodev.workspace import changes
-from autodev.workspace.changes import StatusKey, WatchedCopy, file_stamp
+from autodev.workspace.changes import FileStamp, StatusKey, WatchedCopy, file_stamp
 from autodev.workspace.objects import CommitWriter
 from autodev.workspace.refs import BranchMoveError, advance_branch, read_refs
-from autodev.workspace.stored_files import FileStamp, file_stamps, stored_entries
+from autodev.workspace.stored_files import file_stamps, stored_entries
 from autodev.workspace.trees import ABSENT_MODE, FileEntry, paths_meet, raw_entries, splice_tree
 
 __all__ = ["GitError", "GitRepo", "WorkingDiff", "index_entries", "read_head_file", "run_git"]
@@ -156,7 +156,7 @@ def _seed_scratch_index(index: Path, real_index: Path, own: WatchedCopy | None) 
     size, within the timestamp granularity of its last staging ("racy git")."""
     if own is not None and own.index_bytes is not None and own.index_stamp is not None:
         index.write_bytes(own.index_bytes)
-        mtime = own.index_stamp[3]
+        mtime = own.index_stamp.mtime_ns
         os.utime(index, ns=(mtime, mtime))
     elif real_index.exists():
         shutil.copy2(real_index, index)
@@ -283,7 +283,7 @@ def _replace_under_git_lock(target: Path, data: bytes, still: Callable[[], bool]
     return True
 
 
-def _copy_under_git_lock(index: Path, lock: Path, stamp: tuple[int, int, int, int, int]) -> bool:
+def _copy_under_git_lock(index: Path, lock: Path, stamp: FileStamp) -> bool:
     """Take git's own lock on ``index`` (``lock`` created exclusively) and fill it with a copy of the index
     that keeps its mtime, for git's racy-entry rule (see ``_seed_scratch_index``): True once held.
     False, with no lock left, when someone holds it or the index is no longer at ``stamp`` (under the lock
@@ -1757,7 +1757,7 @@ class GitRepo:
             raise
         now = file_stamp(index)
         # The same file, unwritten since (a rename changes its ctime, nothing else): the index git wrote.
-        if now is not None and now[:4] == (
+        if now is not None and (now.device, now.inode, now.size, now.mtime_ns) == (
             written.st_dev,
             written.st_ino,
             written.st_size,

@@ -35,6 +35,7 @@ __all__ = [
     "commit_body",
     "content_settings",
     "git_timezone",
+    "object_id",
 ]
 
 # The environment that changes what git writes into a commit: while any of these differs from what it was
@@ -87,6 +88,14 @@ def git_timezone(seconds: int) -> str:
     sign = "+" if offset >= 0 else "-"
     minutes = abs(offset) // 60
     return f"{sign}{minutes // 60:02d}{minutes % 60:02d}"
+
+
+def object_id(kind: bytes, body: bytes, *, id_length: int) -> str:
+    """The id git gives the object of type ``kind`` (``blob``, ``tree``, ``commit``) with ``body``, in the
+    format whose ids are ``id_length`` hex digits long."""
+    found = hashlib.new(_HASH_BY_LENGTH[id_length], b"%s %d\0" % (kind, len(body)))
+    found.update(body)
+    return found.hexdigest()
 
 
 def commit_body(tree: str, parent: str, author: str, committer: str, message: str) -> bytes:
@@ -222,10 +231,9 @@ class CommitWriter:
     def write_object(self, kind: bytes, body: bytes, *, id_length: int) -> str:
         """The id of the object of type ``kind`` (``commit``, ``tree``) with ``body``, in the format whose
         ids are ``id_length`` hex digits long, written as a loose object as git writes it."""
-        data = b"%s %d\0" % (kind, len(body)) + body
-        object_id = hashlib.new(_HASH_BY_LENGTH[id_length], data).hexdigest()
-        self._store(object_id, zlib.compress(data, self.compression))
-        return object_id
+        found = object_id(kind, body, id_length=id_length)
+        self._store(found, zlib.compress(b"%s %d\0" % (kind, len(body)) + body, self.compression))
+        return found
 
     def _store(self, object_id: str, compressed: bytes) -> None:
         """Write a loose object as git does: a temporary file in its fan-out directory, read-only, linked

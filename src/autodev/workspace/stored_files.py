@@ -22,28 +22,25 @@ object the store lacks.
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import shutil
 import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from autodev.workspace.changes import FileStamp, file_stamp
+from autodev.workspace.objects import object_id
 from autodev.workspace.trees import FileEntry
 
-__all__ = ["FileStamp", "file_stamps", "stored_entries"]
+__all__ = ["file_stamps", "stored_entries"]
 
-# What ``lstat`` says of a file that changes whenever its bytes or its mode do (the change time included).
-FileStamp = tuple[int, int, int, int, int]
-
-_HASH_BY_LENGTH = {40: "sha1", 64: "sha256"}
 # Beyond this many bytes in all, the files are left to git: reading them twice is no longer cheap.
 _MOST_BYTES = 64 << 20
 
 
 def file_stamps(root: Path, paths: Sequence[str]) -> dict[str, FileStamp | None]:
     """Each path's stamp now (None: nothing there), taken before git reads the files."""
-    return {path: _stamp(root / path) for path in paths}
+    return {path: file_stamp(root / path) for path in paths}
 
 
 def stored_entries(
@@ -71,35 +68,25 @@ def stored_entries(
         if stamp is None or path == ".autodev" or path.startswith(".autodev/"):
             return None  # deleted, or not looked at before git read it
         file = root / path
-        mode = stamp[0]
+        mode = stamp.mode
         if stat.S_ISLNK(mode):
             data = os.fsencode(os.readlink(file))
             entry_mode = "120000"
         elif stat.S_ISREG(mode):
-            total += stamp[2]
+            total += stamp.size
             if total > _MOST_BYTES:
                 return None
             data = file.read_bytes()
             entry_mode = "100755" if mode & stat.S_IXUSR else "100644"
         else:
             return None  # a directory (its files are git's to find) or anything else
-        if _stamp(file) != stamp:
+        if file_stamp(file) != stamp:
             return None  # written while git or this read it
-        blob = hashlib.new(_HASH_BY_LENGTH[id_length], b"blob %d\0" % len(data))
-        blob.update(data)
-        object_id = blob.hexdigest()
-        if not (objects / object_id[:2] / object_id[2:]).is_file():
+        blob = object_id(b"blob", data, id_length=id_length)
+        if not (objects / blob[:2] / blob[2:]).is_file():
             return None
-        entries[path] = (entry_mode, object_id)
+        entries[path] = (entry_mode, blob)
     return entries
-
-
-def _stamp(path: Path) -> FileStamp | None:
-    try:
-        found = os.lstat(path)
-    except FileNotFoundError:
-        return None
-    return (found.st_mode, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
 
 
 def _attribute_files(root: Path, common_dir: Path, paths: Sequence[str]) -> bool:
