@@ -11,7 +11,8 @@ AutoDev can reach while a task's path holds these operations: the orchestrator's
 
 A task's path here, as in a run of ``bench/makespan.py``: the reset of its pooled worktree to the branch
 (``restore``, when the worktree's base is behind), the developer's call, the snapshot (``add`` into a
-scratch index, ``write-tree``, ``diff`` against the base), the reviewer's and the test engineer's calls, its
+scratch index, the tree written from the file as ``autodev.workspace.stored_files`` writes it, ``diff``
+against the base), the reviewer's and the test engineer's calls, its
 commit, the replay onto the branch when the branch moved (prepared before the integration lock and again
 under it when another landing came first: the branch's tree with the task's file put in, written in-process
 as AutoDev writes it for a change no landing since its base met, ``autodev.workspace.trees``), and under
@@ -20,12 +21,15 @@ written as a loose ref). After the
 landing, off the path: the main checkout's ``status`` and the freed worktree's reset.
 
 ``--git off`` leaves every git process out (the trees and commits are then fake ids), ``--syncs off`` every
-sync: what the floor would be without them. ``--snapshot in-process`` writes the snapshot's blob and trees
-without git (the file is known, so this is exact here, and what a task's path would hold if AutoDev wrote
-its snapshots so): what the next step of ADR 0051 could give. Measurements only, never a way to run AutoDev.
+sync: what the floor would be without them. ``--snapshot write-tree`` has ``git write-tree`` write the
+snapshot's tree after the ``add``, as AutoDev did before ADR 0053. ``--snapshot in-process`` writes the
+snapshot's blob and trees without git (the file is known, so this is exact here, and what a task's path
+would hold if AutoDev wrote its snapshots so, ``add`` included): what the next step of ADR 0051 could give.
+Measurements only, never a way to run AutoDev.
 
     python bench/makespan_floor.py [--tasks 60] [--latency 0.5] [--parallelism 4,8] [--runs 3] [--seed 1]
-                                   [--git on|off] [--syncs on|off] [--snapshot git|in-process] [--quick]
+                                   [--git on|off] [--syncs on|off] [--snapshot files|write-tree|in-process]
+                                   [--quick]
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 import anyio
 from anyio.abc import TaskGroup
@@ -65,8 +69,10 @@ from autodev.state.atomic import atomic_write_bytes, fsync_dir
 from autodev.state.file_lock import KeptFileLock
 from autodev.state.ledger import Ledger
 from autodev.state.schemas import Task
+from autodev.workspace.changes import FileStamp
 from autodev.workspace.git import run_git
 from autodev.workspace.objects import CommitWriter
+from autodev.workspace.stored_files import file_stamps, stored_entries
 from autodev.workspace.trees import FileEntry, raw_entries, splice_tree
 
 GIT_ENV = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
@@ -74,6 +80,9 @@ PATHS_ENV = {**GIT_ENV, "GIT_LITERAL_PATHSPECS": "1"}
 FEW_PATHS = ("-c", "core.preloadIndex=false")
 FAKE_ID = "0" * 40
 IDENT = "bench <bench@invalid> 0 +0000"
+# How a task's snapshot tree is written: after ``git add``, from the file (as AutoDev does) or by ``git
+# write-tree``; or, ``add`` included, without git.
+Snapshot = Literal["files", "write-tree", "in-process"]
 
 
 @dataclass
@@ -92,7 +101,7 @@ class Floor:
     root: Path
     git: bool
     syncs: bool
-    snapshot_in_process: bool
+    snapshot: Snapshot
     head: str
     ledger: Ledger
     lock: KeptFileLock
@@ -181,10 +190,10 @@ class Floor:
         content = f"def task_{task_id.replace('.', '_')}() -> int:\n    return 1\n".encode()
         (worktree.path / path).parent.mkdir(parents=True, exist_ok=True)
         (worktree.path / path).write_bytes(content)
-        if self.snapshot_in_process and self.git:
-            tree = await anyio.to_thread.run_sync(self.snapshot, base, path, content)
+        if self.snapshot == "in-process" and self.git:
+            tree = await anyio.to_thread.run_sync(self.snapshot_in_process, base, path, content)
         else:
-            tree = await self.snapshot_by_git(worktree, task_id, path)
+            tree = await self.snapshot_by_git(worktree, task_id, path, base)
         patch = await self.run(
             worktree.path,
             "diff",
@@ -226,18 +235,20 @@ class Floor:
         self.evidence(task_id, "patch", patch.encode())
         self.record("task_status", task_id)
 
-    def snapshot(self, base: str, path: str, content: bytes) -> str:
+    def snapshot_in_process(self, base: str, path: str, content: bytes) -> str:
         """The snapshot's tree with its blob and trees written in-process (``--snapshot in-process``)."""
         blob = self.writer.write_object(b"blob", content, id_length=len(base))
         tree = splice_tree(self.writer, self.trees[base], {path: ("100644", blob)})
         assert tree is not None  # a new file of its own in a tree written here: nothing in the way
         return tree
 
-    async def snapshot_by_git(self, worktree: Worktree, task_id: str, path: str) -> str:
-        """The snapshot's tree as AutoDev's task makes it: ``add`` into a scratch index, ``write-tree``."""
+    async def snapshot_by_git(self, worktree: Worktree, task_id: str, path: str, base: str) -> str:
+        """The snapshot's tree as AutoDev's task makes it: ``add`` into a scratch index, then the tree from
+        the file (``--snapshot write-tree``: from the index, by ``git write-tree``)."""
         index = self.scratch / f"index-{task_id}"
         await anyio.to_thread.run_sync(shutil.copyfile, worktree.index, index)
         staged = {**PATHS_ENV, "GIT_INDEX_FILE": str(index)}
+        before = file_stamps(worktree.path, [path])
         await self.run(
             worktree.path,
             *FEW_PATHS,
@@ -248,10 +259,20 @@ class Floor:
             env=staged,
             stdin=path,
         )
+        if self.snapshot == "files" and self.git:
+            read = functools.partial(self.tree_from_files, worktree.path, before, path, base)
+            return await anyio.to_thread.run_sync(read)
         written = await self.run(
             worktree.path, "write-tree", "--missing-ok", env={**GIT_ENV, "GIT_INDEX_FILE": str(index)}
         )
         return written.strip()
+
+    def tree_from_files(self, root: Path, before: dict[str, FileStamp | None], path: str, base: str) -> str:
+        entries = stored_entries(root, self.root / ".git", before, [path], id_length=len(base))
+        assert entries is not None  # a new file, no attributes: git stored it as its bytes
+        tree = splice_tree(self.writer, self.trees[base], entries)
+        assert tree is not None  # a new file of its own in a tree written here: nothing in the way
+        return tree
 
     async def replay(self, files: dict[str, FileEntry], onto: str, task_id: str) -> str:
         if not self.git:
@@ -315,7 +336,7 @@ async def measure(
     *,
     git: bool,
     syncs: bool,
-    snapshot_in_process: bool = False,
+    snapshot: Snapshot = "files",
 ) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         root = git_repo(Path(tmp) / "repo")
@@ -331,7 +352,7 @@ async def measure(
             root,
             git,
             syncs,
-            snapshot_in_process,
+            snapshot,
             _git(root, "rev-parse", "HEAD"),
             ledger,
             KeptFileLock(state / "lock"),
@@ -403,7 +424,7 @@ def main() -> None:
     add_workload_arguments(parser, parallelism=[4, 8], runs=3)
     parser.add_argument("--git", choices=("on", "off"), default="on")
     parser.add_argument("--syncs", choices=("on", "off"), default="on")
-    parser.add_argument("--snapshot", choices=("git", "in-process"), default="git")
+    parser.add_argument("--snapshot", choices=get_args(Snapshot), default="files")
     args = parser.parse_args()
     n_tasks, latency, repeats = workload_sizes(parser, args, runs=3)
     tasks = dag_plan(n_tasks, args.seed).iter_tasks()
@@ -417,7 +438,7 @@ def main() -> None:
             parallelism,
             git=args.git == "on",
             syncs=args.syncs == "on",
-            snapshot_in_process=args.snapshot == "in-process",
+            snapshot=args.snapshot,
         )
         repeated = [anyio.run(run) for _ in range(repeats)]
         runs[str(parallelism)] = median_run(repeated)
