@@ -22,7 +22,9 @@ time above their agent calls: until its first task started, between a finish and
 within the tasks.
 
 Each parallelism runs ``--runs`` times (default 5); the run of median efficiency is reported in full, with
-the median, minimum and maximum efficiency over all of them.
+the median, minimum and maximum efficiency over all of them. ``machine`` in a run says what the machine's
+processor, file system and process starts cost just before and just after it (``bench/_machine.py``): on
+a shared machine, whether two runs can be compared.
 
     python bench/makespan.py [--tasks 60] [--latency 0.5] [--parallelism 1,4,8] [--runs 5] [--seed 1]
                              [--quick]
@@ -48,6 +50,7 @@ from typing import Any
 import anyio
 
 sys.path.insert(0, str(Path(__file__).parent))
+from _machine import machine_costs
 from _scenario import bench_config, git_repo, succeeding_script
 from overhead import counting
 
@@ -234,6 +237,7 @@ def measure(plan: Plan, latency_s: float, parallelism: int) -> dict[str, Any]:
             await orchestrator.execute()
             return time.perf_counter() - began[0]
 
+        machine = {"before": machine_costs(Path(tmp))}
         # Every git process the run starts, by command: a count the machine's noise does not blur.
         commands: Counter[str] = Counter()
         original_git = git_module.run_git_now
@@ -242,6 +246,7 @@ def measure(plan: Plan, latency_s: float, parallelism: int) -> dict[str, Any]:
             measured = anyio.run(timed_execute)
         finally:
             git_module.run_git_now = original_git
+        machine["after"] = machine_costs(Path(tmp))
 
         final = PlanManager.open(root, readonly=True).plan.iter_tasks()
         committed = committed_files(root)
@@ -281,6 +286,7 @@ def measure(plan: Plan, latency_s: float, parallelism: int) -> dict[str, Any]:
         "git_commands_per_task": {
             name: round(count / len(work), 2) for name, count in commands.most_common()
         },
+        "machine": machine,
         "problems": problems,
         "_durations": durations,
     }

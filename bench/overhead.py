@@ -10,7 +10,9 @@ recorded as landed is still on the branch (``AgentWatch.check_landed``, after ev
 syncs AutoDev's own process asked for per task (``os.fsync`` and ``os.fdatasync``: evidence files, their
 directory, durable ledger appends) and the processor time per task, AutoDev's process and its git processes
 apart. The counts and those times are what a change to the per-task work can be judged by on a machine
-whose speed drifts between runs. ``--repo-files`` first commits a generated tree of that many files
+whose speed drifts between runs; ``machine`` says how far it drifted: what creating a file, syncing an
+append and starting git cost in the run's directory, just before the run and just after it
+(``bench/_machine.py``). ``--repo-files`` first commits a generated tree of that many files
 (nested directories of 20 files, like a real source tree), to show what the size of the repository costs.
 ``--syncs off`` turns those syncs into no-ops for the run, to measure what the durability costs: a
 measurement only (a crash of the machine may then lose what the ledger says is durable), never a way to run.
@@ -40,6 +42,7 @@ from typing import Any, ParamSpec, TypeVar
 import anyio
 
 sys.path.insert(0, str(Path(__file__).parent))
+import _machine
 from _scenario import bench_config, git_repo, independent_plan, succeeding_script
 
 from autodev.adapters.scripted import ScriptedAdapter
@@ -162,6 +165,8 @@ def measure(
             adapter=ScriptedAdapter(script=succeeding_script()),
             write_scope="**",
         )
+        # Before the syncs are counted: the probe's own are not AutoDev's.
+        machine = {"before": _machine.machine_costs(Path(tmp))}
         timings: list[float] = []
         landed_checks: list[float] = []
         commands: Counter[str] = Counter()
@@ -187,6 +192,7 @@ def measure(
             AgentWatch.check_landed = original_check  # type: ignore[method-assign]
             git_module.run_git_now = original_git
             os.fsync, os.fdatasync = original_syncs
+        machine["after"] = _machine.machine_costs(Path(tmp))
         assert all(task.status == "complete" for task in tasks), "every task must complete"
         manager = PlanManager.open(root, readonly=True)
         entries = list(manager.ledger.entries())
@@ -226,6 +232,7 @@ def measure(
                 "autodev": round((own_after - own_before) * 1000 / n_tasks, 1),
                 "git": round((children_after - children_before) * 1000 / n_tasks, 1),
             },
+            "machine": machine,
         }
 
 

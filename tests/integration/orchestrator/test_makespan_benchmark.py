@@ -42,3 +42,5 @@ def test_the_makespan_benchmark_counts_the_runs_git_processes_and_replays_withou
     # Tasks landed on a branch that had moved, and each replay was written without git.
     assert spliced and None not in spliced
     assert "merge-tree" not in commands
+    # What the machine cost just before and just after the run, outside its timed part.
+    assert set(run["machine"]) == {"before", "after"}

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[3] / "bench"))
+import _machine
 import overhead
 
 
@@ -20,17 +21,30 @@ def test_the_overhead_benchmark_counts_autodevs_syncs_and_puts_them_back(
 ) -> None:
     made: list[int] = []
     real_fsync, real_fdatasync = os.fsync, os.fdatasync
+    probing = [False]  # the machine figures' own syncs are neither AutoDev's nor the set-up's
 
     def fsync(fd: int) -> None:
-        made.append(fd)
+        if not probing[0]:
+            made.append(fd)
         real_fsync(fd)
 
     def fdatasync(fd: int) -> None:
-        made.append(fd)
+        if not probing[0]:
+            made.append(fd)
         real_fdatasync(fd)
+
+    real_machine_costs = _machine.machine_costs
+
+    def machine_costs(directory: Path) -> dict[str, float]:
+        probing[0] = True
+        try:
+            return real_machine_costs(directory)
+        finally:
+            probing[0] = False
 
     monkeypatch.setattr(os, "fsync", fsync)
     monkeypatch.setattr(os, "fdatasync", fdatasync)
+    monkeypatch.setattr(_machine, "machine_costs", machine_costs)
 
     run = overhead.measure(3, 0, {}, syncs=syncs)
 
@@ -47,3 +61,6 @@ def test_the_overhead_benchmark_counts_autodevs_syncs_and_puts_them_back(
         assert len(made) < counted * 3  # only the set-up's own: the run's were counted, not made
     cpu = run["cpu_ms_per_task"]
     assert isinstance(cpu, dict) and cpu["autodev"] > 0 and cpu["git"] > 0
+    machine = run["machine"]  # measured outside the run: its syncs are not counted as AutoDev's
+    assert isinstance(machine, dict) and set(machine) == {"before", "after"}
+    assert all(figures["sync_ms"] > 0 for figures in machine.values())
