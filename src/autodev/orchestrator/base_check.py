@@ -17,7 +17,12 @@ from autodev.orchestrator.events import ProgressEvent
 from autodev.orchestrator.run_context import RunContext
 from autodev.workspace.base_freshness import BaseFreshness, check_base
 
-__all__ = ["StaleBaseError", "check_base_at_start", "check_base_before_writers"]
+__all__ = [
+    "StaleBaseError",
+    "check_base_at_start",
+    "check_base_before_writers",
+    "read_base_before_writers",
+]
 
 _log = get_logger("autodev.base_check")
 
@@ -38,10 +43,15 @@ async def check_base_at_start(session: RunContext, *, fetch: bool) -> BaseFreshn
     return base
 
 
-async def check_base_before_writers(session: RunContext) -> BaseFreshness:
-    """The check before the first writer (no fetch), recorded in the ledger; ``StaleBaseError`` to ask the
-    user unless they chose this base already."""
-    base = await _check(session, fetch=False)
+async def read_base_before_writers(session: RunContext) -> BaseFreshness:
+    """What the check before the first writer judges (``check_base_before_writers``): git reads only, no
+    fetch, nothing recorded or said."""
+    return await _check(session, fetch=False)
+
+
+def check_base_before_writers(session: RunContext, base: BaseFreshness) -> BaseFreshness:
+    """The check before the first writer, of ``base`` as ``read_base_before_writers`` found it, recorded in
+    the ledger; ``StaleBaseError`` to ask the user unless they chose this base already."""
     if base.ref is None:
         return base
     pm = session.plan_manager

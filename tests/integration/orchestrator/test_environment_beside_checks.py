@@ -1,23 +1,30 @@
 """The project's environment is found beside a command's first checks: the interpreter probe (over 100 ms
 through a version manager's shim) starts with them, is asked once however many steps need it, and is
-stopped when a check refuses the run, whose error stays its own."""
+stopped when a check refuses the run, whose error stays its own. The execute phase reads the base's
+freshness while its preflight waits for that answer, and their errors come in the order they did when one
+followed the other."""
 
 from __future__ import annotations
 
 import os
 import stat
 import sys
+import time
 from pathlib import Path
 
 import anyio
 import pytest
 from support.orchestration import demo_project, orchestrator
 
-from autodev.orchestrator import core
+from autodev.config.schema import EnvironmentSettings
+from autodev.orchestrator import Orchestrator, base_check, core
 from autodev.orchestrator.checkout import require_clean_tree
 from autodev.orchestrator.execute.task_flow import WorkingTreeDirtyError
+from autodev.orchestrator.preflight import PreflightError
 from autodev.orchestrator.run_context import RunContext
 from autodev.qa import environment
+from autodev.workspace.base_freshness import BaseFreshness
+from autodev.workspace.git import GitError
 
 
 def _interpreter(tmp_path: Path, *, delay_s: float) -> tuple[Path, Path]:
@@ -109,3 +116,77 @@ def test_a_caller_waiting_for_a_search_that_failed_searches_itself(
 
     assert searches == ["search", "search"]
     assert found.environment is not None and found.problem is None
+
+
+# Where the execute phase's entry finds the read it starts beside its preflight.
+_READ_BASE = "autodev.orchestrator.execute.entry.read_base_before_writers"
+
+
+def _planned(tmp_path: Path, **config: object) -> Orchestrator:
+    """The demo project with its plan saved, and an orchestrator for its execute phase."""
+    setup = demo_project(tmp_path)
+    planner, _ = orchestrator(setup.repo_root, setup.script)
+    anyio.run(planner.plan, setup.intent)
+    orch, _ = orchestrator(setup.repo_root, setup.script, **config)
+    return orch
+
+
+def test_the_bases_freshness_is_read_while_the_preflight_waits_for_the_probe(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    interpreter, _ = _interpreter(tmp_path, delay_s=1.0)
+    orch = _planned(tmp_path, **{"environment.python": str(interpreter)})
+    moments: dict[str, float] = {}
+    read = base_check.read_base_before_writers
+    resolve = environment.resolve_environment
+
+    async def timed_read(session: RunContext) -> BaseFreshness:
+        found = await read(session)
+        moments["base read"] = time.monotonic()
+        return found
+
+    async def timed_resolve(root: Path, settings: EnvironmentSettings) -> environment.EnvironmentResolution:
+        found = await resolve(root, settings)
+        moments["environment found"] = time.monotonic()
+        return found
+
+    monkeypatch.setattr(_READ_BASE, timed_read)
+    monkeypatch.setattr("autodev.orchestrator.run_context.resolve_environment", timed_resolve)
+
+    tasks = anyio.run(orch.execute)
+
+    assert tasks and all(task.status == "complete" for task in tasks)
+    assert moments["base read"] < moments["environment found"]
+
+
+def test_a_preflight_problem_is_raised_before_what_the_base_read_raised_and_stops_that_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    orch = _planned(tmp_path, **{"environment.python": str(tmp_path / "no-such-python")})
+    reads: list[str] = []
+
+    async def read_then_fail(session: RunContext) -> BaseFreshness:
+        reads.append("started")
+        await anyio.sleep(30)  # the preflight's refusal stops it long before
+        raise AssertionError("the read outlived the preflight's refusal")
+
+    monkeypatch.setattr(_READ_BASE, read_then_fail)
+
+    with pytest.raises(PreflightError, match="the project's environment"):
+        anyio.run(orch.execute)
+
+    assert reads == ["started"]
+
+
+def test_what_the_base_read_raised_is_raised_as_itself_once_the_preflight_passed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    orch = _planned(tmp_path)
+
+    async def failing_read(session: RunContext) -> BaseFreshness:
+        raise GitError("git could not read the base")
+
+    monkeypatch.setattr(_READ_BASE, failing_read)
+
+    with pytest.raises(GitError, match="could not read the base"):
+        anyio.run(orch.execute)

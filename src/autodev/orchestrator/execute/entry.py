@@ -5,20 +5,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import anyio
+
 from autodev.errors import AutodevError
 from autodev.logging import get_logger
-from autodev.orchestrator.base_check import check_base_before_writers
+from autodev.orchestrator.base_check import check_base_before_writers, read_base_before_writers
 from autodev.orchestrator.delegate import landed_commits
 from autodev.orchestrator.delegation_policy import DelegationHeldError
 from autodev.orchestrator.events import ProgressEvent
 from autodev.orchestrator.execute.dispatcher import Dispatcher
 from autodev.orchestrator.execute.executor import LocalExecutor, TaskExecutor
 from autodev.orchestrator.execute.task_flow import PlanNotApprovedError, block_task, check_working_tree
+from autodev.orchestrator.preflight import Preflight
 from autodev.orchestrator.run_context import RunContext
 from autodev.orchestrator.run_policy import approval_wait_message
 from autodev.state.policy_records import ApprovalRecord
 from autodev.state.schemas import ResultRecord, Task
 from autodev.state.vocabulary import DONE_STATUSES, TERMINAL_STATUSES
+from autodev.workspace.base_freshness import BaseFreshness
 
 __all__ = ["run_execute_phase"]
 
@@ -47,8 +51,8 @@ async def run_execute_phase(
     await session.agent_watch.check_landed(landed_commits(session))
     if task_id is not None:
         _check_runnable(session, task_id)
-    preflight = await session.preflight()
-    await check_base_before_writers(session)
+    preflight, base = await _preflight_beside_the_base(session)
+    check_base_before_writers(session, base)
     awaiting = _approvals_first(session, task_id)
     pm.record_session(session.session_id)
     record = preflight.record()
@@ -88,6 +92,35 @@ async def run_execute_phase(
         blocked=sum(t.status == "blocked" for t in final),
     )
     return final
+
+
+async def _preflight_beside_the_base(session: RunContext) -> tuple[Preflight, BaseFreshness]:
+    """The preflight, with the base's freshness read meanwhile: the preflight first waits for the probe
+    that finds the project's environment (over 100 ms through a version manager's shim), and the read is a
+    few git processes that need nothing from it. Whatever either raises is raised in the order they ran in
+    before: the preflight's problem first, then the read's."""
+    found: list[BaseFreshness] = []
+    failures: list[Exception] = []
+
+    async def read() -> None:
+        try:
+            found.append(await read_base_before_writers(session))
+        except Exception as exc:  # raised below, after the preflight's verdict
+            failures.append(exc)
+
+    preflight: Preflight | None = None
+    async with anyio.create_task_group() as beside:
+        beside.start_soon(read)
+        try:
+            preflight = await session.preflight()
+        except Exception as exc:
+            # Raised below as itself: leaving the task group with it would wrap it in a group.
+            failures.insert(0, exc)
+            beside.cancel_scope.cancel()
+    if failures:
+        raise failures[0]
+    assert preflight is not None and found  # neither raised, so both finished
+    return preflight, found[0]
 
 
 async def _watch_main_checkout(session: RunContext) -> None:
