@@ -908,15 +908,14 @@ class GitRepo:
         base_tree = await self.tree_of(copy.head)
         # The writer's store is the repository's own (``GIT_OBJECT_DIRECTORY`` hands commits to git).
         common_dir = writer.objects_dir.parent
-        read = functools.partial(
-            stored_entries, self.root, common_dir, before, staged, id_length=len(base_tree)
-        )
+
+        def written() -> str | None:
+            entries = stored_entries(self.root, common_dir, before, staged, id_length=len(base_tree))
+            return None if entries is None else splice_tree(writer, base_tree, entries)
+
         try:
-            # In a worker thread: the files are read and hashed, and the trees along them rewritten.
-            entries = await anyio.to_thread.run_sync(read)
-            if entries is None:
-                return None
-            return await anyio.to_thread.run_sync(splice_tree, writer, base_tree, entries)
+            # In one worker thread: the files are read and hashed, and the trees along them rewritten.
+            return await anyio.to_thread.run_sync(written)
         except OSError as exc:  # a file gone or unreadable meanwhile: git says what it finds
             _log.debug("git.tree_not_written_from_files", root=str(self.root), error=str(exc))
             return None

@@ -144,12 +144,12 @@ def content_settings(config: Mapping[str, str]) -> list[str]:
 def _reflogs(config: Mapping[str, str]) -> str | None:
     """How git keeps a branch's and HEAD's reflogs in a repository with a work tree, by
     ``core.logAllRefUpdates`` (unset: kept); None for a bare repository or a value not known here."""
-    if config.get("core.bare", "false").lower() not in ("false", "no", "off", "0"):
+    if config.get("core.bare", "false").lower() not in _FALSE_VALUES:
         return None
     setting = config.get("core.logallrefupdates", "true").lower()
-    if setting in ("true", "yes", "on", "1", "always"):
+    if setting in (*_TRUE_VALUES, "always"):
         return "create"
-    if setting in ("false", "no", "off", "0"):
+    if setting in _FALSE_VALUES:
         return "existing"
     return None
 
