@@ -248,7 +248,8 @@ class Floor:
         index = self.scratch / f"index-{task_id}"
         await anyio.to_thread.run_sync(shutil.copyfile, worktree.index, index)
         staged = {**PATHS_ENV, "GIT_INDEX_FILE": str(index)}
-        before = file_stamps(worktree.path, [path])
+        # Stamped before git reads the file, as AutoDev stamps it, where the tree is written from it.
+        before = file_stamps(worktree.path, [path]) if self.snapshot == "files" and self.git else {}
         await self.run(
             worktree.path,
             *FEW_PATHS,
