@@ -2,8 +2,9 @@
 
 On a shared machine these drift, and the benchmarks' figures with them: in one afternoon the same Python
 work took 8 ms and 16 ms a few seconds apart, and creating a file in the temporary directory 0.02 ms at one
-hour and 0.8 ms of processor time at another (a task of ``bench/overhead.py`` creates about 40 files:
-evidence, git's lock files and objects). Reported beside a run's figures, these say whether two runs met
+hour and 0.8 ms of processor time at another (a task of ``bench/overhead.py`` creates about 27 files in
+AutoDev's own process, its ``files_created_per_task``: evidence, the agent calls' records, git's lock files
+and objects; its git processes create more). Reported beside a run's figures, these say whether two runs met
 the same machine: a run is compared with another only where they agree.
 """
 

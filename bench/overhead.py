@@ -8,10 +8,12 @@ plan size means a ratio near 1), ledger ops per task, the cost of one state tran
 command started at least once a task on average), and the time per task of the check that every commit
 recorded as landed is still on the branch (``AgentWatch.check_landed``, after every agent call), the file
 syncs AutoDev's own process asked for per task (``os.fsync`` and ``os.fdatasync``: evidence files, their
-directory, durable ledger appends) and the processor time per task, AutoDev's process and its git processes
-apart. The counts and those times are what a change to the per-task work can be judged by on a machine
-whose speed drifts between runs; ``machine`` says how far it drifted: what creating a file, syncing an
-append and starting git cost in the run's directory, just before the run and just after it
+directory, durable ledger appends), the files and directories it created per task (each a new inode, which
+some file systems make expensive: "What a new file costs" in docs/performance.md) and the processor time per
+task, AutoDev's process and its git processes apart. The counts and those times are what a change to the
+per-task work can be judged by on a machine whose speed drifts between runs; ``machine`` says how far it
+drifted: what creating a file, syncing an append and starting git cost in the run's directory, just before
+the run and just after it
 (``bench/_machine.py``). ``--repo-files`` first commits a generated tree of that many files
 (nested directories of 20 files, like a real source tree), to show what the size of the repository costs.
 ``--syncs off`` turns those syncs into no-ops for the run, to measure what the durability costs: a
@@ -103,6 +105,42 @@ def counted_sync(sync: Callable[P, None], calls: list[int], *, skip: bool) -> Ca
     return counted
 
 
+class NewFiles:
+    """Counts the files and directories this process creates (not the ones it opens or replaces) while
+    ``counting`` is on, whichever call creates them (``os.open``, ``open``, ``Path.write_text``,
+    ``os.mkdir``): through an audit hook, which Python runs before each of those calls."""
+
+    def __init__(self) -> None:
+        self.created = 0
+        self.counting = False
+        sys.addaudithook(self._heard)
+
+    def _heard(self, event: str, args: tuple[Any, ...]) -> None:
+        if not self.counting:
+            return
+        if event == "open":
+            path, _mode, flags = args
+            creates = isinstance(flags, int) and flags & os.O_CREAT
+        elif event == "os.mkdir":
+            path, creates = args[0], True
+        else:
+            return
+        # A name that exists already is opened or refused, not made: only a new one costs an inode.
+        if creates and isinstance(path, str | bytes | os.PathLike) and not os.path.lexists(path):
+            self.created += 1
+
+
+_NEW_FILES: NewFiles | None = None
+
+
+def new_files() -> NewFiles:
+    """The process's one ``NewFiles`` (an audit hook cannot be removed again, so it is added once)."""
+    global _NEW_FILES
+    if _NEW_FILES is None:
+        _NEW_FILES = NewFiles()
+    return _NEW_FILES
+
+
 def processor_seconds() -> tuple[float, float]:
     """User and system time so far of this process (all its threads) and of its children waited for."""
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -176,6 +214,8 @@ def measure(
         original_git = git_module.run_git_now
         original_syncs = os.fsync, os.fdatasync
         sync_calls = [0]
+        created = new_files()
+        created_before = created.created
         PlanManager.update_task_status = timing(original, timings)  # type: ignore[method-assign]
         AgentWatch.check_landed = timing_async(original_check, landed_checks)  # type: ignore[method-assign]
         git_module.run_git_now = counting(original_git, commands, git_seconds)
@@ -184,10 +224,13 @@ def measure(
         try:
             started, started_at = time.perf_counter(), datetime.now(UTC)
             own_before, children_before = processor_seconds()
+            created.counting = True
             tasks = anyio.run(orchestrator.execute)
+            created.counting = False
             wall = time.perf_counter() - started
             own_after, children_after = processor_seconds()
         finally:
+            created.counting = False
             PlanManager.update_task_status = original  # type: ignore[method-assign]
             AgentWatch.check_landed = original_check  # type: ignore[method-assign]
             git_module.run_git_now = original_git
@@ -228,6 +271,7 @@ def measure(
             "landed_check_ms_per_task": round(sum(landed_checks) * 1000 / n_tasks, 3),
             "syncs_per_task": round(sync_calls[0] / n_tasks, 2),
             "syncs": "on" if syncs else "off (a measurement only)",
+            "files_created_per_task": round((created.created - created_before) / n_tasks, 2),
             "cpu_ms_per_task": {
                 "autodev": round((own_after - own_before) * 1000 / n_tasks, 1),
                 "git": round((children_after - children_before) * 1000 / n_tasks, 1),

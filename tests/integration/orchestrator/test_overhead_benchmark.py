@@ -1,5 +1,6 @@
 """The overhead benchmark's counters on a small real run: the file syncs it counts are AutoDev's own, made
-unless ``--syncs off`` asks otherwise, and the process's ``os.fsync`` is its own again afterwards
+unless ``--syncs off`` asks otherwise, and the process's ``os.fsync`` is its own again afterwards; the new
+files it counts are the ones made while a run is counted, never an existing file opened again
 (``bench/overhead.py`` runs the same measurement at 100 to 5,000 tasks)."""
 
 from __future__ import annotations
@@ -59,8 +60,34 @@ def test_the_overhead_benchmark_counts_autodevs_syncs_and_puts_them_back(
     else:
         assert mode.startswith("off")
         assert len(made) < counted * 3  # only the set-up's own: the run's were counted, not made
+    # Each task writes its evidence files as new ones at least (seven on this path): none is missed.
+    created = run["files_created_per_task"]
+    assert isinstance(created, float) and created >= 7
     cpu = run["cpu_ms_per_task"]
     assert isinstance(cpu, dict) and cpu["autodev"] > 0 and cpu["git"] > 0
     machine = run["machine"]  # measured outside the run: its syncs are not counted as AutoDev's
     assert isinstance(machine, dict) and set(machine) == {"before", "after"}
     assert all(figures["sync_ms"] > 0 for figures in machine.values())
+
+
+def test_new_files_counts_what_is_created_only_while_counting(tmp_path: Path) -> None:
+    new_files = overhead.new_files()
+    assert overhead.new_files() is new_files  # one audit hook for the process, however often it is asked
+    existing = tmp_path / "existing"
+    existing.write_text("kept")
+    start = new_files.created
+
+    new_files.counting = True
+    try:
+        os.close(os.open(tmp_path / "made-by-os-open", os.O_WRONLY | os.O_CREAT, 0o644))
+        (tmp_path / "made-by-write-text").write_text("new")
+        (tmp_path / "made-by-mkdir").mkdir()
+        existing.write_text("replaced in place")  # opened with O_CREAT, but nothing new is made
+        os.close(os.open(existing, os.O_RDONLY))
+    finally:
+        new_files.counting = False
+    counted = new_files.created - start
+    (tmp_path / "made-while-not-counting").write_text("new")
+
+    assert counted == 3
+    assert new_files.created - start == 3
