@@ -33,6 +33,7 @@ from autodev.guardrails import GuardrailEnforcer, LoopDetector
 from autodev.logging import configure_logging, get_logger
 from autodev.orchestrator.agent_health import check_adapter, probe_model
 from autodev.orchestrator.base_check import check_base_at_start
+from autodev.orchestrator.beside import beside
 from autodev.orchestrator.checkout import check_head, require_clean_tree, require_repository
 from autodev.orchestrator.delegation_policy import DelegationPolicy, ExecuteEverything
 from autodev.orchestrator.events import ProgressEvent, ProgressListener, deliver
@@ -369,23 +370,11 @@ class Orchestrator:
             await check_head(self.git, self.emit, allow_detached=allow_detached)
         with self._session():
             session = self._context()
-            failure: Exception | None = None
-            async with anyio.create_task_group() as beside:
-                if gates:
-                    # Taking the run lock stopped a killed run's children: the probe is not one of them.
-                    beside.start_soon(session.find_environment_early)
-                try:
-                    await self._recover_from_a_killed_run(session)
-                    await self._check_interrupted_calls()
-                    yield session
-                except Exception as exc:
-                    # Raised below as itself: leaving the task group with it would wrap it in a group.
-                    failure = exc
-                finally:
-                    # Whatever the body did not wait for is not needed any more.
-                    beside.cancel_scope.cancel()
-            if failure is not None:
-                raise failure
+            # Taking the run lock stopped a killed run's children: the probe is not one of them.
+            async with beside(*((session.find_environment_early,) if gates else ())):
+                await self._recover_from_a_killed_run(session)
+                await self._check_interrupted_calls()
+                yield session
 
     async def _check_agent(self) -> None:
         """Once per facade, before its first agent call and after the free local checks (a clean tree, the
