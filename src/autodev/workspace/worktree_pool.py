@@ -2,8 +2,9 @@
 
 A fresh worktree per task costs a checkout of every file (about half a millisecond a file on a local disk:
 seconds on a large repository, and growing with the repository as tasks add files). The pool makes each of
-its worktrees once, when a claim finds none idle (``warm_up`` starts it; ``cold_start`` makes them all up
-front), and lends it to one task after another, reset to the task's base. A worktree whose changes are
+its worktrees once, when a claim finds none idle (``warm_up`` starts it; ``cold_start`` makes some up
+front: a parallel run's first ones, while its preflight runs), and lends it to one task after another, reset
+to the task's base. A worktree whose changes are
 followed (``autodev.workspace.changes``, on Linux) is reset by undoing only the paths that changed and
 writing those that differ between the bases (``GitRepo.recycle``); otherwise with ``git checkout --force``
 and ``git clean -ffdx``, which read every file of the tree.
@@ -21,6 +22,7 @@ worktree already there, and its claim's reset is left only what was written in i
 
 from __future__ import annotations
 
+import itertools
 from collections import deque
 from collections.abc import Collection
 from contextlib import suppress
@@ -84,6 +86,11 @@ class WorktreePool:
         # a claim waits for that reset rather than take the worktree halfway.
         self._advance_to: str | None = None
         self._advancing: anyio.Event | None = None
+        # Worktrees ``cold_start`` is still making, and what is set when one of them is done (made or
+        # given up): a claim that finds none idle waits for one of those rather than make another.
+        self._filling = 0
+        self._filled = anyio.Event()
+        self._promised = 0  # claims waiting for those
 
     @property
     def size(self) -> int:
@@ -104,7 +111,9 @@ class WorktreePool:
         """Create ``n`` (default: ``size``) pooled worktrees at the main HEAD, concurrently; return them.
 
         A worktree that cannot be created is logged and the pool runs smaller. Leftover ``pool-*``
-        directories of a crashed run are replaced. Only the first call does anything.
+        directories of a crashed run are replaced. Only the first call does anything. A claim meanwhile
+        that finds none idle waits for one of those still being made, when no other claim waits for it,
+        instead of making its own.
         """
         count = self._size if n is None else n
         if not 0 <= count <= self._size:
@@ -112,34 +121,52 @@ class WorktreePool:
         if self._started:
             return []
         self._started = True  # before the first await, so a concurrent second call returns at once
+        self._filling += count  # so is a claim meanwhile told to wait for these
         try:
             baseline = self._baseline = await self._head()
         except BaseException:
             self._started = False
+            self._one_filled(count)
             raise
-        # A resumed task may have adopted a pool-* worktree of the crashed run: leave its name alone.
-        taken = {worktree.name for worktree in self._manager.active}
-        names = [name for name in (f"pool-{i}" for i in range(count + len(taken))) if name not in taken]
+        # A resumed task may have adopted a pool-* worktree of the crashed run, and a claim meanwhile may
+        # have named one it makes: those names are left alone, and these are taken before the next await
+        # (as ``_pooled_name`` takes a claim's).
+        taken = {worktree.name for worktree in self._manager.active} | self._pooled
+        free = (name for name in (f"pool-{i}" for i in range(count + len(taken))) if name not in taken)
+        names = list(itertools.islice(free, count))
+        self._pooled.update(names)
         created: list[Worktree] = []
         limiter = anyio.CapacityLimiter(_COLD_START_CONCURRENCY)
 
         async def start(name: str) -> None:
-            async with limiter:
-                try:
-                    worktree = await self._manager.create(name, baseline, replace=True)
-                except WorktreeError as exc:
-                    _log.warning("worktree_pool.create_failed", name=name, error=str(exc))
-                    return
-            await self._watch(worktree)
-            self._pooled.add(name)
-            self._idle.append(worktree)
-            created.append(worktree)
+            made = False
+            try:
+                async with limiter:
+                    try:
+                        worktree = await self._manager.create(name, baseline, replace=True)
+                    except WorktreeError as exc:
+                        _log.warning("worktree_pool.create_failed", name=name, error=str(exc))
+                        return
+                await self._watch(worktree)
+                self._idle.append(worktree)
+                created.append(worktree)
+                made = True
+            finally:
+                if not made:
+                    self._pooled.discard(name)
+                self._one_filled()
 
         async with anyio.create_task_group() as group:
-            for name in names[:count]:
+            for name in names:
                 group.start_soon(start, name)
         _log.info("worktree_pool.started", size=len(created), wanted=count, baseline=baseline)
         return created
+
+    def _one_filled(self, count: int = 1) -> None:
+        """``count`` worktrees ``cold_start`` was making are done (made or given up): claims waiting look."""
+        self._filling -= count
+        self._filled.set()
+        self._filled = anyio.Event()
 
     async def warm_up(self, workers: int) -> None:
         """Start the pool at the main HEAD; its worktrees are made by the claims that need them, so the
@@ -163,6 +190,15 @@ class WorktreePool:
         target = base or self._baseline or await self._head()
         while self._advancing is not None:
             await self._advancing.wait()
+        if not self._idle and self._filling > self._promised:
+            # A worktree ``cold_start`` is making and no other claim waits for it: this one takes it when
+            # it is done, rather than make another (which a claim beyond those worktrees does at once).
+            self._promised += 1
+            try:
+                while not self._idle and self._filling:
+                    await self._filled.wait()
+            finally:
+                self._promised -= 1
         while self._idle:
             worktree = self._idle.popleft()  # no await since the check: no other claim can take it
             try:

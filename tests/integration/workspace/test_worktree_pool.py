@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import anyio
+import anyio.lowlevel
 import pytest
 from support.git_calls import git_started
 from support.parallel import commit_everything as _commit
@@ -508,4 +509,66 @@ async def test_a_worktree_that_cannot_be_readied_is_removed_and_the_next_claim_m
     assert pool.active == [] and not first.path.exists()
     claimed = await pool.claim("b", landed)
     assert claimed.name == "pool-0" and _head(claimed.path) == landed and _dirt(claimed.path) == ""
+    await pool.cleanup_all()
+
+
+@pytest.mark.asyncio
+async def test_a_claim_during_a_cold_start_takes_a_worktree_it_makes_instead_of_making_another(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pool = _pool(repo, 3)
+    started = git_started(monkeypatch)
+    claimed: list[Worktree] = []
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(pool.cold_start, 2)
+        await (
+            anyio.lowlevel.checkpoint()
+        )  # the cold start has begun, and reads the baseline before making anything
+        claimed.append(await pool.claim("1.1"))
+
+    assert claimed[0].name in {"pool-0", "pool-1"}
+    assert _head(claimed[0].path) == _head(repo) and _dirt(claimed[0].path) == ""
+    # The two worktrees the cold start made, once each: the claim made none of its own.
+    assert len([args for args in started if "worktree" in args and "add" in args]) == 2
+    assert sorted(worktree.name for worktree in pool.active) == ["pool-0", "pool-1"]
+    await pool.release(claimed[0])
+    await pool.cleanup_all()
+    assert _registered(repo) == [repo]
+
+
+@pytest.mark.asyncio
+async def test_a_claim_beyond_the_worktrees_a_cold_start_makes_makes_its_own_at_once(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pool = _pool(repo, 3)
+    first_made = anyio.Event()
+    create = WorktreeManager.create
+
+    async def held(
+        self: WorktreeManager, name: str, base: str, patch: str = "", *, replace: bool = False
+    ) -> Worktree:
+        if name == "pool-0":
+            await first_made.wait()  # the cold start's worktree takes its time (a large checkout)
+        return await create(self, name, base, patch, replace=replace)
+
+    monkeypatch.setattr(WorktreeManager, "create", held)
+    claimed: dict[str, Worktree] = {}
+
+    async def claim(task_id: str) -> None:
+        claimed[task_id] = await pool.claim(task_id)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(pool.cold_start, 1)
+        await anyio.lowlevel.checkpoint()
+        group.start_soon(claim, "1.1")  # waits for the worktree the cold start is making
+        group.start_soon(claim, "1.2")  # nothing left to wait for: makes its own
+        for _ in range(500):
+            if "1.2" in claimed:
+                break
+            await anyio.sleep(0.01)
+        assert "1.2" in claimed and "1.1" not in claimed, "the second claim waited for the first's worktree"
+        first_made.set()
+
+    assert claimed["1.1"].name == "pool-0" and claimed["1.2"].name == "pool-1"
     await pool.cleanup_all()
