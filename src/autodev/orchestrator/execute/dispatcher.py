@@ -153,6 +153,61 @@ class _Worker:
     workspace: TaskWorkspace | None = None
 
 
+def dispatch_parallelism(session: RunContext, only_task: str | None) -> Parallelism:
+    """How many tasks the dispatcher runs at once, and whether each works in a worktree of its own."""
+    if only_task is not None:
+        return Parallelism(1, "a single task was asked for", always_isolated=isolated_writes(session.config))
+    return resolve_parallelism(session.config, *session.harnesses)
+
+
+def worktree_provider(session: RunContext, parallelism: Parallelism) -> WorkspaceProvider:
+    """Where the dispatcher's tasks get their working copies: a pool of recycled worktrees when tasks run
+    isolated and the pool is on, else a worktree made for each task."""
+    root, tree, lock = session.repo_root, session.paths.task_worktrees_dir, session.worktree_admin_lock
+    preparer = session.worktree_preparer
+    split_from = session.config.worktree_split_index_min_files
+    if session.config.worktree_pool_enabled and parallelism.isolated:
+        # One more than the tasks at once: the spare a landing resets ahead when it frees a task, so that
+        # task starts on a worktree already at the new commit, also when every other one is busy.
+        return WorktreePool(
+            root,
+            tree,
+            parallelism.workers + 1,
+            admin_lock=lock,
+            preparer=preparer,
+            track_changes=session.config.change_tracking_enabled,
+            split_index_min_entries=split_from,
+            main_git=session.git,
+        )
+    return WorktreeManager(
+        root,
+        tree,
+        admin_lock=lock,
+        preparer=preparer,
+        split_index_min_entries=split_from,
+        main_git=session.git,
+    )
+
+
+def early_pool(session: RunContext, only_task: str | None) -> WorktreePool | None:
+    """The dispatcher's worktree pool, made before the preflight so that the first task's worktree is
+    checked out while the preflight finds the environment and takes the baseline (ADR 0054); None when the
+    run makes its worktrees as it does without one, at the claims:
+
+    - a single task, or tasks in the main checkout, or no pool;
+    - a worktree setup command (it runs in the project's environment, which the preflight finds first);
+    - a task already in flight (a resumed run): its worktree is the one it continues in, and the pool's
+      names must not be taken before the dispatcher has adopted it;
+    - no task ready to start."""
+    if only_task is not None or session.config.worktree_setup.command is not None:
+        return None
+    pm = session.plan_manager
+    if pm.task_ids_with_status(*IN_FLIGHT_STATUSES) or not pm.next_pending_tasks(1):
+        return None
+    provider = worktree_provider(session, dispatch_parallelism(session, only_task))
+    return provider if isinstance(provider, WorktreePool) else None
+
+
 class Dispatcher:
     """Run every runnable task of the current plan (or only ``only_task``) to a terminal status."""
 
@@ -164,7 +219,10 @@ class Dispatcher:
         executor: TaskExecutor | None = None,
         awaiting_approval: Mapping[str, ApprovalRecord] | None = None,
         evidence: Sequence[ResultRecord] | None = None,
+        worktrees: WorkspaceProvider | None = None,
     ) -> None:
+        """``worktrees``: the pool ``early_pool`` made before the dispatcher (its first worktree made or
+        being made); by default the dispatcher makes its own provider (``worktree_provider``)."""
         self.session = session
         # The accepted results every task is given: the caller's selection, else the most recent ones.
         self.evidence = list(evidence) if evidence is not None else None
@@ -175,11 +233,7 @@ class Dispatcher:
         self.pm = session.plan_manager
         self.only_task = only_task
         config = session.config
-        self.parallelism: Parallelism = (
-            Parallelism(1, "a single task was asked for", always_isolated=isolated_writes(config))
-            if only_task is not None
-            else resolve_parallelism(config, *session.harnesses)
-        )
+        self.parallelism = dispatch_parallelism(session, only_task)
         self.cross_phase = config.cross_phase_parallelism_enabled
         self.scheduler: TaskScheduler = (
             LaneOrder(config)
@@ -214,37 +268,7 @@ class Dispatcher:
         self._task_group: anyio.abc.TaskGroup | None = None
         self._commits_prepared = False
         self._project_block = ""
-        self.worktrees: WorkspaceProvider = self._worktree_provider()
-
-    def _worktree_provider(self) -> WorkspaceProvider:
-        root, tree, lock = (
-            self.session.repo_root,
-            self.session.paths.task_worktrees_dir,
-            self.session.worktree_admin_lock,
-        )
-        preparer = self.session.worktree_preparer
-        split_from = self.session.config.worktree_split_index_min_files
-        if self.session.config.worktree_pool_enabled and self.parallelism.isolated:
-            # One more than the tasks at once: the spare a landing resets ahead when it frees a task, so that
-            # task starts on a worktree already at the new commit, also when every other one is busy.
-            return WorktreePool(
-                root,
-                tree,
-                self.parallelism.workers + 1,
-                admin_lock=lock,
-                preparer=preparer,
-                track_changes=self.session.config.change_tracking_enabled,
-                split_index_min_entries=split_from,
-                main_git=self.session.git,
-            )
-        return WorktreeManager(
-            root,
-            tree,
-            admin_lock=lock,
-            preparer=preparer,
-            split_index_min_entries=split_from,
-            main_git=self.session.git,
-        )
+        self.worktrees = worktrees or worktree_provider(session, self.parallelism)
 
     # --- the loop -----------------------------------------------------------------------------------
 

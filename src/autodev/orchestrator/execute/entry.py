@@ -3,17 +3,20 @@ dispatcher (``autodev.orchestrator.execute.dispatcher``), which runs each task's
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import anyio
 
 from autodev.errors import AutodevError
 from autodev.logging import get_logger
 from autodev.orchestrator.base_check import check_base_before_writers, read_base_before_writers
+from autodev.orchestrator.beside import beside
 from autodev.orchestrator.delegate import landed_commits
 from autodev.orchestrator.delegation_policy import DelegationHeldError
 from autodev.orchestrator.events import ProgressEvent
-from autodev.orchestrator.execute.dispatcher import Dispatcher
+from autodev.orchestrator.execute.dispatcher import Dispatcher, early_pool
 from autodev.orchestrator.execute.executor import LocalExecutor, TaskExecutor
 from autodev.orchestrator.execute.task_flow import PlanNotApprovedError, block_task, check_working_tree
 from autodev.orchestrator.preflight import Preflight
@@ -23,6 +26,7 @@ from autodev.state.policy_records import ApprovalRecord
 from autodev.state.schemas import ResultRecord, Task
 from autodev.state.vocabulary import DONE_STATUSES, TERMINAL_STATUSES
 from autodev.workspace.base_freshness import BaseFreshness
+from autodev.workspace.worktree_pool import WorktreePool
 
 __all__ = ["run_execute_phase"]
 
@@ -51,6 +55,51 @@ async def run_execute_phase(
     await session.agent_watch.check_landed(landed_commits(session))
     if task_id is not None:
         _check_runnable(session, task_id)
+    pool = early_pool(session, task_id)
+    if pool is None:
+        return await _execute_phase(session, task_id, None, executor, evidence)
+    first = _FirstWorktree(pool)
+    try:
+        # The first task's worktree is checked out while the preflight runs (ADR 0054); the first claim
+        # takes it, waiting for it when the preflight was quicker.
+        async with beside(functools.partial(_check_out_first, pool)):
+            return await _execute_phase(session, task_id, first, executor, evidence)
+    finally:
+        if not first.left_to_resume:
+            # What the dispatcher did not take over (a preflight that stopped the run, a plan it refused)
+            # goes with the run that made it; after the dispatcher's own cleanup this finds nothing.
+            with anyio.CancelScope(shield=True):
+                await pool.cleanup_all()
+
+
+@dataclass(slots=True)
+class _FirstWorktree:
+    """A pool whose first worktree is made while the preflight runs, and whether the dispatcher stopped
+    with it: a stopped run leaves every worktree to the next start (``resume`` continues in them, and its
+    start removes the others), and so this pool's."""
+
+    pool: WorktreePool
+    left_to_resume: bool = False
+
+
+async def _check_out_first(pool: WorktreePool) -> None:
+    """The pool's first worktree. One that cannot be made is left to the claim that needs it, which
+    meets the same problem on the task's own path (``WorktreePool.cold_start`` logs it)."""
+    try:
+        await pool.cold_start(1)
+    except AutodevError as exc:
+        _log.warning("execute_phase.first_worktree_failed", error=str(exc))
+
+
+async def _execute_phase(
+    session: RunContext,
+    task_id: str | None,
+    first: _FirstWorktree | None,
+    executor: TaskExecutor | None,
+    evidence: Sequence[ResultRecord] | None,
+) -> list[Task]:
+    pm = session.plan_manager
+    plan = pm.plan
     preflight, base = await _preflight_beside_the_base(session)
     check_base_before_writers(session, base)
     awaiting = _approvals_first(session, task_id)
@@ -75,8 +124,17 @@ async def run_execute_phase(
     try:
         async with executor.serving(session):
             processed = await Dispatcher(
-                session, only_task=task_id, executor=executor, awaiting_approval=awaiting, evidence=evidence
+                session,
+                only_task=task_id,
+                executor=executor,
+                awaiting_approval=awaiting,
+                evidence=evidence,
+                worktrees=first.pool if first is not None else None,
             ).run()
+    except BaseException:
+        if first is not None:
+            first.left_to_resume = True
+        raise
     finally:
         session.git.unwatch()
         await session.close_checks()
