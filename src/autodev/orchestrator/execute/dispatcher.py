@@ -198,7 +198,10 @@ def early_pool(session: RunContext, only_task: str | None) -> WorktreePool | Non
     - a worktree setup command (it runs in the project's environment, which the preflight finds first);
     - a task already in flight (a resumed run): its worktree is the one it continues in, and the pool's
       names must not be taken before the dispatcher has adopted it;
-    - no task ready to start."""
+    - no task ready to start.
+
+    Its worktree setup is built before the environment is known: without a command, the setup only copies
+    ignored files, which needs no environment."""
     if only_task is not None or session.config.worktree_setup.command is not None:
         return None
     pm = session.plan_manager

@@ -98,6 +98,8 @@ async def _execute_phase(
     executor: TaskExecutor | None,
     evidence: Sequence[ResultRecord] | None,
 ) -> list[Task]:
+    """The preflight and the dispatch (``run_execute_phase`` has checked the plan may run); ``first``: the
+    pool the dispatcher takes over, its first worktree being made, marked when the dispatcher stops."""
     pm = session.plan_manager
     plan = pm.plan
     preflight, base = await _preflight_beside_the_base(session)
