@@ -69,6 +69,15 @@ def orchestrator(root: Path, script: Script, **config_overrides: Any) -> tuple[O
     return orch, adapter
 
 
+def planned(tmp_path: Path, **config_overrides: Any) -> Orchestrator:
+    """The demo project with its plan saved, and an orchestrator for its execute phase."""
+    setup = demo_project(tmp_path)
+    planner, _ = orchestrator(setup.repo_root, setup.script)
+    anyio.run(planner.plan, setup.intent)
+    orch, _ = orchestrator(setup.repo_root, setup.script, **config_overrides)
+    return orch
+
+
 def run(orch: Orchestrator, intent: str) -> Any:
     return anyio.run(lambda: orch.run(intent))
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio
 import pytest
-from support.orchestration import demo_project, orchestrator
+from support.orchestration import planned
 
 from autodev.orchestrator import Orchestrator
 from autodev.orchestrator.execute.dispatcher import early_pool
@@ -34,15 +34,6 @@ def _slow_interpreter(tmp_path: Path, delay_s: float) -> Path:
     return script
 
 
-def _planned(tmp_path: Path, **config: Any) -> Orchestrator:
-    """The demo project with its plan saved, and an orchestrator for its execute phase."""
-    setup = demo_project(tmp_path)
-    planner, _ = orchestrator(setup.repo_root, setup.script)
-    anyio.run(planner.plan, setup.intent)
-    orch, _ = orchestrator(setup.repo_root, setup.script, **config)
-    return orch
-
-
 def _pooled(orch: Orchestrator) -> list[str]:
     return sorted(path.name for path in orch.paths.task_worktrees_dir.glob("pool-*"))
 
@@ -58,7 +49,7 @@ def test_the_first_tasks_worktree_is_checked_out_while_the_preflight_runs_and_th
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     interpreter = _slow_interpreter(tmp_path, delay_s=1.0)
-    orch = _planned(tmp_path, **_PARALLEL, **{"environment.python": str(interpreter)})
+    orch = planned(tmp_path, **_PARALLEL, **{"environment.python": str(interpreter)})
     at_the_preflights_end: list[list[str]] = []
     preflight = RunContext.preflight
 
@@ -92,7 +83,7 @@ def test_the_first_tasks_worktree_is_checked_out_while_the_preflight_runs_and_th
 def test_a_preflight_that_stops_the_run_leaves_the_early_worktree_behind_nowhere(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    orch = _planned(tmp_path, **_PARALLEL)
+    orch = planned(tmp_path, **_PARALLEL)
 
     async def refusing_once_a_worktree_is_made(session: RunContext) -> Preflight:
         for _ in range(1000):
@@ -127,7 +118,7 @@ def _made_early(orch: Orchestrator, only_task: str | None = None, *, in_flight: 
 
 
 def test_a_fresh_parallel_run_makes_its_first_worktree_early(tmp_path: Path) -> None:
-    assert _made_early(_planned(tmp_path, **_PARALLEL))
+    assert _made_early(planned(tmp_path, **_PARALLEL))
 
 
 @pytest.mark.parametrize(
@@ -148,6 +139,6 @@ def test_a_fresh_parallel_run_makes_its_first_worktree_early(tmp_path: Path) -> 
 def test_no_worktree_is_made_before_the_preflight_with(
     tmp_path: Path, why: str, config: dict[str, Any], only_task: str | None, in_flight: bool
 ) -> None:
-    orch = _planned(tmp_path, **{**_PARALLEL, **config})
+    orch = planned(tmp_path, **{**_PARALLEL, **config})
 
     assert not _made_early(orch, only_task, in_flight=in_flight), why

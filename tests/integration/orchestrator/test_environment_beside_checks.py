@@ -14,10 +14,10 @@ from pathlib import Path
 
 import anyio
 import pytest
-from support.orchestration import demo_project, orchestrator
+from support.orchestration import demo_project, orchestrator, planned
 
 from autodev.config.schema import EnvironmentSettings
-from autodev.orchestrator import Orchestrator, base_check, core
+from autodev.orchestrator import base_check, core
 from autodev.orchestrator.checkout import require_clean_tree
 from autodev.orchestrator.execute.task_flow import WorkingTreeDirtyError
 from autodev.orchestrator.preflight import PreflightError
@@ -122,20 +122,11 @@ def test_a_caller_waiting_for_a_search_that_failed_searches_itself(
 _READ_BASE = "autodev.orchestrator.execute.entry.read_base_before_writers"
 
 
-def _planned(tmp_path: Path, **config: object) -> Orchestrator:
-    """The demo project with its plan saved, and an orchestrator for its execute phase."""
-    setup = demo_project(tmp_path)
-    planner, _ = orchestrator(setup.repo_root, setup.script)
-    anyio.run(planner.plan, setup.intent)
-    orch, _ = orchestrator(setup.repo_root, setup.script, **config)
-    return orch
-
-
 def test_the_bases_freshness_is_read_while_the_preflight_waits_for_the_probe(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     interpreter, _ = _interpreter(tmp_path, delay_s=1.0)
-    orch = _planned(tmp_path, **{"environment.python": str(interpreter)})
+    orch = planned(tmp_path, **{"environment.python": str(interpreter)})
     moments: dict[str, float] = {}
     read = base_check.read_base_before_writers
     resolve = environment.resolve_environment
@@ -162,7 +153,7 @@ def test_the_bases_freshness_is_read_while_the_preflight_waits_for_the_probe(
 def test_a_preflight_problem_is_raised_before_what_the_base_read_raised_and_stops_that_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    orch = _planned(tmp_path, **{"environment.python": str(tmp_path / "no-such-python")})
+    orch = planned(tmp_path, **{"environment.python": str(tmp_path / "no-such-python")})
     reads: list[str] = []
 
     async def read_then_fail(session: RunContext) -> BaseFreshness:
@@ -181,7 +172,7 @@ def test_a_preflight_problem_is_raised_before_what_the_base_read_raised_and_stop
 def test_what_the_base_read_raised_is_raised_as_itself_once_the_preflight_passed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    orch = _planned(tmp_path)
+    orch = planned(tmp_path)
 
     async def failing_read(session: RunContext) -> BaseFreshness:
         raise GitError("git could not read the base")
