@@ -259,6 +259,7 @@ class Orchestrator:
             try:
                 yield
             finally:
+                self.agent_watch.release_records()
                 manager.close()
                 self._plan_manager = None
                 self._guardrails = None

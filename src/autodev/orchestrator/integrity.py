@@ -27,10 +27,15 @@ under way.
 A call can end without the check after it: the process was killed, or an inline delegation suspended the
 run until an agent session answers. So the view is also written to ``.autodev/calls/`` for the length of
 the call, and the next start compares the repository with every view a call left there
-(``check_interrupted``). Across that gap AutoDev cannot tell the agent's doings from the user's, so it puts
-nothing back: changed refs and control files stop the run once, named, and the user decides. Branches that
-moved forward only through AutoDev's own task commits are not changes; commits on top of the working copy
-are folded as after a call.
+(``check_interrupted``). Across that gap AutoDev cannot tell the agent's doings from the user's, so it
+puts nothing back: changed refs and control files stop the run once, named, and the user decides.
+Branches that moved forward only through AutoDev's own task commits are not changes; commits on top of
+the working copy are folded as after a call.
+
+A checked call's record file is emptied and kept open for the next call's view: a new file costs an
+inode, on some file systems up to a millisecond of processor time, and an empty file stands for no call.
+It is written through the descriptor AutoDev opened, and only while its name in ``.autodev/calls/`` still
+names that file and is its only name (an agent may replace or link anything there).
 """
 
 from __future__ import annotations
@@ -57,6 +62,7 @@ from autodev.workspace.git import GitError, GitRepo, read_head_file
 
 __all__ = [
     "AgentWatch",
+    "CallRecord",
     "CallReport",
     "RepositoryChangedError",
     "RepositoryView",
@@ -74,6 +80,8 @@ _SHOWN = 10
 # are cleared and rebuilt by every start anyway.
 _INTERRUPTED_REFS = ("refs/heads/", "refs/tags/")
 _RECORD_LIMIT = 64 << 20
+# Record files of checked calls kept open for the next calls: one for each call that may be in flight.
+_SPARE_RECORDS = 16
 # What identifies a file's or a directory's content without reading it: inode, size, modification and
 # change times.
 _Stamp = tuple[int, int, int, int]
@@ -135,6 +143,30 @@ def _shown(items: list[str]) -> str:
     return ", ".join(items[:_SHOWN]) + more
 
 
+@dataclass(frozen=True, slots=True)
+class CallRecord:
+    """The file in ``.autodev/calls/`` that holds a call's view until its check has run, as AutoDev made
+    it: open, with the device and inode it had."""
+
+    path: Path
+    fd: int
+    device: int
+    inode: int
+
+    def still_ours(self) -> bool:
+        """Whether ``path`` still names the file AutoDev made, as its only name: nothing replaced it with
+        another file or a link, and nothing linked it elsewhere."""
+        try:
+            found = os.lstat(self.path)
+        except OSError:
+            return False
+        return (
+            stat.S_ISREG(found.st_mode)
+            and (found.st_dev, found.st_ino) == (self.device, self.inode)
+            and found.st_nlink == 1
+        )
+
+
 class AgentWatch:
     """Takes a ``RepositoryView`` before an agent call and checks the repository against it after."""
 
@@ -146,7 +178,10 @@ class AgentWatch:
         calls_dir: Path | None = None,
         ledger: Callable[[], Ledger | None] | None = None,
         derived: Mapping[Path, Callable[[], None]] | None = None,
+        keep_records: int = _SPARE_RECORDS,
     ) -> None:
+        """``keep_records``: how many checked calls' record files to keep open for the next calls (none for
+        a watch whose end nobody tells, see ``release_records``)."""
         self.main = main
         self.config_file = config_file
         self.calls_dir = calls_dir
@@ -166,6 +201,9 @@ class AgentWatch:
         # starts from it instead of scanning the checkout again. A change in between is found all the same.
         self._main_dirty_seen: frozenset[str] | None = None
         self._guarded = GuardedFiles()
+        # Record files of checked calls, emptied and kept open for the next calls' views (module docstring).
+        self._spare_records: list[CallRecord] = []
+        self._keep_records = keep_records
 
     async def _control_files(self) -> dict[str, bytes]:
         common = await self.main.common_dir()
@@ -398,7 +436,7 @@ class AgentWatch:
 
     # --- calls that ended without the check after them -------------------------------------------------
 
-    def remember(self, view: RepositoryView, copy: GitRepo, who: str) -> Path | None:
+    def remember(self, view: RepositoryView, copy: GitRepo, who: str) -> CallRecord | None:
         """Write ``view`` to ``calls_dir`` until the call's check has run (see the module docstring)."""
         if self.calls_dir is None:
             return None
@@ -413,18 +451,52 @@ class AgentWatch:
             "control": {name: _digest(data) for name, data in view.control.items()},
             "main_dirty": sorted(view.main_dirty) if view.main_dirty is not None else None,
         }
-        self.calls_dir.mkdir(parents=True, exist_ok=True)
-        path = self.calls_dir / f"{secrets.token_hex(8)}.json"
+        kept = self._spare_record() or self._new_record(self.calls_dir)
         # Not fsync'd: what it guards against is a killed process, whose writes the page cache keeps, and
-        # it costs every agent call (a record lost with the machine only means one check fewer).
-        atomic_write_bytes(path, json.dumps(record).encode("utf-8"), durable=False)
-        return path
+        # it costs every agent call (a record lost with the machine only means one check fewer). The file
+        # is empty until this one write: a process killed before it had not started the call.
+        data = json.dumps(record).encode("utf-8")
+        written = 0
+        while written < len(data):  # one write for a regular file, unless the disk is full
+            written += os.pwrite(kept.fd, data[written:], written)
+        return kept
+
+    def _spare_record(self) -> CallRecord | None:
+        while self._spare_records:
+            kept = self._spare_records.pop()
+            if kept.still_ours():
+                return kept
+            os.close(kept.fd)  # replaced, removed or linked meanwhile: never written through again
+        return None
 
     @staticmethod
-    def forget(record: Path | None) -> None:
-        """The call's check has run: its view is no longer needed."""
-        if record is not None:
-            record.unlink(missing_ok=True)
+    def _new_record(calls_dir: Path) -> CallRecord:
+        calls_dir.mkdir(parents=True, exist_ok=True)
+        path = calls_dir / f"{secrets.token_hex(8)}.json"
+        # A new name, made here: whatever an agent put in the directory is neither followed nor reused.
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        made = os.fstat(fd)
+        return CallRecord(path, fd, made.st_dev, made.st_ino)
+
+    def forget(self, record: CallRecord | None) -> None:
+        """The call's check has run: its view is no longer needed. The file is emptied and kept for the
+        next call's view while it is still AutoDev's; otherwise whatever has its name goes, as before."""
+        if record is None:
+            return
+        if record.still_ours() and len(self._spare_records) < self._keep_records:
+            os.ftruncate(record.fd, 0)
+            self._spare_records.append(record)
+            return
+        os.close(record.fd)
+        record.path.unlink(missing_ok=True)
+
+    def release_records(self) -> None:
+        """The public call that used this watch is over: the kept record files are closed and removed."""
+        while self._spare_records:
+            kept = self._spare_records.pop()
+            if kept.still_ours():
+                kept.path.unlink(missing_ok=True)
+            os.close(kept.fd)
 
     async def check_interrupted(self, task_subjects: Collection[str]) -> None:
         """Compare the repository with every view a call left behind; stop once when anything changed.
@@ -438,6 +510,9 @@ class AgentWatch:
         findings: list[str] = []
         folded: list[str] = []
         for path in sorted(self.calls_dir.glob("*.json")):
+            if _empty_file(path):  # a checked call's record kept for the next one: no call to check
+                path.unlink(missing_ok=True)
+                continue
             record = _load_record(path)
             if record is None:
                 # Something damaged what the check needs: that is no "nothing changed".
@@ -532,6 +607,14 @@ class AgentWatch:
 
 async def _any_task_commit(repo: GitRepo, base: str, tip: str, task_subjects: Collection[str]) -> bool:
     return any(subject in task_subjects for subject in await repo.first_parent_subjects(base, tip))
+
+
+def _empty_file(path: Path) -> bool:
+    try:
+        found = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(found.st_mode) and found.st_size == 0
 
 
 def _load_record(path: Path) -> dict[str, object] | None:

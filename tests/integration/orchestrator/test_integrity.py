@@ -286,6 +286,96 @@ def test_a_call_that_ended_unchecked_is_checked_by_the_next_start_once(tmp_path:
     anyio.run(next_start.check_interrupted, set())  # told once; the user has decided
 
 
+def _records(root: Path) -> list[Path]:
+    return sorted((root / ".autodev" / "calls").iterdir())
+
+
+def test_a_checked_calls_record_is_emptied_and_kept_for_the_next_calls_view(tmp_path: Path) -> None:
+    root = mini_project(tmp_path / "repo")
+    repo, watch = _watch_with_records(root)
+
+    async def two_calls() -> None:
+        first = watch.remember(await watch.before(repo), repo, "the developer of task 1.1")
+        assert first is not None and b'"the developer of task 1.1"' in first.path.read_bytes()
+        watch.forget(first)
+        assert _records(root) == [first.path] and first.path.read_bytes() == b""
+        second = watch.remember(await watch.before(repo), repo, "the reviewer of task 1.1")
+        # The same file, no new one: only the second call's view is in it.
+        assert second is not None and second.path == first.path and _records(root) == [first.path]
+        assert b"reviewer" in second.path.read_bytes() and b"developer" not in second.path.read_bytes()
+        watch.forget(second)
+
+    anyio.run(two_calls)
+    # A process that ends without releasing them (killed) leaves emptied records: no call to name.
+    _, next_start = _watch_with_records(root)
+    anyio.run(next_start.check_interrupted, set())
+    assert _records(root) == []
+
+
+def test_the_kept_records_go_when_the_call_that_used_the_watch_is_over(tmp_path: Path) -> None:
+    root = mini_project(tmp_path / "repo")
+    repo, watch = _watch_with_records(root)
+
+    async def one_call() -> int:
+        record = watch.remember(await watch.before(repo), repo, "the developer of task 1.1")
+        assert record is not None
+        watch.forget(record)
+        return record.fd
+
+    fd = anyio.run(one_call)
+    watch.release_records()
+
+    assert _records(root) == []
+    try:  # closed: the number is free, or another file's by now
+        still_open = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        still_open = ""
+    assert str(root / ".autodev" / "calls") not in still_open
+
+
+def test_a_kept_record_an_agent_replaced_or_linked_is_never_written_through(tmp_path: Path) -> None:
+    root = mini_project(tmp_path / "repo")
+    repo, watch = _watch_with_records(root)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("the user's file\n")
+
+    async def calls() -> None:
+        kept = watch.remember(await watch.before(repo), repo, "the developer of task 1.1")
+        assert kept is not None
+        watch.forget(kept)
+        kept.path.unlink()
+        kept.path.symlink_to(victim)  # the agent of a later call swaps the kept record for a link
+        second = watch.remember(await watch.before(repo), repo, "the reviewer of task 1.1")
+        assert second is not None and second.path != kept.path
+        watch.forget(second)
+        elsewhere = tmp_path / "elsewhere.json"
+        os.link(second.path, elsewhere)  # or links the kept record to a name of its own
+        third = watch.remember(await watch.before(repo), repo, "the test engineer of task 1.1")
+        assert third is not None and third.path not in (kept.path, second.path)
+        assert elsewhere.read_bytes() == b""
+        watch.forget(third)
+
+    anyio.run(calls)
+    assert victim.read_text() == "the user's file\n"
+
+
+def test_a_call_interrupted_in_a_kept_record_is_checked_by_the_next_start(tmp_path: Path) -> None:
+    root = mini_project(tmp_path / "repo")
+    repo, watch = _watch_with_records(root)
+
+    async def killed_in_the_second_call() -> None:
+        watch.forget(watch.remember(await watch.before(repo), repo, "the developer of task 1.1"))
+        watch.remember(await watch.before(repo), repo, "the reviewer of task 1.1")
+        git(root, "branch", "agent-was-here")
+
+    anyio.run(killed_in_the_second_call)
+    _, next_start = _watch_with_records(root)
+
+    with pytest.raises(RepositoryChangedError, match=r"the reviewer of task 1\.1.*agent-was-here"):
+        anyio.run(next_start.check_interrupted, set())
+    assert _records(root) == []
+
+
 def test_after_an_interrupted_call_autodevs_own_commits_pass_and_the_agents_are_folded(
     tmp_path: Path,
 ) -> None:

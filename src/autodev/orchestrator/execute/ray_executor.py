@@ -330,7 +330,7 @@ def _worker_context(job: _Job, root: Path, manager: RelayedPlanManager, mailbox:
         plan_manager=manager,
         guardrails=GuardrailEnforcer(config.guardrails, manager),
         knowledge=_SharedKnowledge(paths, mailbox),
-        agent_watch=_NodeAgentWatch(git, paths.config, calls_dir=paths.calls_dir),
+        agent_watch=_NodeAgentWatch(git, paths.config, calls_dir=paths.calls_dir, keep_records=0),
         loop_detector=LoopDetector(config.guardrails.loop_detection_threshold),
         listener=listener,
         disable_impl_tournament=job.disable_impl_tournament,
