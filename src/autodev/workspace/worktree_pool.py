@@ -3,11 +3,11 @@
 A fresh worktree per task costs a checkout of every file (about half a millisecond a file on a local disk:
 seconds on a large repository, and growing with the repository as tasks add files). The pool makes each of
 its worktrees once, when a claim finds none idle (``warm_up`` starts it; ``cold_start`` makes some up
-front: a parallel run's first ones, while its preflight runs), and lends it to one task after another, reset
-to the task's base. A worktree whose changes are
-followed (``autodev.workspace.changes``, on Linux) is reset by undoing only the paths that changed and
-writing those that differ between the bases (``GitRepo.recycle``); otherwise with ``git checkout --force``
-and ``git clean -ffdx``, which read every file of the tree.
+front: a parallel run's first one, while its preflight runs), and lends it to one task after another,
+reset to the task's base. A worktree whose changes are followed (``autodev.workspace.changes``, on Linux)
+is reset by undoing only the paths that changed and writing those that differ between the bases
+(``GitRepo.recycle``); otherwise with ``git checkout --force`` and ``git clean -ffdx``, which read every
+file of the tree.
 
 The claim does the reset, not the release: a release only queues the worktree, so the slot of a task that
 finished frees at once and neither a task writing after its release nor a cancelled reset can leak into the

@@ -161,25 +161,22 @@ async def _preflight_beside_the_base(session: RunContext) -> tuple[Preflight, Ba
     before: the preflight's problem first, then the read's."""
     found: list[BaseFreshness] = []
     failures: list[Exception] = []
+    read_done = anyio.Event()
 
     async def read() -> None:
         try:
             found.append(await read_base_before_writers(session))
         except Exception as exc:  # raised below, after the preflight's verdict
             failures.append(exc)
+        finally:
+            read_done.set()
 
-    preflight: Preflight | None = None
-    async with anyio.create_task_group() as beside:
-        beside.start_soon(read)
-        try:
-            preflight = await session.preflight()
-        except Exception as exc:
-            # Raised below as itself: leaving the task group with it would wrap it in a group.
-            failures.insert(0, exc)
-            beside.cancel_scope.cancel()
+    # A preflight that raises stops the read and leaves as itself (``beside``).
+    async with beside(read):
+        preflight = await session.preflight()
+        await read_done.wait()
     if failures:
         raise failures[0]
-    assert preflight is not None and found  # neither raised, so both finished
     return preflight, found[0]
 
 
