@@ -9,13 +9,13 @@ command started at least once a task on average), and the time per task of the c
 recorded as landed is still on the branch (``AgentWatch.check_landed``, after every agent call), the file
 syncs AutoDev's own process asked for per task (``os.fsync`` and ``os.fdatasync``: evidence files, their
 directory, durable ledger appends), the files and directories it created per task (each a new inode, which
-some file systems make expensive: "What a new file costs" in docs/performance.md) and the processor time per
-task, AutoDev's process and its git processes apart. The counts and those times are what a change to the
-per-task work can be judged by on a machine whose speed drifts between runs; ``machine`` says how far it
-drifted: what creating a file, syncing an append and starting git cost in the run's directory, just before
-the run and just after it
-(``bench/_machine.py``). ``--repo-files`` first commits a generated tree of that many files
-(nested directories of 20 files, like a real source tree), to show what the size of the repository costs.
+some file systems make expensive: "The files a task creates" in docs/performance.md) and the processor
+time per task, AutoDev's process and its git processes apart. The counts and those times are what a change
+to the per-task work can be judged by on a machine whose speed drifts between runs; ``machine`` says how
+far it drifted: what creating a file, syncing an append and starting git cost in the run's directory, just
+before the run and just after it (``bench/_machine.py``). ``--repo-files`` first commits a generated tree
+of that many files (nested directories of 20 files, like a real source tree), to show what the size of the
+repository costs.
 ``--syncs off`` turns those syncs into no-ops for the run, to measure what the durability costs: a
 measurement only (a crash of the machine may then lose what the ledger says is durable), never a way to run.
 
@@ -226,7 +226,6 @@ def measure(
             own_before, children_before = processor_seconds()
             created.counting = True
             tasks = anyio.run(orchestrator.execute)
-            created.counting = False
             wall = time.perf_counter() - started
             own_after, children_after = processor_seconds()
         finally:
