@@ -10,22 +10,22 @@ check after a call, no policy, no model copies, no events. Its efficiency is the
 AutoDev can reach while a task's path holds these operations: the orchestrator's own work only lowers it.
 
 A task's path here, as in a run of ``bench/makespan.py``: the reset of its pooled worktree to the branch
-(``restore``, when the worktree's base is behind), the developer's call, the snapshot (``add`` into a
-scratch index, the tree written from the file as ``autodev.workspace.stored_files`` writes it, ``diff``
-against the base), the reviewer's and the test engineer's calls, its
-commit, the replay onto the branch when the branch moved (prepared before the integration lock and again
-under it when another landing came first: the branch's tree with the task's file put in, written in-process
-as AutoDev writes it for a change no landing since its base met, ``autodev.workspace.trees``), and under
-the lock the fast-forward (``restore`` of the main checkout's paths through git's index lock, the branch
-written as a loose ref). After the
-landing, off the path: the main checkout's ``status`` and the freed worktree's reset.
+(``restore``, when the worktree's base is behind), the developer's call, the snapshot (``add`` into a scratch
+index, the tree written from the file as ``autodev.workspace.stored_files`` writes it, and the diff against
+the base from the same bytes, as ``autodev.workspace.patches`` writes a new file's), the reviewer's and the
+test engineer's calls, its commit, the replay onto the branch when the branch moved (prepared before the
+integration lock and again under it when another landing came first: the branch's tree with the task's file
+put in, written in-process as AutoDev writes it for a change no landing since its base met,
+``autodev.workspace.trees``), and under the lock the fast-forward (``restore`` of the main checkout's paths
+through git's index lock, the branch written as a loose ref). After the landing, off the path: the main
+checkout's ``status`` and the freed worktree's reset.
 
 ``--git off`` leaves every git process out (the trees and commits are then fake ids), ``--syncs off`` every
 sync: what the floor would be without them. ``--snapshot write-tree`` has ``git write-tree`` write the
-snapshot's tree after the ``add``, as AutoDev did before ADR 0053. ``--snapshot in-process`` writes the
-snapshot's blob and trees without git (the file is known, so this is exact here, and what a task's path
-would hold if AutoDev wrote its snapshots so, ``add`` included): what the next step of ADR 0051 could give.
-Measurements only, never a way to run AutoDev.
+snapshot's tree after the ``add`` and ``git diff`` read the change, as AutoDev did before ADR 0053.
+``--snapshot in-process`` writes the snapshot's blob and trees without git (the file is known, so this is
+exact here, and what a task's path would hold if AutoDev wrote its snapshots so, ``add`` included): what the
+next step of ADR 0051 could give. Measurements only, never a way to run AutoDev.
 
     python bench/makespan_floor.py [--tasks 60] [--latency 0.5] [--parallelism 4,8] [--runs 3] [--seed 1]
                                    [--git on|off] [--syncs on|off] [--snapshot files|write-tree|in-process]
@@ -72,7 +72,8 @@ from autodev.state.schemas import Task
 from autodev.workspace.changes import FileStamp
 from autodev.workspace.git import run_git
 from autodev.workspace.objects import CommitWriter
-from autodev.workspace.stored_files import file_stamps, stored_entries
+from autodev.workspace.patches import Change, added_files_change
+from autodev.workspace.stored_files import StoredFile, file_stamps, stored_entries
 from autodev.workspace.trees import FileEntry, raw_entries, splice_tree
 
 GIT_ENV = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
@@ -191,25 +192,31 @@ class Floor:
         (worktree.path / path).parent.mkdir(parents=True, exist_ok=True)
         (worktree.path / path).write_bytes(content)
         if self.snapshot == "in-process" and self.git:
-            tree = await anyio.to_thread.run_sync(self.snapshot_in_process, base, path, content)
+            tree, change = await anyio.to_thread.run_sync(self.snapshot_in_process, base, path, content)
         else:
-            tree = await self.snapshot_by_git(worktree, task_id, path, base)
-        patch = await self.run(
-            worktree.path,
-            "diff",
-            "-z",
-            "--patch-with-raw",
-            "--binary",
-            "--no-renames",
-            "--no-abbrev",
-            base,
-            tree,
-            "--",
-            ".",
-            ":(exclude).autodev",
-        )
-        # The raw part (up to the first empty field) names the task's one file: its mode and blob.
-        mode, object_id = raw_entries(patch[: patch.find("\0\0") + 1])[path] if self.git else ("", "")
+            tree, change = await self.snapshot_by_git(worktree, task_id, path, base)
+        if change is not None:
+            # A new text file: its diff written from the bytes the tree was, as AutoDev writes it.
+            patch = change.patch
+            [(_, (mode, object_id))] = change.entries
+        else:
+            patch = await self.run(
+                worktree.path,
+                "diff",
+                "-z",
+                "--patch-with-raw",
+                "--binary",
+                "--full-index",
+                "--no-renames",
+                "--no-abbrev",
+                base,
+                tree,
+                "--",
+                ".",
+                ":(exclude).autodev",
+            )
+            # The raw part (up to the first empty field) names the task's one file: its mode and blob.
+            mode, object_id = raw_entries(patch[: patch.find("\0\0") + 1])[path] if self.git else ("", "")
         self.evidence(task_id, "developer", patch.encode())
         self.evidence(task_id, "developer_patch", patch.encode())
         self.record("task_status", task_id)
@@ -235,16 +242,21 @@ class Floor:
         self.evidence(task_id, "patch", patch.encode())
         self.record("task_status", task_id)
 
-    def snapshot_in_process(self, base: str, path: str, content: bytes) -> str:
-        """The snapshot's tree with its blob and trees written in-process (``--snapshot in-process``)."""
+    def snapshot_in_process(self, base: str, path: str, content: bytes) -> tuple[str, Change | None]:
+        """The snapshot's tree with its blob and trees written in-process (``--snapshot in-process``), and
+        its diff."""
         blob = self.writer.write_object(b"blob", content, id_length=len(base))
-        tree = splice_tree(self.writer, self.trees[base], {path: ("100644", blob)})
+        stored = {path: StoredFile("100644", blob, content)}
+        tree = splice_tree(self.writer, self.trees[base], {path: stored[path].entry})
         assert tree is not None  # a new file of its own in a tree written here: nothing in the way
-        return tree
+        return tree, added_files_change(self.writer.objects_dir, self.trees[base], stored)
 
-    async def snapshot_by_git(self, worktree: Worktree, task_id: str, path: str, base: str) -> str:
-        """The snapshot's tree as AutoDev's task makes it: ``add`` into a scratch index, then the tree from
-        the file (``--snapshot write-tree``: from the index, by ``git write-tree``)."""
+    async def snapshot_by_git(
+        self, worktree: Worktree, task_id: str, path: str, base: str
+    ) -> tuple[str, Change | None]:
+        """The snapshot's tree as AutoDev's task makes it: ``add`` into a scratch index, then the tree and
+        the diff from the file (``--snapshot write-tree``: the tree from the index, by ``git write-tree``,
+        and no diff: git's)."""
         index = self.scratch / f"index-{task_id}"
         await anyio.to_thread.run_sync(shutil.copyfile, worktree.index, index)
         staged = {**PATHS_ENV, "GIT_INDEX_FILE": str(index)}
@@ -266,14 +278,16 @@ class Floor:
         written = await self.run(
             worktree.path, "write-tree", "--missing-ok", env={**GIT_ENV, "GIT_INDEX_FILE": str(index)}
         )
-        return written.strip()
+        return written.strip(), None
 
-    def tree_from_files(self, root: Path, before: dict[str, FileStamp | None], path: str, base: str) -> str:
-        entries = stored_entries(root, self.root / ".git", before, [path], id_length=len(base))
-        assert entries is not None  # a new file, no attributes: git stored it as its bytes
-        tree = splice_tree(self.writer, self.trees[base], entries)
+    def tree_from_files(
+        self, root: Path, before: dict[str, FileStamp | None], path: str, base: str
+    ) -> tuple[str, Change | None]:
+        files = stored_entries(root, self.root / ".git", before, [path], id_length=len(base))
+        assert files is not None  # a new file, no attributes: git stored it as its bytes
+        tree = splice_tree(self.writer, self.trees[base], {name: file.entry for name, file in files.items()})
         assert tree is not None  # a new file of its own in a tree written here: nothing in the way
-        return tree
+        return tree, added_files_change(self.writer.objects_dir, self.trees[base], files)
 
     async def replay(self, files: dict[str, FileEntry], onto: str, task_id: str) -> str:
         if not self.git:

@@ -31,13 +31,17 @@ from autodev.scratch import owned_prefix, remove_abandoned
 from autodev.workspace import changes
 from autodev.workspace.changes import FileStamp, StatusKey, WatchedCopy, file_stamp
 from autodev.workspace.objects import CommitWriter
+from autodev.workspace.patches import Change, added_files_change
 from autodev.workspace.refs import BranchMoveError, advance_branch, read_refs
 from autodev.workspace.stored_files import file_stamps, stored_entries
-from autodev.workspace.trees import ABSENT_MODE, FileEntry, paths_meet, raw_entries, splice_tree
+from autodev.workspace.trees import FileEntry, paths_meet, raw_entries, splice_tree
 
 __all__ = ["GitError", "GitRepo", "WorkingDiff", "index_entries", "read_head_file", "run_git"]
 
 _EXCLUDE_STATE = ":(exclude).autodev"
+# Every patch AutoDev records: binary-safe, renames as a deletion and an addition, full object ids in each
+# "index" line (one form, whether git wrote the patch or ``autodev.workspace.patches`` did).
+_PATCH_OPTIONS = ("--binary", "--full-index", "--no-renames")
 _ALL_BUT_STATE = ("--", ".", _EXCLUDE_STATE)
 _HEAD_FILE_LIMIT = 4096
 _OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
@@ -377,20 +381,6 @@ def _without_drivers(args: Sequence[str]) -> list[str]:
 
 class GitError(AutodevError):
     """A git command failed; the message carries the command and git's own words."""
-
-
-@dataclass(frozen=True, slots=True)
-class Change:
-    """The paths a change touches, its binary patch, and each path's new mode and object id (mode
-    "000000": deleted), as one ``git diff --raw`` showed them."""
-
-    names: tuple[str, ...]
-    patch: str
-    entries: tuple[tuple[str, FileEntry], ...]
-
-    @property
-    def deletes(self) -> bool:
-        return any(mode == ABSENT_MODE for _, (mode, _) in self.entries)
 
 
 @dataclass(frozen=True, slots=True)
@@ -901,7 +891,8 @@ class GitRepo:
         """The tree ``git write-tree`` would write from the index ``staged`` was just added to, a recycled
         copy's own index at ``copy.head``: that commit's tree with each staged file's mode and blob id put
         in, when git stored every file as its bytes (``autodev.workspace.stored_files``); None when git
-        must write it."""
+        must write it. When the files are all text files the base lacks, their diff against ``copy.head``
+        is written from the same bytes (``autodev.workspace.patches``) and noted for ``diff_against``."""
         writer = await self._writer()
         if writer is None or not writer.stores_files_as_read or not writer.still_valid(os.environ):
             return None
@@ -909,16 +900,29 @@ class GitRepo:
         # The writer's store is the repository's own (``GIT_OBJECT_DIRECTORY`` hands commits to git).
         common_dir = writer.objects_dir.parent
 
-        def written() -> str | None:
-            entries = stored_entries(self.root, common_dir, before, staged, id_length=len(base_tree))
-            return None if entries is None else splice_tree(writer, base_tree, entries)
+        def written() -> tuple[str, Change | None] | None:
+            files = stored_entries(self.root, common_dir, before, staged, id_length=len(base_tree))
+            if files is None:
+                return None
+            tree = splice_tree(writer, base_tree, {path: file.entry for path, file in files.items()})
+            if tree is None:
+                return None
+            plain = writer.writes_plain_patches
+            return tree, added_files_change(writer.objects_dir, base_tree, files) if plain else None
 
         try:
             # In one worker thread: the files are read and hashed, and the trees along them rewritten.
-            return await anyio.to_thread.run_sync(written)
+            found = await anyio.to_thread.run_sync(written)
         except OSError as exc:  # a file gone or unreadable meanwhile: git says what it finds
             _log.debug("git.tree_not_written_from_files", root=str(self.root), error=str(exc))
             return None
+        if found is None:
+            return None
+        tree, change = found
+        if change is not None:
+            # The diff of these two objects, whoever asks for it: ``git diff`` would print the same.
+            self._made.note_diff(WorkingDiff(base=copy.head, tree=tree, change=change))
+        return tree
 
     async def diff_against(self, base: str) -> WorkingDiff:
         """Everything in the working tree that differs from ``base``, untracked files included: staged
@@ -951,8 +955,8 @@ class GitRepo:
         binary patch between them."""
         # One process for the names and the patch: with -z the raw part (":<modes> <ids> <status>\0<path>\0"
         # per file) ends at the first empty field, and the patch after it is byte for byte the plain one
-        # (``--binary`` writes full object ids in it already; ``--no-abbrev`` gives them to the raw part).
-        args = ("diff", "-z", "--patch-with-raw", "--binary", "--no-renames", "--no-abbrev", old, new)
+        # (``--full-index`` writes whole object ids in it; ``--no-abbrev`` gives them to the raw part).
+        args = ("diff", "-z", "--patch-with-raw", *_PATCH_OPTIONS, "--no-abbrev", old, new)
         out = (await self._run(*args, *pathspec)).stdout
         end = out.find("\0\0")
         raw, patch = (out, "") if end < 0 else (out[: end + 1], out[end + 2 :])
@@ -1238,11 +1242,11 @@ class GitRepo:
         known = self._made.patches.pop(commit, None)
         if known is not None:
             return known  # read when the branch was moved to it (``_fast_forward_changed``)
-        result = await self._run("diff", "--binary", "--no-renames", f"{commit}^", commit)
+        result = await self._run("diff", *_PATCH_OPTIONS, f"{commit}^", commit)
         return result.stdout
 
     async def range_patch(self, old: str, new: str) -> str:
-        result = await self._run("diff", "--binary", "--no-renames", old, new, "--", ".", _EXCLUDE_STATE)
+        result = await self._run("diff", *_PATCH_OPTIONS, old, new, "--", ".", _EXCLUDE_STATE)
         return result.stdout
 
     async def added_bytes(self, base: str, dirty: Sequence[str] | None = None) -> dict[str, int]:

@@ -36,6 +36,7 @@ __all__ = [
     "content_settings",
     "git_timezone",
     "object_id",
+    "patch_settings",
 ]
 
 # The environment that changes what git writes into a commit: while any of these differs from what it was
@@ -141,6 +142,47 @@ def content_settings(config: Mapping[str, str]) -> list[str]:
     return found
 
 
+# ``diff.*`` settings that leave the patch of a new text file as it is: they concern context lines, rename
+# detection, colour, statistics or other commands. Any other one (prefixes, ``diff.relative``,
+# ``diff.orderFile``, ``diff.suppressBlankEmpty``, one unknown here) sends the diff to git.
+_PATCH_NEUTRAL = frozenset(
+    {
+        "diff.algorithm",
+        "diff.autorefreshindex",
+        "diff.colormoved",
+        "diff.colormovedws",
+        "diff.context",
+        "diff.dirstat",
+        "diff.external",  # every diff AutoDev runs passes --no-ext-diff
+        "diff.guitool",
+        "diff.ignoresubmodules",
+        "diff.indentheuristic",
+        "diff.interhunkcontext",
+        "diff.renamelimit",
+        "diff.renames",
+        "diff.statgraphwidth",
+        "diff.statnamewidth",
+        "diff.submodule",
+        "diff.tool",
+        "diff.wserrorhighlight",
+    }
+)
+
+
+def patch_settings(config: Mapping[str, str]) -> list[str]:
+    """The settings of ``config`` (``git config --list``, lower-case keys) under which ``git diff`` may
+    write a new text file's patch otherwise than ``autodev.workspace.patches`` does. A diff driver's own
+    settings (``diff.<driver>.*``) apply only through an attribute, and attribute files are looked for
+    separately."""
+    found = [
+        key for key in config if key.startswith("diff.") and key.count(".") == 1 and key not in _PATCH_NEUTRAL
+    ]
+    found += [key for key in ("color.diff", "color.ui") if config.get(key, "").lower() == "always"]
+    if "core.bigfilethreshold" in config:
+        found.append("core.bigFileThreshold")  # a file above it is binary to git's diff
+    return found
+
+
 def _reflogs(config: Mapping[str, str]) -> str | None:
     """How git keeps a branch's and HEAD's reflogs in a repository with a work tree, by
     ``core.logAllRefUpdates`` (unset: kept); None for a bare repository or a value not known here."""
@@ -169,6 +211,9 @@ class CommitWriter:
     # Whether the configuration lets ``git add`` store a file as its bytes, with its own mode
     # (``content_settings``; attribute files are looked for by ``autodev.workspace.stored_files``).
     stores_files_as_read: bool = False
+    # Whether it leaves a new text file's patch in the form ``autodev.workspace.patches`` writes
+    # (``patch_settings``).
+    writes_plain_patches: bool = False
 
     @classmethod
     def from_git(
@@ -205,6 +250,7 @@ class CommitWriter:
             _read_by_git(environment),
             _reflogs(config),
             stores_files_as_read=not content_settings(config),
+            writes_plain_patches=not patch_settings(config),
         )
 
     def still_valid(self, environment: Mapping[str, str]) -> bool:

@@ -27,15 +27,29 @@ import shutil
 import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from autodev.workspace.changes import FileStamp, file_stamp
 from autodev.workspace.objects import object_id
 from autodev.workspace.trees import FileEntry
 
-__all__ = ["file_stamps", "stored_entries"]
+__all__ = ["StoredFile", "file_stamps", "stored_entries"]
 
 # Beyond this many bytes in all, the files are left to git: reading them twice is no longer cheap.
 _MOST_BYTES = 64 << 20
+
+
+class StoredFile(NamedTuple):
+    """A path as git stored it: its mode and blob id, and the bytes hashed for that id (a file's content,
+    or a link's target)."""
+
+    mode: str
+    blob: str
+    data: bytes
+
+    @property
+    def entry(self) -> FileEntry:
+        return self.mode, self.blob
 
 
 def file_stamps(root: Path, paths: Sequence[str]) -> dict[str, FileStamp | None]:
@@ -50,8 +64,8 @@ def stored_entries(
     staged: Sequence[str],
     *,
     id_length: int,
-) -> dict[str, FileEntry] | None:
-    """Mode and blob id of each of ``staged`` (paths ``git add`` was given and staged, none of them
+) -> dict[str, StoredFile] | None:
+    """Mode, blob id and bytes of each of ``staged`` (paths ``git add`` was given and staged, none of them
     ignored) as git stored them, from the files under ``root``; None where only git can tell.
 
     ``before``: the paths' stamps from before ``git add`` read them, which must still be theirs once they
@@ -61,7 +75,7 @@ def stored_entries(
     objects = common_dir / "objects"
     if _attribute_files(root, common_dir, staged):
         return None
-    entries: dict[str, FileEntry] = {}
+    entries: dict[str, StoredFile] = {}
     total = 0
     for path in staged:
         stamp = before.get(path)
@@ -85,7 +99,7 @@ def stored_entries(
         blob = object_id(b"blob", data, id_length=id_length)
         if not (objects / blob[:2] / blob[2:]).is_file():
             return None
-        entries[path] = (entry_mode, blob)
+        entries[path] = StoredFile(entry_mode, blob, data)
     return entries
 
 

@@ -30,7 +30,15 @@ from typing import TypeAlias
 
 from autodev.workspace.objects import CommitWriter
 
-__all__ = ["ABSENT_MODE", "FileEntry", "paths_meet", "raw_entries", "read_loose_object", "splice_tree"]
+__all__ = [
+    "ABSENT_MODE",
+    "FileEntry",
+    "entries_at",
+    "paths_meet",
+    "raw_entries",
+    "read_loose_object",
+    "splice_tree",
+]
 
 # A file's new mode and object id in a change, as ``git diff --raw`` shows them.
 FileEntry: TypeAlias = tuple[str, str]
@@ -107,6 +115,10 @@ class _Tree:
 
     def object_at(self, index: int) -> str:
         return self.body[self.starts[index + 1] - self.width : self.starts[index + 1]].hex()
+
+    def mode_at(self, index: int) -> str:
+        start = self.starts[index]
+        return self.body[start : self.body.index(b" ", start)].decode("ascii")
 
     def with_entries(self, entries: Mapping[bytes, bytes]) -> _Tree:
         """This tree with ``entries`` (sort key: whole entry) put in, an entry of the same key replaced."""
@@ -276,6 +288,31 @@ def splice_tree(writer: CommitWriter, tree: str, files: Mapping[str, FileEntry])
     if not split:
         return tree
     return _put(writer, tree, split, len(tree))
+
+
+def entries_at(objects_dir: Path, tree: str, paths: Iterable[str]) -> dict[str, FileEntry | None] | None:
+    """Each of ``paths`` as ``tree`` has it: the mode (as git reads it) and object id of the file, link or
+    submodule there, None where nothing is; None for all when a tree along a path is not a readable loose
+    tree, or a directory stands where a path names a file (only git says what a diff makes of that)."""
+    found: dict[str, FileEntry | None] = {}
+    for path in paths:
+        *directories, name = path.encode("utf-8", errors="surrogateescape").split(b"/")
+        parsed = _read_tree(objects_dir, tree)
+        for directory in directories:
+            index = parsed.find(directory + b"/") if parsed is not None else None
+            if parsed is None or index is None:
+                break
+            parsed = _read_tree(objects_dir, parsed.object_at(index))
+        else:
+            if parsed is None or parsed.find(name + b"/") is not None:
+                return None
+            index = parsed.find(name)
+            found[path] = None if index is None else (parsed.mode_at(index), parsed.object_at(index))
+            continue
+        if parsed is None:
+            return None
+        found[path] = None  # no such directory (or a file in its place): nothing at the path
+    return found
 
 
 def paths_meet(ours: Iterable[str], theirs: Iterable[str]) -> bool:

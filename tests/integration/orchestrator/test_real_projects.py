@@ -178,7 +178,9 @@ def test_the_test_engineers_files_are_gated_and_the_patch_is_exactly_the_commit(
     repair_prompt = _prompts(adapter, "test_engineer")[1]
     assert "YOUR PREVIOUS REPLY COULD NOT BE USED" in repair_prompt and "F401" in repair_prompt
     # What is committed is what was checked; the patch is the commit, the developer's own diff beside it.
-    committed = git(root, "diff", f"{task.base_commit}..{task.commit}", "--binary", "--no-renames")
+    committed = git(
+        root, "diff", f"{task.base_commit}..{task.commit}", "--binary", "--full-index", "--no-renames"
+    )
     assert (root / ".autodev" / "evidence" / "1.1.patch").read_text() == committed
     developer_patch = (root / ".autodev" / "evidence" / "1.1.developer.patch").read_text()
     assert "mini/core.py" in developer_patch and "tests/test_triple.py" not in developer_patch

@@ -732,7 +732,7 @@ async def test_what_autodev_knows_of_its_own_commits_is_what_git_says(repo: Path
         assert await main.is_ancestor(base, replayed) and await main.is_ancestor(replayed, replayed)
         assert not await main.is_ancestor(replayed, base)  # not known from memory: git answers no
         assert await main.fast_forward(replayed)
-        expected = _git(repo, "diff", "--binary", "--no-renames", f"{replayed}^", replayed)
+        expected = _git(repo, "diff", "--binary", "--full-index", "--no-renames", f"{replayed}^", replayed)
         assert await main.commit_patch(replayed) == expected  # kept from the fast-forward
         assert await main.commit_patch(replayed) == expected  # asked of git once it was handed out
         assert sorted(await main.dirty_paths()) == sorted(await _unwatched(main).dirty_paths()) == []

@@ -220,7 +220,7 @@ async def test_a_replayed_landing_takes_the_tasks_own_diff_and_a_reset_the_landi
 
     assert _head(repo) == landed_second and _git(repo, "rev-parse", "HEAD^").strip() == landed_first
     assert _status_paths(repo) == set()
-    git_patch = _git(repo, "diff", "--binary", "--no-renames", landed_first, landed_second)
+    git_patch = _git(repo, "diff", "--binary", "--full-index", "--no-renames", landed_first, landed_second)
     assert await main.commit_patch(landed_second) == git_patch
 
     for workspace in (first_copy, second_copy):
@@ -267,7 +267,7 @@ async def test_a_landing_replayed_again_under_the_lock_writes_the_tasks_own_diff
     assert _head(repo) == outcome.commit and _git(repo, "rev-parse", "HEAD^").strip() == landed_third
     assert _status_paths(repo) == set()
     assert (repo / "pkg" / "mod2.py").read_text() == "# by 1.2\n"
-    git_patch = _git(repo, "diff", "--binary", "--no-renames", landed_third, outcome.commit)
+    git_patch = _git(repo, "diff", "--binary", "--full-index", "--no-renames", landed_third, outcome.commit)
     assert await main.commit_patch(outcome.commit) == git_patch
     main.unwatch()
     await pool.cleanup_all()

@@ -1,0 +1,244 @@
+"""A change that only adds text files, diffed without ``git diff`` (``autodev.workspace.patches``), checked
+against git byte for byte: the same paths, modes, object ids and patch, and git asked for everything else.
+Real git, a real pool of worktrees."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from support.git_calls import command_names, git_started
+from support.parallel import commit_everything as _commit
+from support.parallel import git as _git
+
+from autodev.workspace.git import GitRepo, WorkingDiff
+from autodev.workspace.objects import patch_settings
+from autodev.workspace.worktree_pool import WorktreePool
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    return _repository(tmp_path, monkeypatch)
+
+
+def _repository(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    # No configuration or attributes file of the user's may apply: a home of the test's own.
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    root = tmp_path.resolve() / "repo"
+    (root / "pkg" / "deep").mkdir(parents=True)
+    _git(root, "init", "-q")
+    (root / ".gitignore").write_text(".autodev/\n")
+    (root / "app.py").write_text("VALUE = 1\n")
+    (root / "pkg" / "deep" / "mod.py").write_text("MOD = 1\n")
+    _commit(root, "init")
+    return root
+
+
+def _git_diff(root: Path, base: str, tree: str) -> tuple[tuple[str, ...], str, list[tuple[str, str, str]]]:
+    """What git itself says of the change: the paths, the patch, and each path's new mode and id."""
+    options = ("-z", "--patch-with-raw", "--binary", "--full-index", "--no-renames", "--no-abbrev")
+    out = subprocess.run(
+        ["git", "diff", *options, base, tree, "--", ".", ":(exclude).autodev"],
+        cwd=root,
+        check=True,
+        capture_output=True,
+    ).stdout.decode("utf-8", errors="surrogateescape")
+    raw, _, patch = out.partition("\0\0")
+    fields = raw.split("\0")
+    pairs = zip(fields[::2], fields[1::2], strict=True)
+    entries = sorted((path, meta.split(" ")[1], meta.split(" ")[3]) for meta, path in pairs)
+    return tuple(path for path, _, _ in entries), patch, entries
+
+
+async def _diff(
+    repo: Path, monkeypatch: pytest.MonkeyPatch | None, edit: Callable[[Path], object]
+) -> tuple[WorkingDiff, Path, str, list[str]]:
+    """A task's recycled worktree after ``edit``: its diff against the base, the worktree, the base, and the
+    git commands the diff started (recorded through ``monkeypatch`` when given)."""
+    main = GitRepo(repo)
+    pool = WorktreePool(repo, repo / ".autodev" / "worktrees", 1, main_git=main)
+    await pool.cold_start()
+    base = _git(repo, "rev-parse", "HEAD").strip()
+    # A first task through the copy, so that the second one's copy is a recycled one.
+    worktree = await pool.claim("1.1", base)
+    await pool.release(worktree)
+    worktree = await pool.claim("1.2", base)
+    edit(worktree.path)
+    started = git_started(monkeypatch) if monkeypatch is not None else []
+    diff = await GitRepo(worktree.path, like=main).diff_against(base)
+    return diff, worktree.path, base, command_names(started)
+
+
+def _assert_gits_own(diff: WorkingDiff, root: Path, base: str) -> None:
+    names, patch, entries = _git_diff(root, base, diff.tree)
+    assert diff.files == names
+    assert diff.patch == patch
+    assert [(path, mode, blob) for path, (mode, blob) in diff.entries] == entries
+
+
+def _one_new_file(root: Path) -> None:
+    (root / "pkg" / "deep" / "new.py").write_text("NEW = 1\n")
+
+
+def _several_new_files(root: Path) -> None:
+    (root / "notes.txt").write_text("first\n\nthird line, after a blank one\n")
+    (root / "pkg" / "deep-er.py").write_text("# sorts before pkg/deep/ in git's order\n")
+    (root / "pkg" / "deep" / "z.py").write_text("Z = 26\n")
+    (root / "pkg" / "a.py").write_text("A = 1\n")
+
+
+def _edge_contents(root: Path) -> None:
+    (root / "empty.txt").write_bytes(b"")
+    (root / "one_line_no_newline.txt").write_bytes(b"no newline")
+    (root / "lines_no_newline.txt").write_bytes(b"one\ntwo")
+    (root / "crlf.txt").write_bytes(b"a\r\nb\r\n\r\n")
+    (root / "blank_lines.txt").write_bytes(b"\n\n\n")
+    (root / "latin1.txt").write_bytes("caf\xe9 na\xefve\n".encode("latin-1"))
+    (root / "utf8.txt").write_text("café ✓\n", encoding="utf-8")
+    (root / "cut_utf8.txt").write_bytes("✓".encode()[:2])
+    (root / "backslash.txt").write_bytes(b"\\ No newline at end of file\n")
+
+
+def _executable(root: Path) -> None:
+    script = root / "run.sh"
+    script.write_text("#!/bin/sh\necho hi\n")
+    script.chmod(0o755)
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [_one_new_file, _several_new_files, _edge_contents, _executable],
+    ids=["one-file", "several-files-in-git-order", "edge-contents", "executable"],
+)
+@pytest.mark.asyncio
+async def test_new_text_files_are_diffed_as_git_diffs_them_and_git_is_not_asked(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, edit: Callable[[Path], object]
+) -> None:
+    diff, root, base, started = await _diff(repo, monkeypatch, edit)
+    assert "diff" not in started
+    assert "write-tree" not in started
+    _assert_gits_own(diff, root, base)
+
+
+def _edit_beside_a_new_file(root: Path) -> None:
+    (root / "app.py").write_text("VALUE = 2\n")
+    (root / "new.py").write_text("NEW = 1\n")
+
+
+def _binary(root: Path) -> None:
+    (root / "image.bin").write_bytes(b"PNG\0" + bytes(range(256)))
+
+
+def _nul_late_in_the_file(root: Path) -> None:
+    # git looks for a NUL in the first 8,000 bytes only: this one is text to it.
+    (root / "late.txt").write_bytes(b"x" * 8000 + b"\0tail\n")
+
+
+def _link(root: Path) -> None:
+    os.symlink("app.py", root / "link.py")
+
+
+def _names_git_quotes(root: Path) -> None:
+    (root / "with space.py").write_text("A = 1\n")
+    (root / "naïve.py").write_text("B = 2\n")
+    (root / 'quote".py').write_text("C = 3\n")
+
+
+@pytest.mark.parametrize(
+    ("edit", "asks_git"),
+    [
+        (_edit_beside_a_new_file, True),
+        (_binary, True),
+        (_nul_late_in_the_file, False),
+        (_link, True),
+        (_names_git_quotes, True),
+    ],
+    ids=["an-edit", "binary", "nul-after-8000-bytes", "link", "quoted-names"],
+)
+@pytest.mark.asyncio
+async def test_anything_but_new_plain_text_files_is_diffed_by_git(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, edit: Callable[[Path], object], asks_git: bool
+) -> None:
+    diff, root, base, started = await _diff(repo, monkeypatch, edit)
+    assert ("diff" in started) == asks_git
+    _assert_gits_own(diff, root, base)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("diff.noprefix", "true"),
+        ("diff.mnemonicPrefix", "true"),
+        ("diff.srcPrefix", "from/"),
+        ("diff.relative", "true"),
+        ("diff.suppressBlankEmpty", "true"),
+        ("color.ui", "always"),
+        ("core.bigFileThreshold", "4"),
+    ],
+)
+@pytest.mark.asyncio
+async def test_a_setting_that_changes_the_patch_leaves_it_to_git(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, key: str, value: str
+) -> None:
+    _git(repo, "config", key, value)
+
+    def edit(root: Path) -> None:
+        (root / "pkg" / "new.py").write_text("NEW = 1\n\nOTHER = 2\n")
+
+    diff, root, base, started = await _diff(repo, monkeypatch, edit)
+    assert "diff" in started
+    _assert_gits_own(diff, root, base)
+
+
+@pytest.mark.asyncio
+async def test_settings_that_leave_the_patch_as_it_is_keep_it_in_process(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for key, value in (("diff.algorithm", "histogram"), ("diff.context", "1"), ("color.ui", "auto")):
+        _git(repo, "config", key, value)
+    diff, root, base, started = await _diff(repo, monkeypatch, _several_new_files)
+    assert "diff" not in started
+    _assert_gits_own(diff, root, base)
+
+
+def test_which_settings_change_a_new_files_patch() -> None:
+    assert patch_settings({"diff.algorithm": "patience", "diff.external": "", "color.diff": "auto"}) == []
+    # A driver's settings apply only through an attribute (looked for separately).
+    assert patch_settings({"diff.python.xfuncname": "^def"}) == []
+    assert patch_settings({"diff.noprefix": "true", "color.diff": "always", "diff.newfangled": "1"}) == [
+        "diff.noprefix",
+        "diff.newfangled",
+        "color.diff",
+    ]
+
+
+_NAME = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789._-+@", min_size=1, max_size=8).filter(
+    lambda name: name not in (".", "..", "pkg", "deep", "app.py", "mod.py") and not name.startswith(".git")
+)
+# Into directories the base has: a new directory is named whole by the watch, and left to git.
+_PATH = st.tuples(st.sampled_from(["", "pkg/", "pkg/deep/"]), _NAME).map("".join)
+_TEXT = st.binary(max_size=300).map(lambda data: data.replace(b"\0", b"\n"))
+
+
+@pytest.mark.asyncio
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(files=st.dictionaries(_PATH, _TEXT, min_size=1, max_size=4))
+async def test_any_new_text_files_are_diffed_as_git_diffs_them(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, files: dict[str, bytes]
+) -> None:
+    repo = _repository(tmp_path_factory.mktemp("added"), monkeypatch)
+
+    def edit(root: Path) -> None:
+        for path, data in files.items():
+            (root / path).write_bytes(data)
+
+    diff, root, base, _ = await _diff(repo, None, edit)
+    _assert_gits_own(diff, root, base)
