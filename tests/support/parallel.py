@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 
 from autodev.adapters.base import AgentInvocation, AgentResult
 from autodev.adapters.scripted import Script, ScriptedAdapter
@@ -17,6 +18,8 @@ from autodev.config import AutodevConfig, load_config
 from autodev.orchestrator import Orchestrator
 from autodev.state.plan_manager import PlanManager
 from autodev.state.schemas import Phase, Plan, Task
+from autodev.workspace.git import GitRepo
+from autodev.workspace.worktree_pool import WorktreePool
 
 GATHER_DEADLINE_S = 20.0
 GATES_OFF = {f"qa_gates.{gate}.enabled": False for gate in ("syntax", "lint", "build", "test", "secretscan")}
@@ -43,6 +46,28 @@ def commit_everything(root: Path, message: str) -> str:
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", message)
     return git(root, "rev-parse", "HEAD").strip()
+
+
+def own_home(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No configuration or attributes file of the user's applies to git: ``home`` (made here) is the
+    test's own until the test ends."""
+    home.mkdir(exist_ok=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+
+
+async def recycled_copy(repo: Path) -> tuple[GitRepo, Path, str]:
+    """A task's worktree as most tasks get one: a pool of one in ``repo``, a first task claimed and released
+    through it, and the second one's claim at HEAD. The main repository's GitRepo, the worktree and the
+    base."""
+    main = GitRepo(repo)
+    pool = WorktreePool(repo, repo / ".autodev" / "worktrees", 1, main_git=main)
+    await pool.cold_start()
+    base = git(repo, "rev-parse", "HEAD").strip()
+    worktree = await pool.claim("1.1", base)
+    await pool.release(worktree)
+    worktree = await pool.claim("1.2", base)
+    return main, worktree.path, base
 
 
 def git_repo(root: Path, files: Mapping[str, str] | None = None) -> Path:

@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 from support.git_calls import command_names, git_started
 from support.parallel import commit_everything as _commit
 from support.parallel import git as _git
+from support.parallel import own_home, recycled_copy
 
 from autodev.workspace.git import GitRepo, WorkingDiff
 from autodev.workspace.objects import patch_settings
-from autodev.workspace.worktree_pool import WorktreePool
 
 
 @pytest.fixture
@@ -27,11 +27,7 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _repository(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    # No configuration or attributes file of the user's may apply: a home of the test's own.
-    home = tmp_path / "home"
-    home.mkdir(exist_ok=True)
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    own_home(tmp_path / "home", monkeypatch)
     root = tmp_path.resolve() / "repo"
     (root / "pkg" / "deep").mkdir(parents=True)
     _git(root, "init", "-q")
@@ -63,18 +59,11 @@ async def _diff(
 ) -> tuple[WorkingDiff, Path, str, list[str]]:
     """A task's recycled worktree after ``edit``: its diff against the base, the worktree, the base, and the
     git commands the diff started (recorded through ``monkeypatch`` when given)."""
-    main = GitRepo(repo)
-    pool = WorktreePool(repo, repo / ".autodev" / "worktrees", 1, main_git=main)
-    await pool.cold_start()
-    base = _git(repo, "rev-parse", "HEAD").strip()
-    # A first task through the copy, so that the second one's copy is a recycled one.
-    worktree = await pool.claim("1.1", base)
-    await pool.release(worktree)
-    worktree = await pool.claim("1.2", base)
-    edit(worktree.path)
+    main, root, base = await recycled_copy(repo)
+    edit(root)
     started = git_started(monkeypatch) if monkeypatch is not None else []
-    diff = await GitRepo(worktree.path, like=main).diff_against(base)
-    return diff, worktree.path, base, command_names(started)
+    diff = await GitRepo(root, like=main).diff_against(base)
+    return diff, root, base, command_names(started)
 
 
 def _assert_gits_own(diff: WorkingDiff, root: Path, base: str) -> None:

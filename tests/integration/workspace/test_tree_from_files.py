@@ -14,10 +14,10 @@ import pytest
 from support.git_calls import command_names, git_started
 from support.parallel import commit_everything as _commit
 from support.parallel import git as _git
+from support.parallel import own_home, recycled_copy
 
 from autodev.workspace import git as git_module
 from autodev.workspace.git import GitRepo
-from autodev.workspace.worktree_pool import WorktreePool
 
 pytestmark = pytest.mark.asyncio
 
@@ -26,11 +26,7 @@ CRLF = b"MOD = 2\r\n"
 
 @pytest.fixture
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    # No attributes file of the user's may apply: a home of the test's own.
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    own_home(tmp_path / "home", monkeypatch)
     root = tmp_path.resolve() / "repo"
     (root / "pkg" / "deep").mkdir(parents=True)
     _git(root, "init", "-q")
@@ -73,19 +69,12 @@ async def _snapshot(
 ) -> tuple[GitRepo, Path, str, int]:
     """A task's recycled worktree after ``edit``: its GitRepo, root, snapshot tree, and how many
     ``git write-tree`` the snapshot started."""
-    main = GitRepo(repo)
-    pool = WorktreePool(repo, repo / ".autodev" / "worktrees", 1, main_git=main)
-    await pool.cold_start()
-    base = _git(repo, "rev-parse", "HEAD").strip()
-    # A first task through the copy, so that the second one's copy is a recycled one.
-    worktree = await pool.claim("1.1", base)
-    await pool.release(worktree)
-    worktree = await pool.claim("1.2", base)
-    copy = GitRepo(worktree.path, like=main)
-    edit(worktree.path)
+    main, root, base = await recycled_copy(repo)
+    copy = GitRepo(root, like=main)
+    edit(root)
     started = git_started(monkeypatch)
     diff = await copy.diff_against(base)
-    return copy, worktree.path, diff.tree, _write_trees(started)
+    return copy, root, diff.tree, _write_trees(started)
 
 
 def _edit(root: Path) -> None:
