@@ -40,8 +40,20 @@ __all__ = ["GitError", "GitRepo", "WorkingDiff", "index_entries", "read_head_fil
 
 _EXCLUDE_STATE = ":(exclude).autodev"
 # Every patch AutoDev records: binary-safe, renames as a deletion and an addition, full object ids in each
-# "index" line (one form, whether git wrote the patch or ``autodev.workspace.patches`` did).
-_PATCH_OPTIONS = ("--binary", "--full-index", "--no-renames")
+# "index" line, the a/ and b/ prefixes ``git apply`` expects, no colour, whole paths in git's own order,
+# whatever the user's settings (``diff.noPrefix``, ``diff.mnemonicPrefix``, ``color.ui = always``,
+# ``diff.relative``, a ``diff.orderFile``, even one a linked worktree cannot read): one form, whether git
+# wrote the patch or ``autodev.workspace.patches`` did.
+_PATCH_OPTIONS = (
+    "--binary",
+    "--full-index",
+    "--no-renames",
+    "--no-color",
+    "--src-prefix=a/",
+    "--dst-prefix=b/",
+    "--no-relative",
+    f"-O{os.devnull}",
+)
 _ALL_BUT_STATE = ("--", ".", _EXCLUDE_STATE)
 _HEAD_FILE_LIMIT = 4096
 _OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")

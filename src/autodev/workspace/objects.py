@@ -142,9 +142,10 @@ def content_settings(config: Mapping[str, str]) -> list[str]:
     return found
 
 
-# ``diff.*`` settings that leave the patch of a new text file as it is: they concern context lines, rename
-# detection, colour, statistics or other commands. Any other one (prefixes, ``diff.relative``,
-# ``diff.orderFile``, ``diff.suppressBlankEmpty``, one unknown here) sends the diff to git.
+# ``diff.*`` settings that leave the patch of a new text file as AutoDev asks git for it: they concern
+# context lines, rename detection, colour, statistics or other commands, or what every patch AutoDev records
+# sets itself (its prefixes, whole paths, git's own order). Any other one (``diff.suppressBlankEmpty``, one
+# unknown here) sends the diff to git.
 _PATCH_NEUTRAL = frozenset(
     {
         "diff.algorithm",
@@ -153,13 +154,19 @@ _PATCH_NEUTRAL = frozenset(
         "diff.colormovedws",
         "diff.context",
         "diff.dirstat",
+        "diff.dstprefix",
         "diff.external",  # every diff AutoDev runs passes --no-ext-diff
         "diff.guitool",
         "diff.ignoresubmodules",
         "diff.indentheuristic",
         "diff.interhunkcontext",
+        "diff.mnemonicprefix",
+        "diff.noprefix",
+        "diff.orderfile",
+        "diff.relative",
         "diff.renamelimit",
         "diff.renames",
+        "diff.srcprefix",
         "diff.statgraphwidth",
         "diff.statnamewidth",
         "diff.submodule",
@@ -170,14 +177,13 @@ _PATCH_NEUTRAL = frozenset(
 
 
 def patch_settings(config: Mapping[str, str]) -> list[str]:
-    """The settings of ``config`` (``git config --list``, lower-case keys) under which ``git diff`` may
-    write a new text file's patch otherwise than ``autodev.workspace.patches`` does. A diff driver's own
-    settings (``diff.<driver>.*``) apply only through an attribute, and attribute files are looked for
-    separately."""
+    """The settings of ``config`` (``git config --list``, lower-case keys) under which ``git diff``, run as
+    AutoDev runs it for a patch (no colour, its own prefixes, whole paths in git's order), may write a new
+    text file's patch otherwise than ``autodev.workspace.patches`` does. A diff driver's own settings
+    (``diff.<driver>.*``) apply only through an attribute, and attribute files are looked for separately."""
     found = [
         key for key in config if key.startswith("diff.") and key.count(".") == 1 and key not in _PATCH_NEUTRAL
     ]
-    found += [key for key in ("color.diff", "color.ui") if config.get(key, "").lower() == "always"]
     if "core.bigfilethreshold" in config:
         found.append("core.bigFileThreshold")  # a file above it is binary to git's diff
     return found

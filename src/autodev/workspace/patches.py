@@ -1,7 +1,8 @@
 """A change as ``git diff`` shows it, and the diff of a change that only adds text files, written without git.
 
-A task's change is read after its developer's call as one ``git diff -z --patch-with-raw --binary
---full-index --no-renames --no-abbrev <base> <snapshot tree>``: the paths, each one's new mode and object
+A task's change is read after its developer's call as one ``git diff -z --patch-with-raw --no-abbrev``
+between its base and its snapshot's tree, with the options of every patch AutoDev records (binary, whole
+object ids, no renames, no colour, the ``a/`` and ``b/`` prefixes, whole paths in git's order): the paths, each one's new mode and object
 id, and the patch the reviewer reads and the task's record keeps. It is a process on the way from the
 developer's answer to the reviewer's call. When the snapshot's tree was written without git (its files
 read and hashed, ``autodev.workspace.stored_files``) and every path of the change is a file its base does
@@ -22,9 +23,10 @@ in git's path order (the bytes of the whole path, which is the order of git's tr
 - text as git tells it: no NUL byte in the first 8,000 bytes (else git writes a binary patch);
 - paths of printable ASCII without a space, ``"`` or ``\\`` (git quotes other names, and follows a name with
   a space by a tab in the ``---``/``+++`` lines);
-- a configuration that changes none of that form (``autodev.workspace.objects.patch_settings``: prefixes,
-  order, relative paths, forced colour, a big-file threshold) and no attributes (no diff driver applies:
-  the attribute files were looked for before the tree was written).
+- a configuration that changes none of that form beyond what those options set
+  (``autodev.workspace.objects.patch_settings``: a ``diff.*`` setting not known to leave it alone, a
+  big-file threshold) and no attributes (no diff driver applies: the attribute files were looked for
+  before the tree was written).
 
 Anything else is left to git.
 """

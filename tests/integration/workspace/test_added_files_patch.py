@@ -9,6 +9,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+import anyio
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -39,8 +40,10 @@ def _repository(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _git_diff(root: Path, base: str, tree: str) -> tuple[tuple[str, ...], str, list[tuple[str, str, str]]]:
-    """What git itself says of the change: the paths, the patch, and each path's new mode and id."""
-    options = ("-z", "--patch-with-raw", "--binary", "--full-index", "--no-renames", "--no-abbrev")
+    """What git itself says of the change, asked as AutoDev asks it: the paths, the patch, and each path's
+    new mode and id."""
+    options = ["-z", "--patch-with-raw", "--binary", "--full-index", "--no-renames", "--no-abbrev"]
+    options += ["--no-color", "--src-prefix=a/", "--dst-prefix=b/", "--no-relative", f"-O{os.devnull}"]
     out = subprocess.run(
         ["git", "diff", *options, base, tree, "--", ".", ":(exclude).autodev"],
         cwd=root,
@@ -164,17 +167,13 @@ async def test_anything_but_new_plain_text_files_is_diffed_by_git(
 @pytest.mark.parametrize(
     ("key", "value"),
     [
-        ("diff.noprefix", "true"),
-        ("diff.mnemonicPrefix", "true"),
-        ("diff.srcPrefix", "from/"),
-        ("diff.relative", "true"),
         ("diff.suppressBlankEmpty", "true"),
-        ("color.ui", "always"),
+        ("diff.newSettingOfAFutureGit", "true"),
         ("core.bigFileThreshold", "4"),
     ],
 )
 @pytest.mark.asyncio
-async def test_a_setting_that_changes_the_patch_leaves_it_to_git(
+async def test_a_setting_that_may_change_the_patch_leaves_it_to_git(
     repo: Path, monkeypatch: pytest.MonkeyPatch, key: str, value: str
 ) -> None:
     _git(repo, "config", key, value)
@@ -188,25 +187,60 @@ async def test_a_setting_that_changes_the_patch_leaves_it_to_git(
 
 
 @pytest.mark.asyncio
-async def test_settings_that_leave_the_patch_as_it_is_keep_it_in_process(
+async def test_settings_that_leave_the_patch_as_autodev_asks_for_it_keep_it_in_process(
     repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for key, value in (("diff.algorithm", "histogram"), ("diff.context", "1"), ("color.ui", "auto")):
+    settings = {
+        "diff.algorithm": "histogram",
+        "diff.context": "1",
+        # Every patch AutoDev records names its prefixes, asks for no colour, whole paths and git's order
+        # (an order file named relative to the main checkout is not even there for a linked worktree).
+        "diff.noPrefix": "true",
+        "diff.mnemonicPrefix": "true",
+        "diff.srcPrefix": "from/",
+        "color.ui": "always",
+        "diff.relative": "true",
+        "diff.orderFile": ".git/order",
+    }
+    (repo / ".git" / "order").write_text("pkg/*\n")
+    for key, value in settings.items():
         _git(repo, "config", key, value)
     diff, root, base, started = await _diff(repo, monkeypatch, _several_new_files)
     assert "diff" not in started
     _assert_gits_own(diff, root, base)
+    assert diff.patch.startswith("diff --git a/notes.txt b/notes.txt\n")
+
+
+@pytest.mark.asyncio
+async def test_a_patch_git_writes_is_one_git_apply_takes_whatever_the_users_diff_settings(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An edit is git's to diff: the patch still has the a/ and b/ prefixes and no colour codes, under the
+    settings that would take them away, so that the change can be applied again (a retry's old change, a
+    parked one)."""
+    for key, value in (("diff.noPrefix", "true"), ("color.ui", "always"), ("diff.mnemonicPrefix", "true")):
+        _git(repo, "config", key, value)
+    diff, root, _, started = await _diff(repo, monkeypatch, _edit_beside_a_new_file)
+    assert "diff" in started
+    assert diff.patch.startswith("diff --git a/app.py b/app.py\n") and "\x1b" not in diff.patch
+    reverse = await anyio.run_process(
+        ["git", "apply", "--check", "--reverse", "--binary", "-"],
+        cwd=root,
+        input=diff.patch.encode("utf-8", errors="surrogateescape"),
+        check=False,
+    )
+    assert reverse.returncode == 0, reverse.stderr
 
 
 def test_which_settings_change_a_new_files_patch() -> None:
     assert patch_settings({"diff.algorithm": "patience", "diff.external": "", "color.diff": "auto"}) == []
     # A driver's settings apply only through an attribute (looked for separately).
     assert patch_settings({"diff.python.xfuncname": "^def"}) == []
-    assert patch_settings({"diff.noprefix": "true", "color.diff": "always", "diff.newfangled": "1"}) == [
-        "diff.noprefix",
-        "diff.newfangled",
-        "color.diff",
-    ]
+    # What every patch AutoDev records sets itself: prefixes, colour, order.
+    set_by_autodev = {"diff.noprefix": "true", "color.diff": "always", "diff.orderfile": "order"}
+    assert patch_settings(set_by_autodev) == []
+    others = {"diff.suppressblankempty": "true", "diff.newfangled": "1", "core.bigfilethreshold": "1k"}
+    assert patch_settings(others) == ["diff.suppressblankempty", "diff.newfangled", "core.bigFileThreshold"]
 
 
 _NAME = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789._-+@", min_size=1, max_size=8).filter(
