@@ -2,11 +2,12 @@
 
 A task's change is read after its developer's call as one ``git diff -z --patch-with-raw --no-abbrev``
 between its base and its snapshot's tree, with the options of every patch AutoDev records (binary, whole
-object ids, no renames, no colour, the ``a/`` and ``b/`` prefixes, whole paths in git's order): the paths, each one's new mode and object
-id, and the patch the reviewer reads and the task's record keeps. It is a process on the way from the
-developer's answer to the reviewer's call. When the snapshot's tree was written without git (its files
-read and hashed, ``autodev.workspace.stored_files``) and every path of the change is a file its base does
-not have, that output has one form, which ``added_files_change`` writes from the bytes that were hashed:
+object ids, no renames, no colour, the ``a/`` and ``b/`` prefixes, whole paths in git's order): the paths,
+each one's new mode and object id, and the patch the reviewer reads and the task's record keeps. It is a
+process on the way from the developer's answer to the reviewer's call. When the snapshot's tree was
+written without git (its files read and hashed, ``autodev.workspace.stored_files``) and every path of the
+change is a file its base does not have, that output has one form, which ``added_files_change`` writes
+from the bytes that were hashed:
 
     diff --git a/<path> b/<path>
     new file mode <mode>

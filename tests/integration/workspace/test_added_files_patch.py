@@ -27,11 +27,11 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return _repository(tmp_path, monkeypatch)
 
 
-def _repository(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def _repository(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, object_format: str = "sha1") -> Path:
     own_home(tmp_path / "home", monkeypatch)
     root = tmp_path.resolve() / "repo"
     (root / "pkg" / "deep").mkdir(parents=True)
-    _git(root, "init", "-q")
+    _git(root, "init", "-q", f"--object-format={object_format}")
     (root / ".gitignore").write_text(".autodev/\n")
     (root / "app.py").write_text("VALUE = 1\n")
     (root / "pkg" / "deep" / "mod.py").write_text("MOD = 1\n")
@@ -117,6 +117,21 @@ async def test_new_text_files_are_diffed_as_git_diffs_them_and_git_is_not_asked(
     diff, root, base, started = await _diff(repo, monkeypatch, edit)
     assert "diff" not in started
     assert "write-tree" not in started
+    _assert_gits_own(diff, root, base)
+
+
+@pytest.mark.asyncio
+async def test_new_text_files_in_a_sha256_repository_are_diffed_as_git_diffs_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = _repository(tmp_path, monkeypatch, object_format="sha256")
+
+    def edit(root: Path) -> None:
+        _several_new_files(root)
+        _edge_contents(root)
+
+    diff, root, base, started = await _diff(repo, monkeypatch, edit)
+    assert len(base) == 64 and "diff" not in started
     _assert_gits_own(diff, root, base)
 
 
