@@ -40,10 +40,10 @@ __all__ = ["GitError", "GitRepo", "WorkingDiff", "index_entries", "read_head_fil
 
 _EXCLUDE_STATE = ":(exclude).autodev"
 # Every patch AutoDev records: binary-safe, renames as a deletion and an addition, full object ids in each
-# "index" line, the a/ and b/ prefixes ``git apply`` expects, no colour, whole paths in git's own order,
-# whatever the user's settings (``diff.noPrefix``, ``diff.mnemonicPrefix``, ``color.ui = always``,
-# ``diff.relative``, a ``diff.orderFile``, even one a linked worktree cannot read): one form, whether git
-# wrote the patch or ``autodev.workspace.patches`` did.
+# "index" line, the a/ and b/ prefixes ``git apply`` expects, no colour, git's own order, whatever the user's
+# settings (``diff.noPrefix``, ``diff.mnemonicPrefix``, ``color.ui = always``, a ``diff.orderFile``, even one
+# a linked worktree cannot read): one form, whether git wrote the patch or ``autodev.workspace.patches`` did.
+# (``diff.relative`` changes nothing: git runs at the top of the working tree.)
 _PATCH_OPTIONS = (
     "--binary",
     "--full-index",
@@ -51,7 +51,6 @@ _PATCH_OPTIONS = (
     "--no-color",
     "--src-prefix=a/",
     "--dst-prefix=b/",
-    "--no-relative",
     f"-O{os.devnull}",
 )
 _ALL_BUT_STATE = ("--", ".", _EXCLUDE_STATE)

@@ -144,8 +144,8 @@ def content_settings(config: Mapping[str, str]) -> list[str]:
 
 # ``diff.*`` settings that leave the patch of a new text file as AutoDev asks git for it: they concern
 # context lines, rename detection, colour, statistics or other commands, or what every patch AutoDev records
-# sets itself (its prefixes, whole paths, git's own order). Any other one (``diff.suppressBlankEmpty``, one
-# unknown here) sends the diff to git.
+# sets itself (its prefixes, git's own order); ``diff.relative`` changes nothing at the top of the working
+# tree, where git runs. Any other one (``diff.suppressBlankEmpty``, one unknown here) sends the diff to git.
 _PATCH_NEUTRAL = frozenset(
     {
         "diff.algorithm",
@@ -178,9 +178,10 @@ _PATCH_NEUTRAL = frozenset(
 
 def patch_settings(config: Mapping[str, str]) -> list[str]:
     """The settings of ``config`` (``git config --list``, lower-case keys) under which ``git diff``, run as
-    AutoDev runs it for a patch (no colour, its own prefixes, whole paths in git's order), may write a new
-    text file's patch otherwise than ``autodev.workspace.patches`` does. A diff driver's own settings
-    (``diff.<driver>.*``) apply only through an attribute, and attribute files are looked for separately."""
+    AutoDev runs it for a patch (no colour, its own prefixes, git's order, at the top of the working tree),
+    may write a new text file's patch otherwise than ``autodev.workspace.patches`` does. A diff driver's own
+    settings (``diff.<driver>.*``) apply only through an attribute, and attribute files are looked for
+    separately."""
     found = [
         key for key in config if key.startswith("diff.") and key.count(".") == 1 and key not in _PATCH_NEUTRAL
     ]

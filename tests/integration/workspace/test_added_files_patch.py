@@ -43,7 +43,7 @@ def _git_diff(root: Path, base: str, tree: str) -> tuple[tuple[str, ...], str, l
     """What git itself says of the change, asked as AutoDev asks it: the paths, the patch, and each path's
     new mode and id."""
     options = ["-z", "--patch-with-raw", "--binary", "--full-index", "--no-renames", "--no-abbrev"]
-    options += ["--no-color", "--src-prefix=a/", "--dst-prefix=b/", "--no-relative", f"-O{os.devnull}"]
+    options += ["--no-color", "--src-prefix=a/", "--dst-prefix=b/", f"-O{os.devnull}"]
     out = subprocess.run(
         ["git", "diff", *options, base, tree, "--", ".", ":(exclude).autodev"],
         cwd=root,
@@ -208,8 +208,9 @@ async def test_settings_that_leave_the_patch_as_autodev_asks_for_it_keep_it_in_p
     settings = {
         "diff.algorithm": "histogram",
         "diff.context": "1",
-        # Every patch AutoDev records names its prefixes, asks for no colour, whole paths and git's order
-        # (an order file named relative to the main checkout is not even there for a linked worktree).
+        # Every patch AutoDev records names its prefixes, asks for no colour and for git's order (an order
+        # file named relative to the main checkout is not even there for a linked worktree); git runs at
+        # the top of the working tree, where relative paths are whole ones.
         "diff.noPrefix": "true",
         "diff.mnemonicPrefix": "true",
         "diff.srcPrefix": "from/",
