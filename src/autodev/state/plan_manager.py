@@ -488,7 +488,7 @@ class PlanManager:
         return pickle.dumps(self._state, protocol=pickle.HIGHEST_PROTOCOL)
 
     def get_task(self, task_id: str) -> Task:
-        return self._task(task_id).model_copy(deep=True)
+        return self._task(task_id).detached_copy()
 
     def task_tier(self, task_id: str) -> ModelTier:
         """The tier ``task_id``'s roles run on: its Model line's, else the default (strong)."""
@@ -535,7 +535,7 @@ class PlanManager:
 
     def tasks(self) -> list[Task]:
         """Copies of every task in plan order."""
-        return [task.model_copy(deep=True) for task in self._require_plan().iter_tasks()]
+        return [task.detached_copy() for task in self._require_plan().iter_tasks()]
 
     @property
     def cost_usd_total(self) -> float:
@@ -612,7 +612,7 @@ class PlanManager:
             if busy_files.intersection(task.files):
                 continue
             busy_files.update(task.files)
-            picked.append(task.model_copy(deep=True))
+            picked.append(task.detached_copy())
         return picked
 
     def _offered_from_first_pending(self, scheduler: TaskScheduler) -> tuple[Sequence[Task], int]:
@@ -651,7 +651,7 @@ class PlanManager:
             if task.id not in children or task.id in in_flight or task.status != "pending":
                 continue
             if task.depends_on == [parent_id] and not busy_files.intersection(task.files):
-                return task.model_copy(deep=True)
+                return task.detached_copy()
         return None
 
     def phase(self, phase_id: str) -> Phase:
@@ -760,7 +760,7 @@ class PlanManager:
             if result is not None and status == "complete":
                 payload["result"] = result.model_dump(mode="json", exclude={"id", "task_id"})
             self._append("task_status", payload)
-            return task.model_copy(deep=True)
+            return task.detached_copy()
 
     def mark_task_retry(
         self,
@@ -802,7 +802,7 @@ class PlanManager:
         with self._locked():
             task = self._task(task_id)
             self._append("task_escalated", {"task_id": task_id, "reason": reason})
-            return task.model_copy(deep=True)
+            return task.detached_copy()
 
     def revert_task_to_pending(self, task_id: str, reason: str) -> Task:
         """Re-queue a task as pending with a fresh retry budget: the one sanctioned bypass of the FSM.
@@ -814,11 +814,11 @@ class PlanManager:
         with self._locked():
             task = self._task(task_id)
             if task.status == "pending" and task.retry_count == 0 and not task.escalated:
-                return task.model_copy(deep=True)
+                return task.detached_copy()
             if task.status not in _REVERTIBLE:
                 raise StateError(f"task {task_id} is {task.status}; only unfinished tasks can be re-queued")
             self._append("task_reverted", {"task_id": task_id, "from": task.status, "reason": reason})
-            return task.model_copy(deep=True)
+            return task.detached_copy()
 
     def retry_blocked(self, task_id: str, *, reset_attempts: bool = False, retry_limit: int) -> list[str]:
         """Send a blocked task back to work (``autodev retry``): ``blocked → in_progress``, one ledger op.
@@ -906,7 +906,7 @@ class PlanManager:
                 "task_model_set",
                 {"task_id": task_id, "model": model, "from": task.model, "by": by, "reason": reason[:500]},
             )
-            return task.model_copy(deep=True)
+            return task.detached_copy()
 
     def add_tasks(
         self, tasks: Sequence[Task], *, phase_id: str, parent: str | None = None, by: str, reason: str
@@ -965,7 +965,7 @@ class PlanManager:
                     f"task {task_id} still has slices that are not done: {', '.join(open_slices)}"
                 )
             self._append("slices_done", {"task_id": task_id, "slices": slices})
-            return task.model_copy(deep=True)
+            return task.detached_copy()
 
     def mark_blocked_descendants(self, task_id: str, reason: str, *, verb: str = "is blocked") -> list[str]:
         """Block every unfinished task that depends, directly or not, on ``task_id``; one ledger op.
@@ -1485,7 +1485,7 @@ class PlanManager:
                 payload["from"] = task.status
                 payload["to"] = "in_progress"
             self._append("automatic_retry_granted", payload)
-            return self._task(task_id).model_copy(deep=True)
+            return self._task(task_id).detached_copy()
 
     # --- serving a remote worker (``autodev.state.relay``) -------------------------------------------
 
