@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -12,6 +13,7 @@ from autodev.errors import PathEscapeError, StateError
 __all__ = [
     "STATE_DIR_NAME",
     "AutodevPaths",
+    "StateDirKeeper",
     "ensure_state_dir",
     "find_repo_root",
     "normalize_repo_path",
@@ -215,6 +217,41 @@ def ensure_state_dir(paths: AutodevPaths) -> Path:
             f"{paths.repo_root}, then try again"
         ) from exc
     return state_dir
+
+
+class StateDirKeeper:
+    """``ensure_state_dir`` for a caller that asks before every state change (the plan manager, about
+    twenty times a task), asked again only when ``.autodev/`` itself changed since its last answer.
+
+    An agent may remove ``.autodev/``, its ``.gitignore`` or replace the directory: each changes the
+    directory's identity or its change time (an entry added, removed or renamed in it), which one ``stat``
+    reads instead of the checks' four system calls. The change time comes from a coarse clock, so a
+    directory whose change time was recent when it was checked is checked again next time: a later change
+    within the same tick could otherwise leave the same stamp (as the agent-call check trusts file stamps).
+    """
+
+    # Far longer than any kernel's timestamp tick.
+    _SETTLED_NS = 100_000_000
+
+    def __init__(self, paths: AutodevPaths) -> None:
+        self.paths = paths
+        self._checked: tuple[int, int, int, int] | None = None
+
+    def ensure(self) -> None:
+        stamp = self._stamp()
+        if stamp is not None and stamp == self._checked:
+            return
+        ensure_state_dir(self.paths)
+        stamp = self._stamp()
+        settled = stamp is not None and time.time_ns() - stamp[3] > self._SETTLED_NS
+        self._checked = stamp if settled else None
+
+    def _stamp(self) -> tuple[int, int, int, int] | None:
+        try:
+            found = os.stat(self.paths.state_dir)  # through a link: the directory the state is kept in
+        except OSError:
+            return None
+        return (found.st_dev, found.st_ino, found.st_mtime_ns, found.st_ctime_ns)
 
 
 _UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9._-]+")

@@ -43,7 +43,7 @@ from autodev.state.evidence import write_evidence, write_patch
 from autodev.state.file_lock import KeptFileLock, Timeout
 from autodev.state.hashing import plan_content_hash
 from autodev.state.ledger import Ledger, LedgerEntry, LedgerHead
-from autodev.state.paths import AutodevPaths, ensure_state_dir
+from autodev.state.paths import AutodevPaths, StateDirKeeper
 from autodev.state.policy_records import (
     ApprovalRecord,
     HumanBlock,
@@ -329,6 +329,7 @@ class PlanManager:
         self.lock_timeout_s = lock_timeout_s
         self._ledger = Ledger(self.paths.ledger, readonly=readonly)
         self._file_lock = KeptFileLock(self.paths.lock)
+        self._state_dir = StateDirKeeper(self.paths)
         self._thread_lock = threading.RLock()
         self._depth = 0
         self._owner_fd: int | None = None
@@ -1525,7 +1526,7 @@ class PlanManager:
                     self._file_lock.release()
 
     def _acquire_file_lock(self) -> None:
-        ensure_state_dir(self.paths)
+        self._state_dir.ensure()
         try:
             self._file_lock.acquire(timeout=self.lock_timeout_s, poll_interval=0.005)
         except Timeout:

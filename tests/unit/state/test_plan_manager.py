@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -532,3 +533,16 @@ def test_a_sliced_task_completes_once_every_slice_is_done(repo: Path) -> None:
     with PlanManager(repo, readonly=True) as again:
         assert again.get_task("1.1").status == "complete"
         assert again.get_task("1.1").commit is None
+
+
+def test_a_gitignore_removed_during_a_run_is_back_at_the_next_state_change(repo: Path) -> None:
+    with PlanManager(repo) as pm:
+        pm.init_plan(make_plan(2))
+        changed = os.stat(pm.paths.state_dir).st_ctime_ns
+        while time.time_ns() - changed <= 150_000_000:  # past the keeper's trust horizon
+            time.sleep(0.02)
+        pm.update_task_status("1.1", "in_progress")
+        pm.update_task_status("1.1", "coded")  # the state directory's stamp is trusted from here
+        (repo / ".autodev" / ".gitignore").unlink()
+        pm.update_task_status("1.1", "auto_gated")
+        assert (repo / ".autodev" / ".gitignore").read_text().splitlines()[-1] == "*"
