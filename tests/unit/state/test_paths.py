@@ -95,22 +95,28 @@ def test_a_state_directory_changed_within_its_tick_is_checked_again(
 @pytest.mark.parametrize("settle", [True, False], ids=["settled", "fresh"])
 def test_a_removed_gitignore_comes_back_at_the_next_check(repo: Path, settle: bool) -> None:
     paths = AutodevPaths(repo)
-    keeper = StateDirKeeper(paths)
-    keeper.ensure()
     if settle:
-        _settled(paths)
+        keeper = _trusting(paths)
+    else:
+        keeper = StateDirKeeper(paths)
         keeper.ensure()
     (paths.state_dir / ".gitignore").unlink()
     keeper.ensure()
     assert (paths.state_dir / ".gitignore").read_text().splitlines()[-1] == "*"
 
 
-def test_a_removed_state_directory_comes_back_at_the_next_check(repo: Path) -> None:
-    paths = AutodevPaths(repo)
+def _trusting(paths: AutodevPaths) -> StateDirKeeper:
+    """A keeper that checked the state directory and trusts the stamp it left."""
     keeper = StateDirKeeper(paths)
     keeper.ensure()
     _settled(paths)
     keeper.ensure()
+    return keeper
+
+
+def test_a_removed_state_directory_comes_back_at_the_next_check(repo: Path) -> None:
+    paths = AutodevPaths(repo)
+    keeper = _trusting(paths)
     shutil.rmtree(paths.state_dir)
     keeper.ensure()
     assert (paths.state_dir / ".gitignore").is_file()
@@ -120,10 +126,7 @@ def test_a_state_directory_replaced_by_a_dangling_link_is_refused_after_a_truste
     repo: Path, tmp_path: Path
 ) -> None:
     paths = AutodevPaths(repo)
-    keeper = StateDirKeeper(paths)
-    keeper.ensure()
-    _settled(paths)
-    keeper.ensure()
+    keeper = _trusting(paths)
     shutil.rmtree(paths.state_dir)
     paths.state_dir.symlink_to(tmp_path / "gone", target_is_directory=True)
     with pytest.raises(StateError, match="which does not exist"):
