@@ -25,21 +25,30 @@ sync: what the floor would be without them. ``--snapshot write-tree`` has ``git 
 snapshot's tree after the ``add`` and ``git diff`` read the change, as AutoDev did before ADR 0053.
 ``--snapshot in-process`` writes the snapshot's blob and trees without git (the file is known, so this is
 exact here, and what a task's path would hold if AutoDev wrote its snapshots so, ``add`` included): what the
-next step of ADR 0051 could give. Measurements only, never a way to run AutoDev.
+next step of ADR 0051 could give. ``--landing in-process`` lands a task in the main checkout without git: its
+file written from the bytes the task wrote, and the index written with the file's entry put in
+(``index_with_new_file``: exact here, for a new file in an index of git's format 2 or 3 with SHA-1 ids, its
+optional extensions dropped, as git rebuilds them), instead of ``git restore`` into a copy of the index: what
+an index written by AutoDev could take off the path under the integration lock. Every run ends by asking
+``git status`` whether the main checkout is clean; one that is not is a problem of the run. Measurements
+only, never a way to run AutoDev.
 
     python bench/makespan_floor.py [--tasks 60] [--latency 0.5] [--parallelism 4,8] [--runs 3] [--seed 1]
                                    [--git on|off] [--syncs on|off] [--snapshot files|write-tree|in-process]
-                                   [--quick]
+                                   [--landing restore|in-process] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
+import bisect
 import functools
+import hashlib
 import json
 import os
 import shutil
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -84,6 +93,61 @@ IDENT = "bench <bench@invalid> 0 +0000"
 # How a task's snapshot tree is written: after ``git add``, from the file (as AutoDev does) or by ``git
 # write-tree``; or, ``add`` included, without git.
 Snapshot = Literal["files", "write-tree", "in-process"]
+# How a landing writes the main checkout: ``git restore`` into a copy of its index, or without git.
+Landing = Literal["restore", "in-process"]
+_ENTRY_FIXED = 62  # an index entry's bytes before its name (SHA-1 ids, no extended flags)
+
+
+def index_with_new_file(
+    index: bytes, index_mtime_ns: int, name: str, blob: str, stat: os.stat_result
+) -> bytes:
+    """``index`` (git's index file, format 2 or 3, SHA-1 ids, last written at ``index_mtime_ns``) with
+    ``name`` added as a regular file of ``blob`` whose file has ``stat``, as git writes an index:
+    - entries sorted by name; each padded with 1 to 8 NUL bytes to a multiple of 8;
+    - the new entry's size, and that of every entry modified in the same second as the index it was read
+      from or later (which git would take for unchanged on its stamp once the index is newer), written as
+      0: git then compares those files' bytes before it trusts them (its "racily clean" rule);
+    - its extensions (all optional ones: the cache tree, the untracked cache) dropped, which git rebuilds;
+    - the SHA-1 of everything before it at the end.
+    For the floor's new files only: a name already in the index, or anything else, fails an assertion."""
+    signature, version, count = struct.unpack(">4sLL", index[:12])
+    assert signature == b"DIRC" and version in (2, 3)
+    names: list[bytes] = []
+    entries: list[bytes] = []
+    offset = 12
+    for _ in range(count):
+        (flags,) = struct.unpack(">H", index[offset + 60 : offset + _ENTRY_FIXED])
+        assert not flags & 0x4000  # no extended flags (intent to add, skip worktree)
+        end = index.index(b"\0", offset + _ENTRY_FIXED)
+        size = ((end - offset) // 8 + 1) * 8
+        entry = index[offset : offset + size]
+        (seconds,) = struct.unpack(">L", entry[8:12])
+        if seconds >= index_mtime_ns // 10**9:  # whole seconds, as a git built without nanoseconds compares
+            entry = entry[:36] + b"\0\0\0\0" + entry[40:]
+        names.append(index[offset + _ENTRY_FIXED : end])
+        entries.append(entry)
+        offset += size
+    raw_name = name.encode()
+    assert raw_name not in names
+    fixed = struct.pack(
+        ">10L",
+        int(stat.st_ctime) & 0xFFFFFFFF,
+        stat.st_ctime_ns % 10**9,
+        int(stat.st_mtime) & 0xFFFFFFFF,
+        stat.st_mtime_ns % 10**9,
+        stat.st_dev & 0xFFFFFFFF,
+        stat.st_ino & 0xFFFFFFFF,
+        0o100644,
+        stat.st_uid,
+        stat.st_gid,
+        0,
+    )
+    entry = fixed + bytes.fromhex(blob) + struct.pack(">H", min(len(raw_name), 0xFFF)) + raw_name
+    entry += b"\0" * (8 - len(entry) % 8)
+    at = bisect.bisect(names, raw_name)
+    entries.insert(at, entry)
+    body = struct.pack(">4sLL", b"DIRC", version, count + 1) + b"".join(entries)
+    return body + hashlib.sha1(body).digest()
 
 
 @dataclass
@@ -103,6 +167,7 @@ class Floor:
     git: bool
     syncs: bool
     snapshot: Snapshot
+    landing: Landing
     head: str
     ledger: Ledger
     lock: KeptFileLock
@@ -238,7 +303,7 @@ class Floor:
         async with self.land_lock:
             if self.head != onto:
                 commit = await self.replay(own, self.head, task_id)
-            await self.fast_forward(commit, path)
+            await self.fast_forward(commit, path, content, object_id)
         self.evidence(task_id, "patch", patch.encode())
         self.record("task_status", task_id)
 
@@ -296,8 +361,11 @@ class Floor:
         assert tree is not None  # every task adds a file of its own: nothing meets, nothing is deleted
         return self.commit(tree, onto, task_id)
 
-    async def fast_forward(self, commit: str, path: str) -> None:
-        if self.git:
+    async def fast_forward(self, commit: str, path: str, content: bytes, blob: str) -> None:
+        if self.git and self.landing == "in-process":
+            await anyio.to_thread.run_sync(self.land_in_process, path, content, blob)
+            self.move_branch(commit)
+        elif self.git:
             git_dir = self.root / ".git"
             index_lock = git_dir / "index.lock"
             shutil.copyfile(git_dir / "index", index_lock)
@@ -314,11 +382,32 @@ class Floor:
                 stdin=path,
             )
             os.replace(index_lock, git_dir / "index")
-            branch = git_dir / "refs" / "heads" / "main"
-            branch.with_name("main.lock").write_text(commit + "\n")
-            os.replace(branch.with_name("main.lock"), branch)
+            self.move_branch(commit)
         self.landed[commit] = [path]
         self.head = commit
+
+    def move_branch(self, commit: str) -> None:
+        branch = self.root / ".git" / "refs" / "heads" / "main"
+        branch.with_name("main.lock").write_text(commit + "\n")
+        os.replace(branch.with_name("main.lock"), branch)
+
+    def land_in_process(self, path: str, content: bytes, blob: str) -> None:
+        """The main checkout's part of a landing without git (``--landing in-process``): the task's file
+        written, then the index with its entry, under git's index lock."""
+        target = self.root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(content)
+        git_dir = self.root / ".git"
+        index, lock = git_dir / "index", git_dir / "index.lock"
+        descriptor = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            written = index_with_new_file(
+                index.read_bytes(), os.stat(index).st_mtime_ns, path, blob, os.stat(target)
+            )
+            os.write(descriptor, written)
+        finally:
+            os.close(descriptor)
+        os.replace(lock, index)
 
     async def after_landing(
         self, path: str, worktree: Worktree, pool: list[Worktree], wake: Callable[[], None]
@@ -352,6 +441,7 @@ async def measure(
     git: bool,
     syncs: bool,
     snapshot: Snapshot = "files",
+    landing: Landing = "restore",
 ) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         root = git_repo(Path(tmp) / "repo")
@@ -368,6 +458,7 @@ async def measure(
             git,
             syncs,
             snapshot,
+            landing,
             _git(root, "rev-parse", "HEAD"),
             ledger,
             KeptFileLock(state / "lock"),
@@ -416,6 +507,8 @@ async def measure(
                     await freed.wait()
             measured = time.perf_counter() - began
         committed = set(_git(root, "ls-tree", "-r", "--name-only", "HEAD").splitlines()) if git else set()
+        # Whatever wrote it, the main checkout must be what git itself would have left: HEAD's files.
+        unclean = _git(root, "status", "--porcelain") if git else ""
         ledger.close()
         floor.lock.close()
     work = {task.id: 3 * latency for task in tasks}
@@ -430,7 +523,8 @@ async def measure(
         "median_in_task_ms": round(statistics.median(in_task) * 1000, 1),
         "git_ms_median": {name: round(statistics.median(times), 1) for name, times in floor.git_ms.items()},
         "git_processes_per_task": round(sum(map(len, floor.git_ms.values())) / len(tasks), 2),
-        "problems": [f"{task_id}: its file is not in HEAD" for task_id in missing],
+        "problems": [f"{task_id}: its file is not in HEAD" for task_id in missing]
+        + ([f"the main checkout is not clean: {unclean.splitlines()[:3]}"] if unclean else []),
     }
 
 
@@ -440,6 +534,7 @@ def main() -> None:
     parser.add_argument("--git", choices=("on", "off"), default="on")
     parser.add_argument("--syncs", choices=("on", "off"), default="on")
     parser.add_argument("--snapshot", choices=get_args(Snapshot), default="files")
+    parser.add_argument("--landing", choices=get_args(Landing), default="restore")
     args = parser.parse_args()
     n_tasks, latency, repeats = workload_sizes(parser, args, runs=3)
     tasks = dag_plan(n_tasks, args.seed).iter_tasks()
@@ -454,6 +549,7 @@ def main() -> None:
             git=args.git == "on",
             syncs=args.syncs == "on",
             snapshot=args.snapshot,
+            landing=args.landing,
         )
         repeated = [anyio.run(run) for _ in range(repeats)]
         runs[str(parallelism)] = median_run(repeated)
@@ -467,6 +563,7 @@ def main() -> None:
                 "git": args.git,
                 "syncs": args.syncs,
                 "snapshot": args.snapshot,
+                "landing": args.landing,
                 "runs": runs,
             },
             indent=2,
