@@ -52,6 +52,7 @@ __all__ = [
     "MAX_PID_FILE_BYTES",
     "MAX_STATE_FILE_BYTES",
     "MIB",
+    "STAMP_SETTLED_NS",
     "ErrorFactory",
     "format_size",
     "led_by",
@@ -71,6 +72,10 @@ MAX_STATE_FILE_BYTES = 64 * MIB
 MAX_EVIDENCE_BYTES = 1 * GIB
 MAX_INPUT_FILE_BYTES = 16 * MIB
 MAX_PID_FILE_BYTES = 4 * KIB
+# How far in the past a file's change time must be before its stamp (inode, size, times) is trusted to show
+# any later write: the change time comes from a coarse clock, so a write within the same tick as a read can
+# keep the stamp that read saw. Far longer than any kernel's timestamp tick.
+STAMP_SETTLED_NS = 100_000_000
 
 ErrorFactory = Callable[[str], AutodevError]
 """Builds the error to raise from a message that says what is wrong and what to do, without the path."""

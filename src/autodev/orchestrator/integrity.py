@@ -54,7 +54,7 @@ from typing import TypeVar
 import anyio
 
 from autodev.errors import EXIT_SUSPENDED, AutodevError, StateError
-from autodev.files import read_bounded
+from autodev.files import STAMP_SETTLED_NS, read_bounded
 from autodev.logging import get_logger
 from autodev.state.atomic import atomic_write_bytes
 from autodev.state.ledger import Ledger
@@ -667,9 +667,6 @@ class GuardedFiles:
     cannot be set from user space, unlike the modification time.
     """
 
-    # Far longer than any kernel's timestamp tick.
-    _SETTLED_NS = 100_000_000
-
     def __init__(self) -> None:
         self._known: dict[str, tuple[_Stamp, bytes | None]] = {}
         # Each directory's files and subdirectories as last listed, under the same rule: a directory's
@@ -714,7 +711,7 @@ class GuardedFiles:
             return known[1]
         read_at = time.time_ns()
         value = load()
-        if _stamp_of(key) == stamp and stamp[3] < read_at - self._SETTLED_NS:
+        if _stamp_of(key) == stamp and stamp[3] < read_at - STAMP_SETTLED_NS:
             memory[key] = (stamp, value)
         else:
             memory.pop(key, None)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from autodev.errors import PathEscapeError, StateError
+from autodev.files import STAMP_SETTLED_NS
 
 __all__ = [
     "STATE_DIR_NAME",
@@ -230,9 +231,6 @@ class StateDirKeeper:
     within the same tick could otherwise leave the same stamp (as the agent-call check trusts file stamps).
     """
 
-    # Far longer than any kernel's timestamp tick.
-    _SETTLED_NS = 100_000_000
-
     def __init__(self, paths: AutodevPaths) -> None:
         self.paths = paths
         self._checked: tuple[int, int, int, int] | None = None
@@ -243,7 +241,7 @@ class StateDirKeeper:
             return
         ensure_state_dir(self.paths)
         stamp = self._stamp()
-        settled = stamp is not None and time.time_ns() - stamp[3] > self._SETTLED_NS
+        settled = stamp is not None and time.time_ns() - stamp[3] > STAMP_SETTLED_NS
         self._checked = stamp if settled else None
 
     def _stamp(self) -> tuple[int, int, int, int] | None:

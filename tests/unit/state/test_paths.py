@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from autodev.errors import PathEscapeError, StateError
+from autodev.files import STAMP_SETTLED_NS
 from autodev.state import paths as paths_module
 from autodev.state.paths import AutodevPaths, StateDirKeeper, ensure_state_dir
 
@@ -51,7 +52,7 @@ def test_a_link_to_a_missing_state_directory_names_its_target(repo: Path, tmp_pa
 def _settled(paths: AutodevPaths) -> None:
     """Wait until the state directory's change time is older than the keeper's trust horizon."""
     changed = os.stat(paths.state_dir).st_ctime_ns
-    while time.time_ns() - changed <= StateDirKeeper._SETTLED_NS:
+    while time.time_ns() - changed <= STAMP_SETTLED_NS:
         time.sleep(0.02)
 
 

@@ -21,6 +21,7 @@ from autodev.errors import (
     StateError,
     TaskNotFoundError,
 )
+from autodev.files import STAMP_SETTLED_NS
 from autodev.state.evidence import read_evidence
 from autodev.state.plan_manager import PlanManager
 from autodev.state.schemas import ReviewEvidence, Task, TestEvidence
@@ -539,7 +540,7 @@ def test_a_gitignore_removed_during_a_run_is_back_at_the_next_state_change(repo:
     with PlanManager(repo) as pm:
         pm.init_plan(make_plan(2))
         changed = os.stat(pm.paths.state_dir).st_ctime_ns
-        while time.time_ns() - changed <= 150_000_000:  # past the keeper's trust horizon
+        while time.time_ns() - changed <= STAMP_SETTLED_NS:  # past the keeper's trust horizon
             time.sleep(0.02)
         pm.update_task_status("1.1", "in_progress")
         pm.update_task_status("1.1", "coded")  # the state directory's stamp is trusted from here
