@@ -13,6 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 from support.git_calls import command_names, git_started
+from support.parallel import own_home
 
 from autodev.workspace.git import GitRepo
 from autodev.workspace.objects import CommitWriter, blocking_settings, commit_body, git_timezone
@@ -140,11 +141,8 @@ def test_a_worktree_commit_goes_to_the_shared_object_store(tmp_path: Path) -> No
 def test_without_an_identity_the_fallback_one_is_written_as_git_writes_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
+    own_home(tmp_path / "home", monkeypatch)
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
     monkeypatch.delenv("EMAIL", raising=False)
     root = tmp_path / "repo"
     root.mkdir()
