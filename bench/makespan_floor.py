@@ -79,7 +79,7 @@ from autodev.state.file_lock import KeptFileLock
 from autodev.state.ledger import Ledger
 from autodev.state.schemas import Task
 from autodev.workspace.changes import FileStamp
-from autodev.workspace.git import run_git
+from autodev.workspace.git import _write_index, run_git
 from autodev.workspace.objects import CommitWriter
 from autodev.workspace.patches import Change, added_files_change
 from autodev.workspace.stored_files import StoredFile, file_stamps, stored_entries
@@ -393,21 +393,18 @@ class Floor:
 
     def land_in_process(self, path: str, content: bytes, blob: str) -> None:
         """The main checkout's part of a landing without git (``--landing in-process``): the task's file
-        written, then the index with its entry, under git's index lock."""
+        written, then the index with its entry, replaced under git's index lock."""
         target = self.root / path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(content)
         git_dir = self.root / ".git"
-        index, lock = git_dir / "index", git_dir / "index.lock"
-        descriptor = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        try:
-            written = index_with_new_file(
-                index.read_bytes(), os.stat(index).st_mtime_ns, path, blob, os.stat(target)
-            )
-            os.write(descriptor, written)
-        finally:
-            os.close(descriptor)
-        os.replace(lock, index)
+        index = git_dir / "index"
+        written = index_with_new_file(
+            index.read_bytes(), os.stat(index).st_mtime_ns, path, blob, os.stat(target)
+        )
+        # Nothing else writes this index during a floor run: it is read before git's lock is taken, and
+        # replaced under it as AutoDev replaces an index.
+        _write_index(git_dir, written)
 
     async def after_landing(
         self, path: str, worktree: Worktree, pool: list[Worktree], wake: Callable[[], None]
