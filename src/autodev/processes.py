@@ -154,16 +154,35 @@ def become_subreaper() -> bool:
     return _Subreaper.active
 
 
+# An entry of a NUL-separated environment block that sets the tag (the block is searched with a NUL put
+# in front, so that the first entry matches too and a value that merely contains the name does not).
+_TAG_ENTRY = b"\0" + TAG_VARIABLE.encode() + b"="
+_ENVIRON_CHUNK = 1 << 16
+
+
 def _tag_of(pid: int) -> str | None:
+    """The tag in ``pid``'s initial environment (its first setting), or None. Every process on the machine
+    is asked at the end of each call, so the block is read and searched as bytes, not split into
+    entries: a machine with hundreds of processes pays it for every agent call and every gate."""
     try:
-        environ = (_PROC / str(pid) / "environ").read_bytes()
+        descriptor = os.open(f"/proc/{pid}/environ", os.O_RDONLY)
     except OSError:
         return None
-    prefix = TAG_VARIABLE.encode() + b"="
-    for entry in environ.split(b"\0"):
-        if entry.startswith(prefix):
-            return entry[len(prefix) :].decode("ascii", errors="replace")
-    return None
+    chunks = [b"\0"]
+    try:
+        while chunk := os.read(descriptor, _ENVIRON_CHUNK):
+            chunks.append(chunk)
+    except OSError:
+        return None
+    finally:
+        os.close(descriptor)
+    block = b"".join(chunks)
+    start = block.find(_TAG_ENTRY)
+    if start < 0:
+        return None
+    start += len(_TAG_ENTRY)
+    end = block.find(b"\0", start)
+    return block[start : end if end >= 0 else len(block)].decode("ascii", errors="replace")
 
 
 def _parent_and_session(pid: int) -> tuple[int, int] | None:
@@ -185,7 +204,7 @@ def _parent_of(pid: int) -> int | None:
 
 def _pids() -> list[int]:
     try:
-        return [int(entry.name) for entry in _PROC.iterdir() if entry.name.isdigit()]
+        return [int(name) for name in os.listdir(_PROC) if name.isdigit()]
     except OSError:
         return []
 
@@ -220,15 +239,17 @@ def _reap(killed: list[int]) -> list[int]:
     return killed
 
 
-def kill_tagged(tag: str, *, prefix: bool = False) -> list[int]:
-    """Kill every process whose environment carries ``tag`` (or a tag starting with it, ``prefix``)."""
+def kill_tagged(tags: str | tuple[str, ...], *, prefix: bool = False) -> list[int]:
+    """Kill every process whose environment carries one of ``tags`` (or a tag starting with one of them,
+    ``prefix``), in one look at every process however many tags are asked for."""
+    wanted = (tags,) if isinstance(tags, str) else tags
     me = os.getpid()
     found = []
     for pid in _pids():
         if pid == me:
             continue
         found_tag = _tag_of(pid)
-        if found_tag is not None and (found_tag.startswith(tag) if prefix else found_tag == tag):
+        if found_tag is not None and (found_tag.startswith(wanted) if prefix else found_tag in wanted):
             found.append(pid)
     return _kill_and_reap(found)
 

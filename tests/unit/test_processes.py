@@ -140,3 +140,51 @@ async def test_a_start_on_the_event_loop_waits_for_a_search_without_stopping_the
     # The start came after the search had stopped looking, and the loop ran other work meanwhile.
     assert steps == ["other work done", "started"]
     assert processes._Children.starting == 0
+
+
+def _sleeping(env: dict[str, str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(["sleep", "60"], env=env)
+
+
+def test_the_tag_is_read_wherever_it_sits_in_a_large_environment(tmp_path: Path) -> None:
+    """The environment block is searched as bytes: the tag is found as the first entry and as the last of
+    a large block, a value that only contains the tag's name is no tag, and a repeated setting counts as
+    its first (what the process's own ``getenv`` sees)."""
+    tag, other = call_tag(tmp_path), call_tag(tmp_path)
+    large = {f"FILLER_{index}": "x" * 200 for index in range(1_000)}  # about 200 KB, several reads
+    first = _sleeping({TAG_VARIABLE: tag, **large, "PATH": os.environ["PATH"]})
+    last = _sleeping({**large, "PATH": os.environ["PATH"], TAG_VARIABLE: tag})
+    named_in_a_value = _sleeping({"PATH": os.environ["PATH"], "NOTE": f"{TAG_VARIABLE}={tag}"})
+    untagged = _sleeping({"PATH": os.environ["PATH"], f"X{TAG_VARIABLE}": tag})
+    processes_started = (first, last, named_in_a_value, untagged)
+    try:
+        assert processes._tag_of(first.pid) == tag
+        assert processes._tag_of(last.pid) == tag
+        assert processes._tag_of(named_in_a_value.pid) is None
+        assert processes._tag_of(untagged.pid) is None
+        assert processes._tag_of(os.getpid()) == os.environ.get(TAG_VARIABLE)
+        assert processes._tag_of(2**22 + 7) is None  # no such process
+        assert sorted(kill_tagged(tag)) == sorted([first.pid, last.pid])
+        assert not kill_tagged(other)
+    finally:
+        for process in processes_started:
+            process.kill()
+            process.wait()
+
+
+def test_one_look_stops_the_processes_of_every_tag_asked_for(tmp_path: Path) -> None:
+    """The run lock stops what a killed run left under the repository and under each worktree's state
+    directory: all of them in one pass over the processes."""
+    main, worktree, elsewhere = (tmp_path / name / ".autodev" for name in ("main", "worktree", "other"))
+    started = {
+        name: _sleeping({**os.environ, TAG_VARIABLE: call_tag(state_dir)})
+        for name, state_dir in (("main", main), ("worktree", worktree), ("elsewhere", elsewhere))
+    }
+    try:
+        stopped = kill_tagged(tuple(repository_tag(path) + ":" for path in (main, worktree)), prefix=True)
+        assert sorted(stopped) == sorted([started["main"].pid, started["worktree"].pid])
+        assert running(started["elsewhere"].pid)
+    finally:
+        for process in started.values():
+            process.kill()
+            process.wait()

@@ -55,8 +55,10 @@ class SessionLock:
         for worktree_children in self.paths.worktrees_dir.glob("*/.autodev/children"):
             stopped += reap_orphans(worktree_children)
         # What those started and hid in sessions of their own still carries the repository's tag.
-        for state_dir in [self.paths.state_dir, *self.paths.worktrees_dir.glob("*/.autodev")]:
-            stopped += kill_tagged(repository_tag(state_dir) + ":", prefix=True)
+        state_dirs = [self.paths.state_dir, *self.paths.worktrees_dir.glob("*/.autodev")]
+        stopped += kill_tagged(
+            tuple(repository_tag(state_dir) + ":" for state_dir in state_dirs), prefix=True
+        )
         self.stopped = sorted(set(stopped))
         if stopped:
             _log.warning("session.orphans_stopped", pids=stopped)
