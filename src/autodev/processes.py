@@ -165,7 +165,7 @@ def _tag_of(pid: int) -> str | None:
     is asked at the end of each call, so the block is read and searched as bytes, not split into
     entries: a machine with hundreds of processes pays it for every agent call and every gate."""
     try:
-        descriptor = os.open(f"/proc/{pid}/environ", os.O_RDONLY)
+        descriptor = os.open(_PROC / str(pid) / "environ", os.O_RDONLY)
     except OSError:
         return None
     chunks = [b"\0"]

@@ -148,8 +148,8 @@ def _sleeping(env: dict[str, str]) -> subprocess.Popen[bytes]:
 
 def test_the_tag_is_read_wherever_it_sits_in_a_large_environment(tmp_path: Path) -> None:
     """The environment block is searched as bytes: the tag is found as the first entry and as the last of
-    a large block, a value that only contains the tag's name is no tag, and a repeated setting counts as
-    its first (what the process's own ``getenv`` sees)."""
+    a large block; a value that only contains the tag's name, or a variable whose name ends in it, is no
+    tag."""
     tag, other = call_tag(tmp_path), call_tag(tmp_path)
     large = {f"FILLER_{index}": "x" * 200 for index in range(1_000)}  # about 200 KB, several reads
     first = _sleeping({TAG_VARIABLE: tag, **large, "PATH": os.environ["PATH"]})
